@@ -1,0 +1,1 @@
+"""Pure planning: spec + topology -> a frozen RunPlan that any executor can run."""

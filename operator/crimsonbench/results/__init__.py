@@ -1,0 +1,1 @@
+"""Turning fio output and resource samples into step results (pure)."""

@@ -1,0 +1,90 @@
+"""Step results: the published table's row, plus what is needed to recompute it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FioSummary:
+    """fio figures of one step, combined over every fio process and job in it."""
+
+    iops: float  # summed over processes/jobs and directions
+    bw_mib_s: float  # summed, MiB/s (fio reports KiB/s)
+    total_ios: int
+    clat_mean_ms: float  # weighted by total_ios
+    clat_stdev_ms: float  # pooled
+    clat_p50_ms: float  # percentiles: io-weighted mean over jobs (approximation)
+    clat_p99_ms: float
+    clat_p999_ms: float
+    usr_cpu: float  # fio's per-job usr %, averaged over jobs (as the published tables)
+    sys_cpu: float
+    runtime_s: float  # longest job runtime
+    jobs: int  # fio jobs combined
+    errors: int = 0  # fio's per-job error count, summed
+
+
+@dataclass(frozen=True)
+class ResourceSample:
+    """One sample while fio runs. CPU as % of one core; memory as RSS in MiB."""
+
+    t: float  # seconds since the step started
+    osd_cpu: float  # summed over every OSD process
+    osd_mem_mib: float  # summed RSS
+    fio_cpu: float  # summed over every fio process
+
+
+@dataclass(frozen=True)
+class ResourceSummary:
+    osd_cpu: float
+    osd_mem_mib: float
+    fio_cpu: float
+    samples: int
+
+
+@dataclass(frozen=True)
+class StepResult:
+    step_id: str
+    workload: str
+    iodepth: int
+    repeat: int
+    fio: FioSummary
+    resources: ResourceSummary
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. observed affinities
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StepResult:
+        return cls(
+            step_id=d["step_id"],
+            workload=d["workload"],
+            iodepth=int(d["iodepth"]),
+            repeat=int(d["repeat"]),
+            fio=FioSummary(**d["fio"]),
+            resources=ResourceSummary(**d["resources"]),
+            extra=dict(d.get("extra") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Labels a run for reports and comparisons (the series name in a plot)."""
+
+    name: str
+    flavor: str
+    object_store: str
+    osds: int
+    reactors: int  # 0 for classic
+    policy: str
+    hyper_threads: str
+    ceph_version: str = ""
+    host: str = ""
+    started: str = ""  # ISO 8601
+
+    @property
+    def label(self) -> str:
+        shape = f"{self.osds}osd" + (f"_{self.reactors}reactor" if self.reactors else "")
+        return f"{self.name} ({self.flavor}/{self.object_store} {shape} {self.policy})"

@@ -1,0 +1,41 @@
+"""The BenchmarkRun spec: the one source of truth for the CRD and the local CLI."""
+
+from crimsonbench.spec.models import (
+    BenchmarkRunSpec,
+    ClientSpec,
+    CpuPolicy,
+    EarlyExit,
+    ExternalTarget,
+    Flavor,
+    HyperThreads,
+    LatencyTarget,
+    LocalTarget,
+    ObjectStore,
+    OptionNaming,
+    OsdSpec,
+    RookTarget,
+    SweepSpec,
+    TargetSpec,
+    WorkloadSpec,
+    load_spec,
+)
+
+__all__ = [
+    "BenchmarkRunSpec",
+    "ClientSpec",
+    "CpuPolicy",
+    "EarlyExit",
+    "ExternalTarget",
+    "Flavor",
+    "HyperThreads",
+    "LatencyTarget",
+    "LocalTarget",
+    "ObjectStore",
+    "OptionNaming",
+    "OsdSpec",
+    "RookTarget",
+    "SweepSpec",
+    "TargetSpec",
+    "WorkloadSpec",
+    "load_spec",
+]

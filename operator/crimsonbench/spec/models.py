@@ -1,0 +1,548 @@
+"""The BenchmarkRun spec as pydantic models: parsed once, at the edge, into frozen values.
+
+Field names are snake_case in Python and camelCase in YAML (the Kubernetes convention).
+The CRD in crds/ is generated from these models (see crimsonbench.spec.crd); a test fails
+if the checked-in YAML drifts from them.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from crimsonbench.errors import InvalidSpec
+from crimsonbench.spec.cpuset import CPUSET_PATTERN, format_cpuset, parse_cpuset
+from crimsonbench.spec.rules import Rule, cel_rules, first_violation
+
+DEFAULT_IODEPTHS = (1, 2, 4, 8, 16, 24, 32, 40, 52, 64)
+
+# fio options a custom workload may set. Everything else (engine, pool, image, cpus_allowed,
+# iodepth, runtime, output) is owned by the planner so results stay comparable.
+FIO_OPTION_ALLOWLIST = (
+    "rwmixread",
+    "rwmixwrite",
+    "rate_iops",
+    "rate",
+    "norandommap",
+    "randrepeat",
+    "random_distribution",
+    "zero_buffers",
+    "refill_buffers",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+    "dedupe_percentage",
+    "bssplit",
+    "offset",
+    "size",
+    "io_size",
+    "percentile_list",
+    "thinktime",
+    "thinktime_blocks",
+    "busy_poll",
+    "rbd_background_processing",
+)
+
+SIZE_PATTERN = r"^[1-9][0-9]*(Mi|Gi|Ti)$"
+BLOCK_SIZE_PATTERN = r"^[1-9][0-9]*[kKmM]?$"
+CpuSetStr = Annotated[str, Field(pattern=CPUSET_PATTERN, max_length=4096)]
+SizeStr = Annotated[str, Field(pattern=SIZE_PATTERN)]
+BlockSizeStr = Annotated[str, Field(pattern=BLOCK_SIZE_PATTERN)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_enum_values=False,
+    )
+
+
+def _enforce(rules: tuple[Rule, ...], obj: Any) -> Any:
+    broken = first_violation(rules, obj)
+    if broken is not None:
+        raise _rule_error(broken.field, broken.message)
+    return obj
+
+
+def _rule_error(field: str, message: str) -> PydanticCustomError:
+    # ctx carries the field inside the model so validate_spec can name it exactly.
+    return PydanticCustomError("spec_rule", message, {"field": field})
+
+
+class Flavor(StrEnum):
+    CRIMSON = "crimson"
+    CLASSIC = "classic"
+
+
+class ObjectStore(StrEnum):
+    CYANSTORE = "cyanstore"
+    SEASTORE = "seastore"
+    BLUESTORE = "bluestore"
+    MEMSTORE = "memstore"
+
+
+class CpuPolicy(StrEnum):
+    DEFAULT = "default"  # contiguous CPUs per OSD
+    OSD = "osd"  # every reactor of an OSD on one NUMA node; OSDs alternate nodes
+    SOCKET = "socket"  # each OSD's reactors spread evenly over NUMA nodes
+
+
+class HyperThreads(StrEnum):
+    PHYSICAL = "physical"  # one reactor per physical core; its sibling stays idle
+    DUAL = "dual"  # both hyper-thread siblings host a reactor ("dual reactor")
+
+
+class OptionNaming(StrEnum):
+    AUTO = "auto"  # from the Ceph version
+    LEGACY = "legacy"  # crimson_seastar_cpu_cores / crimson_alien_* (squid and older)
+    CURRENT = "current"  # crimson_cpu_set / crimson_bluestore_* (tentacle and newer)
+
+
+# ---------------------------------------------------------------- target
+
+
+class SecretKeyRef(_Model):
+    name: str = Field(min_length=1, description="Secret in the BenchmarkRun's namespace.")
+    key: str = Field(default="keyring", min_length=1, description="Key holding the keyring.")
+
+
+class LocalTarget(_Model):
+    """A throwaway single-node cluster started from the installed Ceph packages."""
+
+    work_dir: str | None = Field(
+        default=None, description="Cluster and results directory; default: a fresh one."
+    )
+    bluestore_backing: str = Field(
+        default="file",
+        pattern="^(file|loop)$",
+        description="Classic bluestore on a plain file or on a loop device.",
+    )
+    bluestore_size: SizeStr = Field(default="8Gi", description="Block size per bluestore OSD.")
+    force_ssd: bool = Field(
+        default=True, description="Apply SSD tunables even if the disk reports rotational."
+    )
+    crimson_binary: str | None = Field(
+        default=None, description="Path of crimson-osd; default: search PATH."
+    )
+    keep_cluster: bool = Field(default=False, description="Leave the cluster running afterwards.")
+
+
+class RookTarget(_Model):
+    cluster_name: str = Field(min_length=1, description="Name of the Rook CephCluster.")
+    namespace: str = Field(default="rook-ceph", min_length=1)
+    allow_reprovision: bool = Field(
+        default=False,
+        description="Allow purging and re-creating crimson OSDs when the reactor layout changes.",
+    )
+
+
+EXTERNAL_RULES = (
+    Rule(
+        cel="has(self.keyringSecret) || has(self.keyringFile)",
+        message="set keyringSecret (operator) or keyringFile (local CLI) to reach the cluster",
+        field="keyringSecret",
+        check=lambda s: s.keyring_secret is not None or s.keyring_file is not None,
+    ),
+)
+
+
+class ExternalTarget(_Model):
+    """An existing cluster (cephadm, Proxmox, ...) reached through its monitors."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(EXTERNAL_RULES))
+
+    mon_host: str = Field(min_length=1, description="mon_host as in ceph.conf.")
+    user: str = Field(default="admin", min_length=1, description="cephx user without 'client.'.")
+    keyring_secret: SecretKeyRef | None = Field(default=None, description="For the operator.")
+    keyring_file: str | None = Field(default=None, description="For the local CLI.")
+
+    @model_validator(mode="after")
+    def _one_keyring(self) -> ExternalTarget:
+        return _enforce(EXTERNAL_RULES, self)
+
+
+TARGET_RULES = (
+    Rule(
+        cel="[has(self.local), has(self.rook), has(self.external)].filter(x, x).size() == 1",
+        message="set exactly one of local, rook or external",
+        field="",
+        check=lambda t: sum(x is not None for x in (t.local, t.rook, t.external)) == 1,
+    ),
+)
+
+
+class TargetSpec(_Model):
+    model_config = ConfigDict(json_schema_extra=cel_rules(TARGET_RULES))
+    local: LocalTarget | None = None
+    rook: RookTarget | None = None
+    external: ExternalTarget | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TargetSpec:
+        return _enforce(TARGET_RULES, self)
+
+    @property
+    def kind(self) -> str:
+        return "local" if self.local else "rook" if self.rook else "external"
+
+
+# ---------------------------------------------------------------- OSDs
+
+_CRIMSON_STORES = ("cyanstore", "seastore", "bluestore")
+_CLASSIC_STORES = ("bluestore", "memstore")
+
+OSD_RULES = (
+    Rule(
+        cel="self.flavor != 'classic' || self.objectStore in ['bluestore', 'memstore']",
+        message="classic OSDs support objectStore bluestore or memstore; "
+        "cyanstore and seastore need flavor crimson",
+        field="objectStore",
+        check=lambda o: o.flavor != Flavor.CLASSIC or o.object_store.value in _CLASSIC_STORES,
+    ),
+    Rule(
+        cel="self.flavor != 'crimson' || self.objectStore in ['cyanstore', 'seastore', 'bluestore']",
+        message="crimson OSDs support objectStore cyanstore, seastore or bluestore; "
+        "memstore needs flavor classic",
+        field="objectStore",
+        check=lambda o: o.flavor != Flavor.CRIMSON or o.object_store.value in _CRIMSON_STORES,
+    ),
+    Rule(
+        cel="self.flavor != 'classic' || !has(self.reactors)",
+        message="reactors applies to crimson OSDs only; for classic OSDs set cpusPerOsd",
+        field="reactors",
+        check=lambda o: o.flavor != Flavor.CLASSIC or o.reactors is None,
+    ),
+    Rule(
+        cel="self.flavor != 'crimson' || !has(self.cpusPerOsd)",
+        message="cpusPerOsd applies to classic OSDs only; for crimson OSDs set reactors",
+        field="cpusPerOsd",
+        check=lambda o: o.flavor != Flavor.CRIMSON or o.cpus_per_osd is None,
+    ),
+    Rule(
+        cel="(self.flavor == 'crimson' && self.objectStore == 'bluestore') "
+        "|| (!has(self.alienThreads) && !has(self.alienCpuSet))",
+        message="alienThreads and alienCpuSet apply to crimson with objectStore bluestore only",
+        field="alienThreads",
+        check=lambda o: (o.flavor == Flavor.CRIMSON and o.object_store == ObjectStore.BLUESTORE)
+        or (o.alien_threads is None and o.alien_cpu_set is None),
+    ),
+)
+
+
+class OsdSpec(_Model):
+    model_config = ConfigDict(json_schema_extra=cel_rules(OSD_RULES))
+
+    flavor: Flavor = Field(default=Flavor.CRIMSON, description="crimson or classic ceph-osd.")
+    object_store: ObjectStore = Field(
+        default=ObjectStore.BLUESTORE,
+        description="crimson: cyanstore|seastore|bluestore; classic: bluestore|memstore.",
+    )
+    count: int = Field(default=1, ge=1, le=128, description="Number of OSDs.")
+    reactors: int | None = Field(
+        default=None, ge=1, le=1024, description="Seastar reactors per crimson OSD (default 1)."
+    )
+    cpus_per_osd: int | None = Field(
+        default=None, ge=1, le=1024, description="CPUs per classic OSD (default: an equal share)."
+    )
+    cpu_policy: CpuPolicy = Field(default=CpuPolicy.DEFAULT, description="Reactor placement.")
+    cpu_set: CpuSetStr | None = Field(
+        default=None, description="CPUs the OSDs may use; default: all CPUs not given to fio."
+    )
+    hyper_threads: HyperThreads = Field(
+        default=HyperThreads.DUAL,
+        description="physical: one reactor per core; dual: both siblings host a reactor.",
+    )
+    alien_threads: int | None = Field(
+        default=None, ge=1, le=4096, description="BlueStore alien threads (default 4*OSDs*reactors)."
+    )
+    alien_cpu_set: CpuSetStr | None = Field(
+        default=None, description="CPUs for alien threads; default: allowed CPUs left by reactors."
+    )
+    option_naming: OptionNaming = Field(
+        default=OptionNaming.AUTO, description="Crimson option names; auto picks by Ceph version."
+    )
+    ceph_version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+(\.\d+)?$",
+        description="Ceph version if it cannot be detected, e.g. 19.2.1.",
+    )
+    devices: list[str] = Field(
+        default_factory=list, max_length=128, description="Block devices, one per OSD (seastore)."
+    )
+    ceph_config: dict[str, str] = Field(
+        default_factory=dict, description="Extra options for the [osd] section."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OsdSpec:
+        return _enforce(OSD_RULES, self)
+
+    @property
+    def reactors_per_osd(self) -> int:
+        """Reactors for crimson (default 1); 0 for classic, which has none."""
+        if self.flavor == Flavor.CLASSIC:
+            return 0
+        return self.reactors or 1
+
+    @property
+    def alien_thread_count(self) -> int:
+        """The reference method's sizing: 4 x OSDs x reactors (crimson bluestore only)."""
+        if self.flavor != Flavor.CRIMSON or self.object_store != ObjectStore.BLUESTORE:
+            return 0
+        return self.alien_threads or 4 * self.count * self.reactors_per_osd
+
+
+# ---------------------------------------------------------------- client
+
+
+class ClientSpec(_Model):
+    cpu_set: CpuSetStr | None = Field(
+        default=None, description="CPUs reserved for fio; must not overlap osd.cpuSet."
+    )
+    pool: str = Field(default="rbd", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    pg_num: int = Field(default=128, ge=1, le=65536)
+    images: int = Field(default=32, ge=1, le=1024, description="Number of RBD images.")
+    image_size: SizeStr = Field(default="2Gi", description="Size of each RBD image.")
+    processes_per_image: int = Field(default=1, ge=1, le=64, description="fio processes per image.")
+    num_jobs: int = Field(default=1, ge=1, le=64, description="fio numjobs per process.")
+    prefill: bool = Field(default=True, description="Write every image once, 64K sequential.")
+    prefill_block_size: BlockSizeStr = Field(default="64k")
+    user: str = Field(default="admin", min_length=1, description="cephx client for fio.")
+    image_prefix: str = Field(default="fio_test_", pattern=r"^[A-Za-z0-9_.-]{1,48}$")
+
+
+# ---------------------------------------------------------------- workloads
+
+PRESETS: dict[str, tuple[str, str]] = {
+    "randread4k": ("randread", "4k"),
+    "randwrite4k": ("randwrite", "4k"),
+    "seqread64k": ("read", "64k"),
+    "seqwrite64k": ("write", "64k"),
+}
+_RW_MODES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
+
+WORKLOAD_RULES = (
+    Rule(
+        cel="has(self.preset) != (has(self.rw) || has(self.bs))",
+        message="set either preset, or rw and bs for a custom workload, not both",
+        field="preset",
+        check=lambda w: (w.preset is not None) != (w.rw is not None or w.bs is not None),
+    ),
+    Rule(
+        cel="has(self.preset) || (has(self.rw) && has(self.bs) && has(self.name))",
+        message="a custom workload needs name, rw and bs",
+        field="name",
+        check=lambda w: w.preset is not None or None not in (w.rw, w.bs, w.name),
+    ),
+    Rule(
+        cel="!has(self.options) || self.options.all(k, k in "
+        + repr(list(FIO_OPTION_ALLOWLIST)).replace("'", '"')
+        + ")",
+        message="options may only set: " + ", ".join(FIO_OPTION_ALLOWLIST),
+        field="options",
+        check=lambda w: all(k in FIO_OPTION_ALLOWLIST for k in w.options),
+    ),
+)
+
+
+class WorkloadSpec(_Model):
+    model_config = ConfigDict(json_schema_extra=cel_rules(WORKLOAD_RULES))
+
+    preset: str | None = Field(
+        default=None, pattern="^(" + "|".join(PRESETS) + ")$", description="A standard workload."
+    )
+    name: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,30}$")
+    rw: str | None = Field(default=None, pattern="^(" + "|".join(_RW_MODES) + ")$")
+    bs: BlockSizeStr | None = None
+    options: dict[str, str] = Field(default_factory=dict, description="Allow-listed fio options.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkloadSpec:
+        return _enforce(WORKLOAD_RULES, self)
+
+    @property
+    def key(self) -> str:
+        return self.preset or self.name or ""
+
+    @property
+    def rw_mode(self) -> str:
+        return PRESETS[self.preset][0] if self.preset else str(self.rw)
+
+    @property
+    def block_size(self) -> str:
+        return PRESETS[self.preset][1] if self.preset else str(self.bs)
+
+    @property
+    def reports_bandwidth(self) -> bool:
+        """Sequential workloads are read as MiB/s, random ones as IOPS (as published)."""
+        return self.rw_mode in ("read", "write", "rw", "readwrite")
+
+
+# ---------------------------------------------------------------- sweep
+
+
+class EarlyExit(_Model):
+    enabled: bool = Field(default=True, description="Stop a workload's sweep when it saturates.")
+    clat_cv_limit: float = Field(
+        default=0.5, gt=0, le=100, description="Stop when clat stddev/mean reaches this."
+    )
+    mean_latency_ms_limit: float | None = Field(
+        default=None, gt=0, description="Stop when mean clat (ms) exceeds this."
+    )
+
+
+class LatencyTarget(_Model):
+    percentile: float = Field(default=99.0, gt=0, lt=100, description="fio clat percentile.")
+    latency_ms: float = Field(gt=0, description="The latency that percentile must stay under.")
+    stop_when_exceeded: bool = Field(default=True, description="End the sweep once it is missed.")
+
+
+class SweepSpec(_Model):
+    iodepths: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
+        default_factory=lambda: list(DEFAULT_IODEPTHS),
+        min_length=1,
+        max_length=64,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="The iodepth per step, in order (the response curve).",
+    )
+    runtime_seconds: int = Field(default=300, ge=1, le=86400)
+    ramp_seconds: int = Field(default=10, ge=0, le=3600)
+    repeats: int = Field(default=1, ge=1, le=20, description="Run each step this many times.")
+    sample_interval_seconds: float = Field(default=1.0, ge=0.1, le=60)
+    early_exit: EarlyExit = Field(default_factory=EarlyExit)
+    latency_target: LatencyTarget | None = Field(
+        default=None, description="Find the most IOPS meeting a percentile latency."
+    )
+
+    @field_validator("iodepths")
+    @classmethod
+    def _unique(cls, v: list[int]) -> list[int]:
+        dupes = sorted({x for x in v if v.count(x) > 1})
+        if dupes:
+            raise ValueError(f"iodepths repeats {dupes}; list each iodepth once")
+        return v
+
+
+# ---------------------------------------------------------------- the run
+
+RUN_RULES = (
+    Rule(
+        cel="self.workloads.all(w, self.workloads.filter(v, "
+        "(has(v.preset) ? v.preset : v.name) == (has(w.preset) ? w.preset : w.name)).size() == 1)",
+        message="workload names must be unique; give each custom workload its own name",
+        field="workloads",
+        check=lambda s: len({w.key for w in s.workloads}) == len(s.workloads),
+    ),
+)
+
+
+class BenchmarkRunSpec(_Model):
+    """spec of a BenchmarkRun: what to benchmark, where, and how to sweep it."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(RUN_RULES))
+
+    target: TargetSpec
+    osd: OsdSpec = Field(default_factory=OsdSpec)
+    client: ClientSpec = Field(default_factory=ClientSpec)
+    workloads: list[WorkloadSpec] = Field(
+        default_factory=lambda: [WorkloadSpec(preset=p) for p in PRESETS],
+        min_length=1,
+        max_length=32,
+    )
+    sweep: SweepSpec = Field(default_factory=SweepSpec)
+    keep_images: bool = Field(default=False, description="Keep the pool and images afterwards.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BenchmarkRunSpec:
+        _enforce(RUN_RULES, self)
+        self._check_cpu_sets()
+        return self
+
+    def _check_cpu_sets(self) -> None:
+        # CEL cannot parse CPU lists, so the overlap check lives here (and in the planner).
+        if self.osd.cpu_set and self.client.cpu_set:
+            both = parse_cpuset(self.osd.cpu_set) & parse_cpuset(self.client.cpu_set)
+            if both:
+                raise _rule_error(
+                    "client.cpuSet",
+                    f"osd.cpuSet and client.cpuSet share CPUs {format_cpuset(both)}; fio must "
+                    "run on CPUs the OSDs do not use, so remove them from one of the two",
+                )
+        for field, value in (
+            ("osd.cpuSet", self.osd.cpu_set),
+            ("osd.alienCpuSet", self.osd.alien_cpu_set),
+            ("client.cpuSet", self.client.cpu_set),
+        ):
+            if value is not None:
+                try:
+                    parse_cpuset(value)
+                except ValueError as exc:  # backwards range, id above the kernel limit
+                    raise _rule_error(field, str(exc)) from None
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+        else:
+            parts.append(to_camel(item) if "_" in item else item)
+    return ".".join(p for p in parts if p)
+
+
+def validate_spec(data: dict[str, Any]) -> BenchmarkRunSpec:
+    """Parse a spec dict; raise InvalidSpec naming the camelCase field and the fix."""
+    try:
+        return BenchmarkRunSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        inner = (err.get("ctx") or {}).get("field", "") if err["type"] == "spec_rule" else ""
+        path = ".".join(p for p in ("spec", _field_path(loc), inner) if p)
+        raise InvalidSpec(path, _friendly(err)) from None
+
+
+_PATTERN_HINTS = {
+    CPUSET_PATTERN: "is not a CPU list; write ids and ranges like '0-3,8,10-11'",
+    SIZE_PATTERN: "is not a size; write a whole number with Mi, Gi or Ti",
+    BLOCK_SIZE_PATTERN: "is not a block size; write e.g. 4k, 64k or 1m",
+}
+
+
+def _friendly(err: Any) -> str:
+    if err["type"] == "string_pattern_mismatch":
+        hint = _PATTERN_HINTS.get(err["ctx"]["pattern"])
+        allowed = err["ctx"]["pattern"].strip("^$()").split("|")
+        if hint is None and all(re.fullmatch(r"[a-z0-9]+", a) for a in allowed):
+            hint = "must be one of: " + ", ".join(allowed)
+        return f"{err['input']!r} {hint}" if hint else err["msg"]
+    if err["type"] == "extra_forbidden":
+        return "is not a field of BenchmarkRun; check the spelling (fields are camelCase)"
+    return re.sub(r"^Value error, ", "", err["msg"])
+
+
+def load_spec(path: str | Path) -> tuple[str, BenchmarkRunSpec]:
+    """Read a BenchmarkRun YAML (the same file kubectl would apply). Returns (name, spec)."""
+    doc = yaml.safe_load(Path(path).read_text())
+    if not isinstance(doc, dict) or doc.get("kind") != "BenchmarkRun":
+        raise InvalidSpec("kind", f"{path} is not a BenchmarkRun manifest (kind: BenchmarkRun)")
+    name = (doc.get("metadata") or {}).get("name")
+    if not name:
+        raise InvalidSpec("metadata.name", "give the run a name")
+    return str(name), validate_spec(doc.get("spec") or {})

@@ -1,0 +1,38 @@
+"""Cross-field rules, declared once: CEL for the API server, a Python check for the CLI.
+
+The CRD generator copies `cel`/`message` into `x-kubernetes-validations`, and the pydantic
+validators run `check` with the same message, so `kubectl apply` and `crimsonbench run`
+reject a bad spec with the same words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Rule:
+    cel: str  # evaluated by the API server against `self` (the object carrying the rule)
+    message: str  # shown to the user by both the API server and the CLI
+    field: str  # dotted camelCase path the message is about, relative to `self`
+    check: Callable[[Any], bool]  # True when the object is valid
+
+    def schema(self) -> dict[str, str]:
+        out = {"rule": self.cel, "message": self.message}
+        if self.field:
+            out["fieldPath"] = "." + self.field
+        return out
+
+
+def cel_rules(rules: tuple[Rule, ...]) -> dict[str, Any]:
+    """json_schema_extra for a model carrying these rules."""
+    return {"x-kubernetes-validations": [r.schema() for r in rules]}
+
+
+def first_violation(rules: tuple[Rule, ...], obj: Any) -> Rule | None:
+    for rule in rules:
+        if not rule.check(obj):
+            return rule
+    return None
