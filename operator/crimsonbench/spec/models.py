@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -128,9 +128,8 @@ class LocalTarget(_Model):
     work_dir: str | None = Field(
         default=None, description="Cluster and results directory; default: a fresh one."
     )
-    bluestore_backing: str = Field(
+    bluestore_backing: Literal["file", "loop"] = Field(
         default="file",
-        pattern="^(file|loop)$",
         description="Classic bluestore on a plain file or on a loop device.",
     )
     bluestore_size: SizeStr = Field(default="8Gi", description="Block size per bluestore OSD.")
@@ -282,11 +281,11 @@ class OsdSpec(_Model):
         pattern=r"^\d+\.\d+(\.\d+)?$",
         description="Ceph version if it cannot be detected, e.g. 19.2.1.",
     )
-    devices: list[str] = Field(
+    devices: list[Annotated[str, Field(max_length=256)]] = Field(
         default_factory=list, max_length=128, description="Block devices, one per OSD (seastore)."
     )
-    ceph_config: dict[str, str] = Field(
-        default_factory=dict, description="Extra options for the [osd] section."
+    ceph_config: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
+        default_factory=dict, max_length=128, description="Extra options for the [osd] section."
     )
 
     @model_validator(mode="after")
@@ -335,7 +334,6 @@ PRESETS: dict[str, tuple[str, str]] = {
     "seqread64k": ("read", "64k"),
     "seqwrite64k": ("write", "64k"),
 }
-_RW_MODES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
 
 WORKLOAD_RULES = (
     Rule(
@@ -364,13 +362,15 @@ WORKLOAD_RULES = (
 class WorkloadSpec(_Model):
     model_config = ConfigDict(json_schema_extra=cel_rules(WORKLOAD_RULES))
 
-    preset: str | None = Field(
-        default=None, pattern="^(" + "|".join(PRESETS) + ")$", description="A standard workload."
+    preset: Literal["randread4k", "randwrite4k", "seqread64k", "seqwrite64k"] | None = Field(
+        default=None, description="A standard workload."
     )
     name: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,30}$")
-    rw: str | None = Field(default=None, pattern="^(" + "|".join(_RW_MODES) + ")$")
+    rw: Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"] | None = None
     bs: BlockSizeStr | None = None
-    options: dict[str, str] = Field(default_factory=dict, description="Allow-listed fio options.")
+    options: dict[str, Annotated[str, Field(max_length=256)]] = Field(
+        default_factory=dict, max_length=32, description="Allow-listed fio options."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadSpec:
@@ -418,14 +418,14 @@ class SweepSpec(_Model):
         default_factory=lambda: list(DEFAULT_IODEPTHS),
         min_length=1,
         max_length=64,
-        json_schema_extra={"x-kubernetes-list-type": "set"},
+        json_schema_extra={"x-kubernetes-list-type": "set", "default": list(DEFAULT_IODEPTHS)},
         description="The iodepth per step, in order (the response curve).",
     )
     runtime_seconds: int = Field(default=300, ge=1, le=86400)
     ramp_seconds: int = Field(default=10, ge=0, le=3600)
     repeats: int = Field(default=1, ge=1, le=20, description="Run each step this many times.")
     sample_interval_seconds: float = Field(default=1.0, ge=0.1, le=60)
-    early_exit: EarlyExit = Field(default_factory=EarlyExit)
+    early_exit: EarlyExit = Field(default_factory=EarlyExit, json_schema_extra={"default": {}})
     latency_target: LatencyTarget | None = Field(
         default=None, description="Find the most IOPS meeting a percentile latency."
     )
@@ -458,14 +458,17 @@ class BenchmarkRunSpec(_Model):
     model_config = ConfigDict(json_schema_extra=cel_rules(RUN_RULES))
 
     target: TargetSpec
-    osd: OsdSpec = Field(default_factory=OsdSpec)
-    client: ClientSpec = Field(default_factory=ClientSpec)
+    # `default: {}` in the CRD makes the API server fill nested defaults, so
+    # `kubectl get -o yaml` shows exactly what will run.
+    osd: OsdSpec = Field(default_factory=OsdSpec, json_schema_extra={"default": {}})
+    client: ClientSpec = Field(default_factory=ClientSpec, json_schema_extra={"default": {}})
     workloads: list[WorkloadSpec] = Field(
-        default_factory=lambda: [WorkloadSpec(preset=p) for p in PRESETS],
+        default_factory=lambda: [WorkloadSpec(preset=p) for p in PRESETS],  # type: ignore[arg-type]
         min_length=1,
         max_length=32,
+        json_schema_extra={"default": [{"preset": p} for p in PRESETS]},
     )
-    sweep: SweepSpec = Field(default_factory=SweepSpec)
+    sweep: SweepSpec = Field(default_factory=SweepSpec, json_schema_extra={"default": {}})
     keep_images: bool = Field(default=False, description="Keep the pool and images afterwards.")
 
     @model_validator(mode="after")

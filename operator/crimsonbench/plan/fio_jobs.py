@@ -1,0 +1,70 @@
+"""fio job files for the rbd engine: one process per image (and per extra process)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from crimsonbench.spec.models import ClientSpec, SweepSpec, WorkloadSpec
+
+# Options the planner owns. Custom workloads cannot override them (see FIO_OPTION_ALLOWLIST)
+# so every run measures the same thing: the rbd engine, unbuffered, for a fixed time.
+
+
+def _render(sections: Mapping[str, Mapping[str, str | int]]) -> str:
+    lines: list[str] = []
+    for name, opts in sections.items():
+        lines.append(f"[{name}]")
+        lines.extend(f"{k}={v}" for k, v in opts.items())
+        lines.append("")
+    return "\n".join(lines)
+
+
+def rbd_global(client: ClientSpec, image: str, cpus: str) -> dict[str, str | int]:
+    return {
+        "ioengine": "rbd",
+        "clientname": client.user,
+        "pool": client.pool,
+        "rbdname": image,
+        # rbd engine I/O never goes through a page cache; direct keeps reports honest
+        "direct": 1,
+        "invalidate": 0,
+        "cpus_allowed": cpus,
+        # all fio threads of this process share the reserved set (not one CPU per job)
+        "cpus_allowed_policy": "shared",
+    }
+
+
+def step_job_file(
+    *,
+    client: ClientSpec,
+    sweep: SweepSpec,
+    workload: WorkloadSpec,
+    image: str,
+    iodepth: int,
+    cpus: str,
+    job_name: str,
+) -> str:
+    """Job file for one fio process of one sweep step."""
+    opts: dict[str, str | int] = rbd_global(client, image, cpus)
+    opts.update(
+        {
+            "rw": workload.rw_mode,
+            "bs": workload.block_size,
+            "iodepth": iodepth,
+            "numjobs": client.num_jobs,
+            "time_based": 1,
+            "runtime": sweep.runtime_seconds,
+            "ramp_time": sweep.ramp_seconds,
+            # p50/p99/p99.9 are what the reports and the latency-target mode read
+            "percentile_list": "50:99:99.9",
+        }
+    )
+    opts.update(sorted(workload.options.items()))
+    return _render({"global": opts, job_name: {}})
+
+
+def prefill_job_file(*, client: ClientSpec, image: str, cpus: str) -> str:
+    """Sequential write of the whole image, so reads hit allocated objects."""
+    opts = rbd_global(client, image, cpus)
+    opts.update({"rw": "write", "bs": client.prefill_block_size, "iodepth": 16, "numjobs": 1})
+    return _render({"global": opts, f"prefill-{image}": {}})

@@ -1,0 +1,133 @@
+"""Generate the BenchmarkRun CRD from the pydantic models (the one source of truth).
+
+`python -m crimsonbench.spec.crd > crds/benchmarkrun.yaml` regenerates the checked-in file;
+tests/spec/test_crd.py fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import yaml
+
+from crimsonbench.spec.models import BenchmarkRunSpec
+from crimsonbench.spec.status import BenchmarkRunStatus
+
+GROUP = "bench.crimson.ceph.io"
+VERSION = "v1alpha1"
+KIND = "BenchmarkRun"
+PLURAL = "benchmarkruns"
+
+# JSON-schema keywords a structural Kubernetes schema does not accept.
+_DROP = {"title", "additionalProperties:false", "$defs", "discriminator"}
+
+
+def _structural(node: Any, defs: dict[str, Any]) -> Any:
+    """Turn pydantic's JSON schema into an OpenAPI v3.0 structural schema."""
+    if isinstance(node, list):
+        return [_structural(x, defs) for x in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+        return _structural(merged, defs)
+    if "anyOf" in node:  # Optional[X]: keep X; nulls are pruned by the API server
+        options = [o for o in node["anyOf"] if o.get("type") != "null"]
+        rest = {k: v for k, v in node.items() if k != "anyOf"}
+        if len(options) == 1:
+            merged = {**_structural(options[0], defs), **rest}
+            if merged.get("default", 0) is None:
+                del merged["default"]
+            return _structural(merged, defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROP or (key == "additionalProperties" and value is False):
+            continue
+        if key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+            out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
+            out[key] = True  # OpenAPI 3.0 spells it as a flag beside minimum/maximum
+            continue
+        out[key] = _structural(value, defs)
+    return out
+
+
+def schema_of(model: type[Any]) -> dict[str, Any]:
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    return _structural(raw, raw.get("$defs", {}))
+
+
+def _printer_columns() -> list[dict[str, Any]]:
+    def col(name: str, path: str, typ: str = "string", priority: int = 0) -> dict[str, Any]:
+        c: dict[str, Any] = {"name": name, "type": typ, "jsonPath": path}
+        if priority:
+            c["priority"] = priority
+        return c
+
+    return [
+        col("Phase", ".status.phase"),
+        col("Progress", ".status.progress"),
+        col("Flavor", ".spec.osd.flavor", priority=1),
+        col("Backend", ".spec.osd.objectStore"),
+        col("OSDs", ".spec.osd.count", "integer", priority=1),
+        col("Reactors", ".spec.osd.reactors", "integer"),
+        col("Policy", ".spec.osd.cpuPolicy"),
+        col("Peak IOPS", ".status.peakIops", "integer"),
+        col("Age", ".metadata.creationTimestamp", "date"),
+    ]
+
+
+def build_crd() -> dict[str, Any]:
+    spec_schema = schema_of(BenchmarkRunSpec)
+    status_schema = schema_of(BenchmarkRunStatus)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{PLURAL}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": KIND,
+                "listKind": f"{KIND}List",
+                "plural": PLURAL,
+                "singular": KIND.lower(),
+                "shortNames": ["br"],
+                "categories": ["ceph", "benchmark"],
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": _printer_columns(),
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "description": "A CPU-pinned fio sweep against Ceph OSDs.",
+                            "required": ["spec"],
+                            "properties": {
+                                "apiVersion": {"type": "string"},
+                                "kind": {"type": "string"},
+                                "metadata": {"type": "object"},
+                                "spec": spec_schema,
+                                "status": status_schema,
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def render_crd() -> str:
+    header = "# Generated from crimsonbench.spec.models by `python -m crimsonbench.spec.crd`.\n"
+    header += "# Do not edit by hand: change the models and regenerate.\n"
+    return header + yaml.safe_dump(build_crd(), sort_keys=False, width=100)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_crd())

@@ -1,0 +1,75 @@
+"""status of a BenchmarkRun, written by the operator (and mirrored by local mode)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from crimsonbench.spec.models import _Model
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"  # accepted, waiting (e.g. for another run on the same cluster)
+    PREPARING = "Preparing"  # preflight, planning, patching the cluster, images, prefill
+    RUNNING = "Running"  # sweeping
+    RESTORING = "Restoring"  # putting the cluster back as it was found
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+
+
+class Condition(_Model):
+    """The standard Kubernetes condition shape (metav1.Condition)."""
+
+    type: str = Field(max_length=316)
+    status: str = Field(pattern="^(True|False|Unknown)$")
+    reason: str = Field(default="", max_length=1024)
+    message: str = Field(default="", max_length=32768)
+    last_transition_time: str = ""
+    observed_generation: int | None = None
+
+
+class StepSummary(_Model):
+    id: str
+    workload: str
+    iodepth: int
+    repeat: int = 1
+    iops: float = 0.0
+    bw_mib_s: float = 0.0
+    clat_ms: float = 0.0
+    clat_stdev_ms: float = 0.0
+    clat_p99_ms: float = 0.0
+    osd_cpu: float = 0.0
+    fio_cpu: float = 0.0
+    stopped_early: str = Field(default="", description="Why the sweep stopped after this step.")
+
+
+class WorkloadPeak(_Model):
+    workload: str
+    iodepth: int
+    iops: float
+    bw_mib_s: float
+    clat_ms: float
+
+
+class ResultsRef(_Model):
+    kind: str = Field(default="ConfigMap")
+    name: str
+    path: str | None = Field(default=None, description="Results directory (local mode).")
+
+
+class BenchmarkRunStatus(_Model):
+    phase: Phase = Phase.PENDING
+    message: str = ""
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list, max_length=32)
+    current_step: str = ""
+    steps_done: int = 0
+    steps_total: int = 0
+    progress: str = Field(default="", description="steps done / total, for kubectl get.")
+    steps: list[StepSummary] = Field(default_factory=list, max_length=4096)
+    peaks: list[WorkloadPeak] = Field(default_factory=list, max_length=32)
+    peak_iops: int = Field(default=0, description="Highest IOPS over all workloads.")
+    results: ResultsRef | None = None
+    started_at: str = ""
+    finished_at: str = ""

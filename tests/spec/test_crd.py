@@ -1,0 +1,132 @@
+"""The checked-in CRD is exactly what the models generate, and its CEL rules agree with
+the Python checks (evaluated here with cel-python; the real API server runs them in the
+operator tests)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import celpy
+import pytest
+import yaml
+
+from crimsonbench.spec import models
+from crimsonbench.spec.crd import build_crd, render_crd
+from crimsonbench.spec.rules import Rule
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_checked_in_crd_matches_models() -> None:
+    checked_in = (ROOT / "crds" / "benchmarkrun.yaml").read_text()
+    assert checked_in == render_crd(), (
+        "crds/benchmarkrun.yaml drifted from the models: run "
+        "`python -m crimsonbench.spec.crd > crds/benchmarkrun.yaml`"
+    )
+
+
+def _walk(node: Any):  # type: ignore[no-untyped-def]
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+def test_schema_is_structural() -> None:
+    schema = build_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for node in _walk(schema):
+        for bad in ("$ref", "anyOf", "$defs", "title", "const"):
+            assert bad not in node, f"{bad} is not allowed in a structural schema: {node}"
+        if "properties" in node:
+            assert node.get("type") == "object", node
+        assert node.get("additionalProperties", {}) is not False
+
+
+def test_every_rule_is_in_the_crd() -> None:
+    crd_rules = {
+        (r["rule"], r["message"])
+        for node in _walk(build_crd())
+        for r in node.get("x-kubernetes-validations", [])
+    }
+    declared = {
+        (r.cel, r.message)
+        for group in (models.TARGET_RULES, models.EXTERNAL_RULES, models.OSD_RULES,
+                      models.WORKLOAD_RULES, models.RUN_RULES)
+        for r in group
+    }
+    assert declared == crd_rules
+
+
+def _cel(rule: Rule, obj: dict[str, Any]) -> bool:
+    env = celpy.Environment()
+    program = env.program(env.compile(rule.cel))
+    return bool(program.evaluate({"self": celpy.json_to_cel(obj)}))
+
+
+def _agree(rules: tuple[Rule, ...], model: type[Any], combos: list[dict[str, Any]]) -> int:
+    checked = 0
+    for fields in combos:
+        obj = model.model_construct(**fields)  # no validation: we want invalid objects too
+        as_json = obj.model_dump(by_alias=True, exclude_none=True, mode="json")
+        for rule in rules:
+            assert _cel(rule, as_json) == rule.check(obj), (rule.cel, fields)
+            checked += 1
+    return checked
+
+
+def test_osd_rules_cel_and_python_agree() -> None:
+    combos = [
+        {"flavor": f, "object_store": s, "reactors": r, "cpus_per_osd": c, "alien_threads": a}
+        for f, s, r, c, a in itertools.product(
+            list(models.Flavor), list(models.ObjectStore), [None, 2], [None, 2], [None, 8]
+        )
+    ]
+    assert _agree(models.OSD_RULES, models.OsdSpec, combos) == len(combos) * 5
+
+
+def test_workload_rules_cel_and_python_agree() -> None:
+    combos = [
+        {"preset": p, "name": n, "rw": rw, "bs": bs, "options": o}
+        for p, n, rw, bs, o in itertools.product(
+            [None, "randread4k"], [None, "mix"], [None, "randrw"], [None, "16k"],
+            [{}, {"rwmixread": "70"}, {"ioengine": "libaio"}],
+        )
+    ]
+    assert _agree(models.WORKLOAD_RULES, models.WorkloadSpec, combos) > 0
+
+
+@pytest.mark.parametrize("which", [(), ("local",), ("local", "rook"), ("rook", "external"),
+                                   ("local", "rook", "external")])
+def test_target_rule_cel_and_python_agree(which: tuple[str, ...]) -> None:
+    values = {
+        "local": models.LocalTarget(),
+        "rook": models.RookTarget(cluster_name="c"),
+        "external": models.ExternalTarget(mon_host="m", keyring_file="/k"),
+    }
+    combo = [{k: values[k] for k in which}]
+    _agree(models.TARGET_RULES, models.TargetSpec, combo)
+
+
+def test_unique_workload_rule_cel_and_python_agree() -> None:
+    w = models.WorkloadSpec
+    cases = [
+        [w(preset="randread4k"), w(preset="randwrite4k")],
+        [w(preset="randread4k"), w(preset="randread4k")],
+        [w(name="a", rw="read", bs="4k"), w(name="a", rw="write", bs="4k")],
+    ]
+    target = models.TargetSpec(local=models.LocalTarget())
+    combos = [{"target": target, "workloads": c} for c in cases]
+    _agree(models.RUN_RULES, models.BenchmarkRunSpec, combos)
+
+
+def test_crd_loads_as_yaml_with_printer_columns() -> None:
+    doc = yaml.safe_load((ROOT / "crds" / "benchmarkrun.yaml").read_text())
+    cols = [c["name"] for c in doc["spec"]["versions"][0]["additionalPrinterColumns"]]
+    for wanted in ("Phase", "Progress", "Backend", "Reactors", "Policy", "Peak IOPS", "Age"):
+        assert wanted in cols
+    assert doc["spec"]["names"]["shortNames"] == ["br"]
