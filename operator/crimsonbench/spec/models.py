@@ -215,7 +215,8 @@ OSD_RULES = (
         check=lambda o: o.flavor != Flavor.CLASSIC or o.object_store.value in _CLASSIC_STORES,
     ),
     Rule(
-        cel="self.flavor != 'crimson' || self.objectStore in ['cyanstore', 'seastore', 'bluestore']",
+        cel="self.flavor != 'crimson' "
+        "|| self.objectStore in ['cyanstore', 'seastore', 'bluestore']",
         message="crimson OSDs support objectStore cyanstore, seastore or bluestore; "
         "memstore needs flavor classic",
         field="objectStore",
@@ -238,8 +239,10 @@ OSD_RULES = (
         "|| (!has(self.alienThreads) && !has(self.alienCpuSet))",
         message="alienThreads and alienCpuSet apply to crimson with objectStore bluestore only",
         field="alienThreads",
-        check=lambda o: (o.flavor == Flavor.CRIMSON and o.object_store == ObjectStore.BLUESTORE)
-        or (o.alien_threads is None and o.alien_cpu_set is None),
+        check=lambda o: (
+            (o.flavor == Flavor.CRIMSON and o.object_store == ObjectStore.BLUESTORE)
+            or (o.alien_threads is None and o.alien_cpu_set is None)
+        ),
     ),
 )
 
@@ -268,7 +271,10 @@ class OsdSpec(_Model):
         description="physical: one reactor per core; dual: both siblings host a reactor.",
     )
     alien_threads: int | None = Field(
-        default=None, ge=1, le=4096, description="BlueStore alien threads (default 4*OSDs*reactors)."
+        default=None,
+        ge=1,
+        le=4096,
+        description="BlueStore alien threads (default 4*OSDs*reactors).",
     )
     alien_cpu_set: CpuSetStr | None = Field(
         default=None, description="CPUs for alien threads; default: allowed CPUs left by reactors."
