@@ -1,0 +1,1 @@
+"""Local executor: a throwaway real Ceph cluster on this machine (like vstart.sh)."""

@@ -1,0 +1,249 @@
+"""Local mode: plan, bring up a throwaway cluster, sweep, keep every finished step.
+
+Resumable like CBT: results are keyed by step id in the results directory, and a step
+whose result.json exists is not run again. The cluster itself is always new.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import platform
+import shutil
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec
+from crimsonbench.local.cluster import LocalCluster
+from crimsonbench.local.step_exec import StepContext, run_step
+from crimsonbench.local.topology_probe import local_topology
+from crimsonbench.local.versions import installed_ceph_version
+from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.types import RunPlan, Step
+from crimsonbench.results.store import ResultStore
+from crimsonbench.results.sweep_state import SweepState
+from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.spec.models import BenchmarkRunSpec
+from crimsonbench.spec.status import Phase
+
+log = logging.getLogger(__name__)
+
+_SIZES = {"Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+STEP_GRACE_S = 60.0  # beyond runtime + ramp before a fio process counts as hung
+
+
+def size_bytes(text: str) -> int:
+    return int(text[:-2]) * _SIZES[text[-2:]]
+
+
+class Events(Protocol):
+    """What the runner tells its front end (the CLI's rich display, or nothing)."""
+
+    def phase(self, phase: Phase, message: str) -> None: ...
+    def step_started(self, step: Step, done: int, total: int) -> None: ...
+    def live(self, iops: float) -> None: ...
+    def step_finished(self, step: Step, result: StepResult | None, note: str) -> None: ...
+
+
+class Interrupted(CrimsonBenchError):
+    """SIGTERM or Ctrl-C: stop now, keep what is finished, clean up."""
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@dataclass
+class Outcome:
+    phase: Phase
+    message: str
+    results_dir: Path
+    results: list[StepResult] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+class LocalRun:
+    def __init__(
+        self,
+        name: str,
+        spec: BenchmarkRunSpec,
+        results_dir: Path,
+        events: Events,
+        fresh: bool = False,
+    ) -> None:
+        if spec.target.local is None:
+            raise InvalidSpec(
+                "spec.target",
+                "the local runner needs target.local; "
+                "rook and external targets run through the operator",
+            )
+        self.name, self.spec, self.events = name, spec, events
+        if fresh and results_dir.exists():
+            shutil.rmtree(results_dir)
+        self.store = ResultStore(results_dir)
+        self.dir = results_dir
+
+    def plan(self) -> RunPlan:
+        return build_plan(self.name, self.spec, local_topology(), installed_ceph_version())
+
+    def info(self, plan: RunPlan, version: str) -> RunInfo:
+        o = self.spec.osd
+        return RunInfo(
+            name=self.name,
+            flavor=o.flavor.value,
+            object_store=o.object_store.value,
+            osds=o.count,
+            reactors=o.reactors_per_osd,
+            policy=o.cpu_policy.value,
+            hyper_threads=o.hyper_threads.value,
+            ceph_version=version,
+            host=platform.node(),
+            started=dt.datetime.now(dt.UTC).isoformat(),
+        )
+
+    def _check_same_spec(self) -> None:
+        spec_file = self.dir / "spec.json"
+        mine = self.spec.model_dump(mode="json", by_alias=True)
+        if spec_file.exists() and json.loads(spec_file.read_text()) != mine:
+            raise InvalidSpec(
+                "--results",
+                f"{self.dir} holds results of a different spec; "
+                "pick another directory or pass --fresh to start over",
+            )
+        self.dir.mkdir(parents=True, exist_ok=True)
+        spec_file.write_text(json.dumps(mine, indent=1))
+
+    def execute(self) -> Outcome:
+        self._check_same_spec()
+        plan = self._plan = self.plan()  # InvalidSpec before anything is started
+        (self.dir / "plan.json").write_text(json.dumps(_plan_summary(plan), indent=1))
+        self.store.write_run_info(
+            self.info(plan, installed_ceph_version()), {"spec_file": "spec.json"}
+        )
+        state = SweepState(self.spec.sweep, self.store.completed_steps())
+        outcome = Outcome(Phase.PREPARING, "", self.dir)
+        self._write_status(plan, outcome)
+        try:
+            with _sigterm_as_interrupt():
+                self._run(plan, state, outcome)
+            outcome.phase, outcome.message = Phase.COMPLETED, "all steps done"
+        except (Interrupted, KeyboardInterrupt) as exc:
+            outcome.phase = Phase.FAILED
+            outcome.message = f"interrupted ({exc or 'Ctrl-C'}); finished steps are kept"
+        except CrimsonBenchError as exc:
+            outcome.phase, outcome.message = Phase.FAILED, str(exc)
+        outcome.results = self.store.load_results()
+        self._write_status(plan, outcome)
+        self.events.phase(outcome.phase, outcome.message)
+        return outcome
+
+    def _run(self, plan: RunPlan, state: SweepState, outcome: Outcome) -> None:
+        todo = [s for s in plan.steps if s.id not in state.done]
+        if not todo:
+            return
+        local = self.spec.target.local
+        assert local is not None  # checked in __init__  # noqa: S101
+        self.events.phase(Phase.PREPARING, "starting a local Ceph cluster")
+        with LocalCluster(
+            local,
+            self.spec.osd,
+            plan.cpu.osds,
+            plan.ceph,
+            root=Path(local.work_dir) if local.work_dir else None,
+        ) as cluster:
+            self._prepare(cluster, plan)
+            self.events.phase(Phase.RUNNING, f"{len(todo)} of {len(plan.steps)} steps to run")
+            ctx = StepContext(
+                cpu=plan.cpu,
+                env=_fio_env(cluster),
+                osd_pids=cluster.osd_pids,
+                health_check=cluster.health_check,
+                sample_interval=self.spec.sweep.sample_interval_seconds,
+                deadline_s=self.spec.sweep.runtime_seconds
+                + self.spec.sweep.ramp_seconds
+                + STEP_GRACE_S,
+                live=self.events.live,
+            )
+            for step in todo:
+                self._one_step(step, ctx, state, outcome, len(plan.steps))
+            self.events.phase(Phase.RESTORING, "tearing the cluster down")
+
+    def _prepare(self, cluster: LocalCluster, plan: RunPlan) -> None:
+        c = self.spec.client
+        cluster.create_pool(c.pool, c.pg_num)
+        cluster.create_images(plan.images, size_bytes(c.image_size))
+        if c.prefill:
+            self.events.phase(Phase.PREPARING, f"prefilling {len(plan.images)} images")
+            cluster.prefill(plan.images, size_bytes(c.image_size))
+
+    def _one_step(
+        self, step: Step, ctx: StepContext, state: SweepState, outcome: Outcome, total: int
+    ) -> None:
+        reason = state.skip_reason(step)
+        if reason:
+            outcome.skipped.append(step.id)
+            self.events.step_finished(step, None, reason)
+            return
+        self.events.step_started(step, len(state.done), total)
+        self._write_status(self._plan, outcome, current=step.id)
+        try:
+            result = run_step(step, self.store.step_dir(step.id), ctx)
+        except ExecutionError as exc:
+            raise ExecutionError(f"step {step.id} failed: {exc}") from exc
+        self.store.write_step(result)
+        note = state.record(step, result)
+        self.events.step_finished(step, result, note)
+
+    def _write_status(self, plan: RunPlan, outcome: Outcome, current: str = "") -> None:
+        """status.json mirrors the operator's status; the metrics endpoint reads it."""
+        done = len(self.store.completed_steps())
+        status = {
+            "phase": outcome.phase.value,
+            "message": outcome.message,
+            "stepsDone": done,
+            "stepsTotal": len(plan.steps),
+            "progress": f"{done}/{len(plan.steps)}",
+            "currentStep": current,
+            "skipped": outcome.skipped,
+            "updatedAt": dt.datetime.now(dt.UTC).isoformat(),
+        }
+        tmp = self.dir / "status.json.tmp"
+        tmp.write_text(json.dumps(status, indent=1))
+        tmp.replace(self.dir / "status.json")
+
+
+def _fio_env(cluster: LocalCluster) -> dict[str, str]:
+    import os
+
+    return {**os.environ, **cluster.client_conf().env}
+
+
+def _plan_summary(plan: RunPlan) -> dict[str, object]:
+    return {
+        "cpu": {
+            "policy": plan.cpu.policy,
+            "hyper_threads": plan.cpu.hyper_threads,
+            "client": plan.cpu.client_cpuset,
+            "alien_threads": plan.cpu.alien_threads,
+            "osds": {
+                f"osd.{o.osd_id}": {"cpus": o.cpuset, "alien": o.alien_cpuset}
+                for o in plan.cpu.osds
+            },
+        },
+        "ceph_config": plan.ceph.config,
+        "ceph_commands": [list(c) for c in plan.ceph.commands],
+        "steps": [s.id for s in plan.steps],
+    }

@@ -1,0 +1,62 @@
+"""Which steps still need to run: resume (done steps) and early exit, as one pure state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from crimsonbench.plan.types import Step
+from crimsonbench.results.rules import should_stop
+from crimsonbench.results.types import FioSummary, StepResult
+from crimsonbench.spec.models import SweepSpec
+
+_PERCENTILE_FIELDS = {50.0: "clat_p50_ms", 99.0: "clat_p99_ms", 99.9: "clat_p999_ms"}
+
+
+def latency_target_missed(fio: FioSummary, percentile: float, latency_ms: float) -> str | None:
+    field = _PERCENTILE_FIELDS.get(round(percentile, 3))
+    if field is None:
+        raise ValueError(
+            f"sweep.latencyTarget.percentile {percentile} is not recorded; use 50, 99 or 99.9"
+        )
+    value = float(getattr(fio, field))
+    if value > latency_ms:
+        return f"p{percentile:g} clat {value:.2f} ms > target {latency_ms:g} ms"
+    return None
+
+
+class SweepState:
+    """Feed it finished steps in run order; it says which later steps to skip and why."""
+
+    def __init__(self, sweep: SweepSpec, done: Mapping[str, StepResult]) -> None:
+        self.sweep = sweep
+        self.done: dict[str, StepResult] = dict(done)
+        self.stopped: dict[tuple[str, int], str] = {}  # (workload, repeat) -> reason
+        for result in sorted(self.done.values(), key=lambda r: r.step_id):
+            reason = self._stop_reason(result.fio)
+            if reason:
+                self.stopped.setdefault((result.workload, result.repeat), reason)
+
+    def _stop_reason(self, fio: FioSummary) -> str | None:
+        ee = self.sweep.early_exit
+        reason = (
+            should_stop(fio, ee.clat_cv_limit, ee.mean_latency_ms_limit) if ee.enabled else None
+        )
+        lt = self.sweep.latency_target
+        if reason is None and lt is not None and lt.stop_when_exceeded:
+            reason = latency_target_missed(fio, lt.percentile, lt.latency_ms)
+        return reason
+
+    def skip_reason(self, step: Step) -> str | None:
+        if step.id in self.done:
+            return "already done"
+        stopped = self.stopped.get((step.workload, step.repeat))
+        return f"skipped: sweep stopped early ({stopped})" if stopped else None
+
+    def record(self, step: Step, result: StepResult) -> str:
+        """Store the result; returns the early-exit reason if this step ends the sweep."""
+        self.done[step.id] = result
+        reason = self._stop_reason(result.fio)
+        if reason:
+            self.stopped.setdefault((step.workload, step.repeat), reason)
+            return f"sweep of {step.workload} stops here: {reason}"
+        return ""

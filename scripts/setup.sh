@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install what crimsonbench needs on a fresh Debian machine, idempotently:
+# Ceph (mon, mgr, osd, client tools) and fio from Debian, then the Python package in .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+for cmd in ceph-mon:ceph-mon ceph-mgr:ceph-mgr ceph-osd:ceph-osd ceph:ceph-common rbd:ceph-common \
+           fio:fio lscpu:util-linux losetup:mount; do
+  command -v "${cmd%%:*}" >/dev/null 2>&1 || need+=("${cmd##*:}")
+done
+if [ "${#need[@]}" -gt 0 ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  echo "setup: installing Debian packages: ${need[*]} (and ceph-base)"
+  "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=900 update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=900 \
+    install -y -q ceph-mon ceph-mgr ceph-osd ceph-common ceph-base fio util-linux mount >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+# Reinstall only when pyproject.toml changed since the last install.
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e ".[test,operator]"
+  rm -f .venv/.installed-* && touch "$stamp"
+fi
