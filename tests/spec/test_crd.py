@@ -55,8 +55,13 @@ def test_every_rule_is_in_the_crd() -> None:
     }
     declared = {
         (r.cel, r.message)
-        for group in (models.TARGET_RULES, models.EXTERNAL_RULES, models.OSD_RULES,
-                      models.WORKLOAD_RULES, models.RUN_RULES)
+        for group in (
+            models.TARGET_RULES,
+            models.EXTERNAL_RULES,
+            models.OSD_RULES,
+            models.WORKLOAD_RULES,
+            models.RUN_RULES,
+        )
         for r in group
     }
     assert declared == crd_rules
@@ -93,15 +98,20 @@ def test_workload_rules_cel_and_python_agree() -> None:
     combos = [
         {"preset": p, "name": n, "rw": rw, "bs": bs, "options": o}
         for p, n, rw, bs, o in itertools.product(
-            [None, "randread4k"], [None, "mix"], [None, "randrw"], [None, "16k"],
+            [None, "randread4k"],
+            [None, "mix"],
+            [None, "randrw"],
+            [None, "16k"],
             [{}, {"rwmixread": "70"}, {"ioengine": "libaio"}],
         )
     ]
     assert _agree(models.WORKLOAD_RULES, models.WorkloadSpec, combos) > 0
 
 
-@pytest.mark.parametrize("which", [(), ("local",), ("local", "rook"), ("rook", "external"),
-                                   ("local", "rook", "external")])
+@pytest.mark.parametrize(
+    "which",
+    [(), ("local",), ("local", "rook"), ("rook", "external"), ("local", "rook", "external")],
+)
 def test_target_rule_cel_and_python_agree(which: tuple[str, ...]) -> None:
     values = {
         "local": models.LocalTarget(),

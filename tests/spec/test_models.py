@@ -25,8 +25,9 @@ def test_defaults_are_the_reference_method() -> None:
 
 
 def test_alien_threads_default_is_four_per_reactor_per_osd() -> None:
-    s = validate_spec(spec(osd={"flavor": "crimson", "objectStore": "bluestore", "count": 8,
-                                "reactors": 5}))
+    s = validate_spec(
+        spec(osd={"flavor": "crimson", "objectStore": "bluestore", "count": 8, "reactors": 5})
+    )
     assert s.osd.alien_thread_count == 4 * 8 * 5
     s = validate_spec(spec(osd={"flavor": "crimson", "objectStore": "seastore", "reactors": 5}))
     assert s.osd.alien_thread_count == 0
@@ -46,19 +47,33 @@ def test_presets_map_to_fio_modes() -> None:
 BAD = [
     ({"target": {}}, "spec.target", "exactly one of local, rook or external"),
     ({"target": {"local": {}, "rook": {"clusterName": "c"}}}, "spec.target", "exactly one"),
-    (spec(osd={"flavor": "classic", "objectStore": "cyanstore"}), "spec.osd.objectStore",
-     "need flavor crimson"),
-    (spec(osd={"flavor": "classic", "objectStore": "seastore"}), "spec.osd.objectStore",
-     "need flavor crimson"),
-    (spec(osd={"flavor": "crimson", "objectStore": "memstore"}), "spec.osd.objectStore",
-     "memstore needs flavor classic"),
-    (spec(osd={"flavor": "classic", "objectStore": "memstore", "reactors": 2}),
-     "spec.osd.reactors", "for classic OSDs set cpusPerOsd"),
+    (
+        spec(osd={"flavor": "classic", "objectStore": "cyanstore"}),
+        "spec.osd.objectStore",
+        "need flavor crimson",
+    ),
+    (
+        spec(osd={"flavor": "classic", "objectStore": "seastore"}),
+        "spec.osd.objectStore",
+        "need flavor crimson",
+    ),
+    (
+        spec(osd={"flavor": "crimson", "objectStore": "memstore"}),
+        "spec.osd.objectStore",
+        "memstore needs flavor classic",
+    ),
+    (
+        spec(osd={"flavor": "classic", "objectStore": "memstore", "reactors": 2}),
+        "spec.osd.reactors",
+        "for classic OSDs set cpusPerOsd",
+    ),
     (spec(osd={"flavor": "crimson", "cpusPerOsd": 2}), "spec.osd.cpusPerOsd", "set reactors"),
-    (spec(osd={"flavor": "crimson", "objectStore": "seastore", "alienThreads": 8}),
-     "spec.osd.alienThreads", "objectStore bluestore only"),
-    (spec(osd={"cpuSet": "0-3"}, client={"cpuSet": "2-5"}), "spec.client.cpuSet",
-     "share CPUs 2-3"),
+    (
+        spec(osd={"flavor": "crimson", "objectStore": "seastore", "alienThreads": 8}),
+        "spec.osd.alienThreads",
+        "objectStore bluestore only",
+    ),
+    (spec(osd={"cpuSet": "0-3"}, client={"cpuSet": "2-5"}), "spec.client.cpuSet", "share CPUs 2-3"),
     (spec(osd={"cpuSet": "0-a"}), "spec.osd.cpuSet", "not a CPU list"),
     (spec(osd={"cpuSet": "7-2"}), "spec.osd.cpuSet", "write 2-7"),
     (spec(client={"cpuSet": "0-99999"}), "spec.client.cpuSet", "kernel limit"),
@@ -66,32 +81,58 @@ BAD = [
     (spec(sweep={"iodepths": [1, 2, 2]}), "spec.sweep.iodepths", "list each iodepth once"),
     (spec(sweep={"iodepths": [0]}), "spec.sweep.iodepths[0]", "greater than or equal to 1"),
     (spec(workloads=[{"preset": "randread5k"}]), "spec.workloads[0].preset", "randread4k"),
-    (spec(workloads=[{"preset": "randread4k", "rw": "read"}]), "spec.workloads[0].preset",
-     "not both"),
-    (spec(workloads=[{"rw": "randrw", "bs": "16k"}]), "spec.workloads[0].name",
-     "needs name, rw and bs"),
-    (spec(workloads=[{"name": "x", "rw": "randrw", "bs": "16k",
-                      "options": {"ioengine": "libaio"}}]),
-     "spec.workloads[0].options", "options may only set"),
-    (spec(workloads=[{"preset": "randread4k"}, {"preset": "randread4k"}]), "spec.workloads",
-     "unique"),
-    (spec(workloads=[{"name": "x", "rw": "read", "bs": "4q"}]), "spec.workloads[0].bs",
-     "not a block size"),
+    (
+        spec(workloads=[{"preset": "randread4k", "rw": "read"}]),
+        "spec.workloads[0].preset",
+        "not both",
+    ),
+    (
+        spec(workloads=[{"rw": "randrw", "bs": "16k"}]),
+        "spec.workloads[0].name",
+        "needs name, rw and bs",
+    ),
+    (
+        spec(
+            workloads=[
+                {"name": "x", "rw": "randrw", "bs": "16k", "options": {"ioengine": "libaio"}}
+            ]
+        ),
+        "spec.workloads[0].options",
+        "options may only set",
+    ),
+    (
+        spec(workloads=[{"preset": "randread4k"}, {"preset": "randread4k"}]),
+        "spec.workloads",
+        "unique",
+    ),
+    (
+        spec(workloads=[{"name": "x", "rw": "read", "bs": "4q"}]),
+        "spec.workloads[0].bs",
+        "not a block size",
+    ),
     (spec(client={"imageSize": "2GB"}), "spec.client.imageSize", "Mi, Gi or Ti"),
     (spec(osd={"objectstore": "memstore"}), "spec.osd.objectstore", "camelCase"),
-    (spec(sweep={"earlyExit": {"clatCvLimit": 0}}), "spec.sweep.earlyExit.clatCvLimit",
-     "greater than 0"),
-    (spec(sweep={"latencyTarget": {"percentile": 99}}), "spec.sweep.latencyTarget.latencyMs",
-     "required"),
-    ({"target": {"external": {"monHost": "v2:10.0.0.1:3300"}}},
-     "spec.target.external.keyringSecret", "keyringFile"),
+    (
+        spec(sweep={"earlyExit": {"clatCvLimit": 0}}),
+        "spec.sweep.earlyExit.clatCvLimit",
+        "greater than 0",
+    ),
+    (
+        spec(sweep={"latencyTarget": {"percentile": 99}}),
+        "spec.sweep.latencyTarget.latencyMs",
+        "required",
+    ),
+    (
+        {"target": {"external": {"monHost": "v2:10.0.0.1:3300"}}},
+        "spec.target.external.keyringSecret",
+        "keyringFile",
+    ),
     (spec(osd={"count": 0}), "spec.osd.count", "greater than or equal to 1"),
 ]
 
 
 @pytest.mark.parametrize(("data", "field", "words"), BAD, ids=[b[1] + ":" + b[2] for b in BAD])
-def test_bad_specs_name_the_field_and_the_fix(data: dict[str, Any], field: str,
-                                              words: str) -> None:
+def test_bad_specs_name_the_field_and_the_fix(data: dict[str, Any], field: str, words: str) -> None:
     with pytest.raises(InvalidSpec) as info:
         validate_spec(data)
     assert info.value.field == field
