@@ -21,7 +21,7 @@ def test_defaults_are_the_reference_method() -> None:
     assert tuple(s.sweep.iodepths) == DEFAULT_IODEPTHS == (1, 2, 4, 8, 16, 24, 32, 40, 52, 64)
     assert [w.key for w in s.workloads] == list(PRESETS)
     assert (s.client.images, s.client.image_size, s.client.pool) == (32, "2Gi", "rbd")
-    assert s.sweep.early_exit.enabled and s.sweep.early_exit.clat_cv_limit == 0.5
+    assert not s.sweep.early_exit.enabled and s.sweep.early_exit.clat_cv_limit == 0.5
 
 
 def test_alien_threads_default_is_four_per_reactor_per_osd() -> None:
@@ -128,6 +128,8 @@ BAD = [
         "keyringFile",
     ),
     (spec(osd={"count": 0}), "spec.osd.count", "greater than or equal to 1"),
+    (spec(sweep={"latencyTarget": {"percentile": 95, "latencyMs": 2}}),
+     "spec.sweep.latencyTarget.percentile", "99.9"),
 ]
 
 

@@ -1,0 +1,1 @@
+"""Reports from a results directory alone: markdown tables, CSV/JSON, PNG plots (pure)."""

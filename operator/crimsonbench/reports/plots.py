@@ -1,0 +1,77 @@
+"""PNG plots with matplotlib's object API and the Agg canvas: no pyplot global state and
+no display, so reports render the same in a pod, a CI job or a terminal."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from crimsonbench.results.rules import average_repeats
+from crimsonbench.results.types import StepResult
+
+log = logging.getLogger(__name__)
+
+# (label, results of one workload): one series per run, so several runs overlay
+Series = tuple[str, Sequence[StepResult]]
+
+
+def _new_figure(width: float = 8.0, height: float = 5.5) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def response_curve(series: Sequence[Series], workload: str, bandwidth: bool) -> Figure:
+    """Throughput (IOPS, or MiB/s) vs mean clat with stddev bars, points named by iodepth."""
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for label, results in series:
+        rows = sorted(average_repeats(results), key=lambda r: r.iodepth)
+        x = [r.fio.bw_mib_s if bandwidth else r.fio.iops for r in rows]
+        y = [r.fio.clat_mean_ms for r in rows]
+        # clat stddev often exceeds the mean (a long tail); a bar below 0 ms means nothing
+        low = [min(r.fio.clat_stdev_ms, r.fio.clat_mean_ms) for r in rows]
+        high = [r.fio.clat_stdev_ms for r in rows]
+        ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=label)
+        for r, xi, yi in zip(rows, x, y, strict=True):
+            ax.annotate(
+                str(r.iodepth), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7
+            )
+    ax.set_xlabel("bandwidth (MiB/s)" if bandwidth else "IOPS")
+    ax.set_ylabel("mean clat (ms), bars: stddev")
+    ax.set_title(f"{workload}: {'bandwidth' if bandwidth else 'IOPS'} vs latency (labels: iodepth)")
+    ax.grid(True, alpha=0.3)
+    if series:
+        ax.legend(fontsize=8)
+    return fig
+
+
+def cpu_per_step(series: Sequence[Series], workload: str) -> Figure:
+    """OSD CPU and fio CPU (% of one core) vs iodepth; separate axes, as their scales
+    differ by orders of magnitude."""
+    fig = _new_figure(11.0, 4.5)
+    osd_ax, fio_ax = fig.subplots(1, 2, sharex=True)
+    for label, results in series:
+        rows = sorted(average_repeats(results), key=lambda r: r.iodepth)
+        qd = [r.iodepth for r in rows]
+        osd_ax.plot(qd, [r.resources.osd_cpu for r in rows], marker="o", label=label)
+        fio_ax.plot(qd, [r.resources.fio_cpu for r in rows], marker="o", label=label)
+    for ax, what in ((osd_ax, "OSD"), (fio_ax, "fio")):
+        ax.set_xlabel("iodepth")
+        ax.set_ylabel(f"{what} CPU (% of one core)")
+        ax.set_title(f"{workload}: {what} CPU")
+        ax.grid(True, alpha=0.3)
+    if series:
+        osd_ax.legend(fontsize=8)
+    return fig
+
+
+def save_png(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", dpi=100)
+    log.debug("wrote %s", path)
+    return path

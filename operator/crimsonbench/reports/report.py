@@ -1,0 +1,214 @@
+"""Reports written from a results directory alone (see crimsonbench.results.store)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from crimsonbench.reports.compare import Run, comparison_markdown, overlay_figures
+from crimsonbench.reports.plots import cpu_per_step, response_curve, save_png
+from crimsonbench.reports.tables import markdown_table, to_csv, to_json
+from crimsonbench.results.rules import (
+    average_repeats,
+    best_under_target,
+    by_workload,
+    is_bandwidth_workload,
+    knee,
+    peak,
+    should_stop,
+)
+from crimsonbench.results.store import ResultStore
+from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.spec.models import SweepSpec, WorkloadSpec
+
+log = logging.getLogger(__name__)
+
+REPORT_DIR = "report"
+
+
+def write_report(store_dir: Path) -> list[Path]:
+    """summary.md, results.csv, results.json and PNGs in <store_dir>/report/.
+
+    The run's spec, when the executor saved it as run.json's extra["spec"], tells which
+    workloads are read as bandwidth and the early-exit, knee and latency-target settings.
+    """
+    store = ResultStore(store_dir)
+    info, extra = _run_info(store)
+    results = store.load_results()
+    out = Path(store_dir) / REPORT_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    sweep = _sweep(extra)
+    bw = _bandwidth_workloads(extra, {r.workload for r in results})
+    written = [_write(out / "results.csv", to_csv(results))]
+    written.append(_write(out / "results.json", to_json(results)))
+    parts = [_header(info, results)]
+    for workload, rows in by_workload(results).items():
+        is_bw = workload in bw
+        curve = response_curve([(info.label, rows)], workload, is_bw)
+        kind = "bw" if is_bw else "iops"
+        written.append(save_png(curve, out / f"{workload}_{kind}_vs_lat.png"))
+        written.append(
+            save_png(cpu_per_step([(info.label, rows)], workload), out / f"{workload}_cpu.png")
+        )
+        parts.append(_workload_section(workload, rows, is_bw, sweep))
+    written.insert(0, _write(out / "summary.md", "\n".join(parts)))
+    log.info("report of %d steps in %s", len(results), out)
+    return written
+
+
+def write_comparison(dirs: Sequence[Path], out: Path) -> list[Path]:
+    """comparison.md and overlaid PNGs of 2+ results directories, the first as baseline."""
+    runs: list[Run] = []
+    bw: set[str] = set()
+    for d in dirs:
+        store = ResultStore(d)
+        info, extra = _run_info(store)
+        results = store.load_results()
+        runs.append((info, results))
+        bw |= _bandwidth_workloads(extra, {r.workload for r in results})
+    text = comparison_markdown(runs, bw)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    sections = []
+    for workload, (curve, cpu) in overlay_figures(runs, bw).items():
+        kind = "bw" if workload in bw else "iops"
+        curve_png = save_png(curve, out / f"{workload}_{kind}_vs_lat.png")
+        cpu_png = save_png(cpu, out / f"{workload}_cpu.png")
+        written += [curve_png, cpu_png]
+        sections.append(f"![{workload}]({curve_png.name})\n![{workload} CPU]({cpu_png.name})\n")
+    text += "\n## Plots\n\n" + "\n".join(sections)
+    written.insert(0, _write(out / "comparison.md", text))
+    return written
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _run_info(store: ResultStore) -> tuple[RunInfo, dict[str, Any]]:
+    try:
+        return store.read_run_info(), store.read_run_extra()
+    except FileNotFoundError:
+        # a run that died before writing run.json still has results worth reading
+        log.warning("%s has no run.json; labelling the run by its directory", store.root)
+        name = store.root.resolve().name
+        return RunInfo(name, "unknown", "unknown", 0, 0, "unknown", "unknown"), {}
+
+
+def _spec(extra: dict[str, Any]) -> dict[str, Any]:
+    spec = extra.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def _sweep(extra: dict[str, Any]) -> SweepSpec | None:
+    raw = _spec(extra).get("sweep")
+    if raw is None:
+        return None
+    try:
+        return SweepSpec.model_validate(raw)
+    except ValidationError as exc:
+        log.warning("run.json spec.sweep is unreadable, skipping its rules: %s", exc)
+        return None
+
+
+def _bandwidth_workloads(extra: dict[str, Any], names: set[str]) -> set[str]:
+    """Workloads read as MiB/s: from the saved spec where possible, else by name."""
+    known: dict[str, bool] = {}
+    for raw in _spec(extra).get("workloads") or []:
+        try:
+            w = WorkloadSpec.model_validate(raw)
+        except ValidationError as exc:
+            log.warning("run.json spec workload %r is unreadable: %s", raw, exc)
+            continue
+        known[w.key] = w.reports_bandwidth
+    return {n for n in names if known.get(n, is_bandwidth_workload(n))}
+
+
+def _header(info: RunInfo, results: Sequence[StepResult]) -> str:
+    lines = [
+        f"# {info.label}\n",
+        f"- flavor: {info.flavor}, object store: {info.object_store}, OSDs: {info.osds}, "
+        f"reactors per OSD: {info.reactors}",
+        f"- CPU policy: {info.policy}, hyper-threads: {info.hyper_threads}",
+        f"- Ceph: {info.ceph_version or 'unknown'}, host: {info.host or 'unknown'}, "
+        f"started: {info.started or 'unknown'}",
+        f"- completed steps: {len(results)}",
+        "",
+        "Rows with repeats show the mean of the repeats (errors summed). `iops`/`bw` are "
+        "summed over all fio jobs; clat is the I/O-weighted mean and pooled stddev (ms); "
+        "usr/sys\\_cpu are fio's per-job figures averaged; OSD\\_cpu and FIO\\_cpu are % of "
+        "one core summed over processes, OSD\\_mem is RSS in MiB. Percentiles are the "
+        "I/O-weighted mean over jobs (an approximation). Full precision: results.csv.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _workload_section(
+    workload: str, rows: Sequence[StepResult], bw: bool, sweep: SweepSpec | None
+) -> str:
+    avg = average_repeats(rows)
+    unit = "MiB/s" if bw else "IOPS"
+    top = peak(avg, bandwidth=bw)
+    value = top.fio.bw_mib_s if bw else top.fio.iops
+    notes = [
+        f"- peak: {value:.2f} {unit} at iodepth {top.iodepth} (clat {top.fio.clat_mean_ms:.2f} ms)"
+    ]
+    failed = [f"{r.iodepth} ({r.fio.errors})" for r in avg if r.fio.errors]
+    if failed:
+        notes.append("- fio jobs failed at iodepth (jobs): " + ", ".join(failed))
+    notes += _rule_notes(avg, bw, unit, sweep)
+    kind = "bw" if bw else "iops"
+    return "\n".join(
+        [
+            f"## {workload}\n",
+            *notes,
+            "",
+            markdown_table(avg, bandwidth=bw, percentiles=True),
+            f"![{workload} response curve]({workload}_{kind}_vs_lat.png)",
+            f"![{workload} CPU]({workload}_cpu.png)\n",
+        ]
+    )
+
+
+def _rule_notes(
+    avg: Sequence[StepResult], bw: bool, unit: str, sweep: SweepSpec | None
+) -> list[str]:
+    if sweep is None:
+        return []
+    notes: list[str] = []
+    ee = sweep.early_exit
+    if ee.enabled:
+        for r in sorted(avg, key=lambda r: r.iodepth):
+            reason = should_stop(r.fio, ee.clat_cv_limit, ee.mean_latency_ms_limit)
+            if reason:
+                notes.append(f"- early exit at iodepth {r.iodepth}: {reason}")
+                break
+    if ee.mean_latency_ms_limit is not None:
+        k = knee(avg, ee.mean_latency_ms_limit, bandwidth=bw)
+        notes.append(
+            f"- knee (mean clat ≤ {ee.mean_latency_ms_limit:g} ms): "
+            + (_at(k, bw, unit) if k else "no step")
+        )
+    lt = sweep.latency_target
+    if lt is not None:
+        try:
+            best = best_under_target(avg, lt.percentile, lt.latency_ms, bandwidth=bw)
+        except ValueError as exc:  # the spec accepts percentiles fio was not asked for
+            notes.append(f"- latency target: {exc}")
+        else:
+            notes.append(
+                f"- best with p{lt.percentile:g} clat ≤ {lt.latency_ms:g} ms: "
+                + (_at(best, bw, unit) if best else "no step")
+            )
+    return notes
+
+
+def _at(r: StepResult, bw: bool, unit: str) -> str:
+    value = r.fio.bw_mib_s if bw else r.fio.iops
+    return f"{value:.2f} {unit} at iodepth {r.iodepth}"

@@ -1,0 +1,140 @@
+"""Tables of step results: markdown in the layout of the published Crimson comparisons,
+and CSV/JSON with every figure for other tools."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import fields
+from typing import Any
+
+from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload
+from crimsonbench.results.types import FioSummary, ResourceSummary, StepResult
+
+# Escaped underscores as published (the tables are pasted into markdown blogs).
+PUBLISHED_COLUMNS = (
+    "iodepth",
+    "iops",
+    "total\\_ios",
+    "clat\\_ms",
+    "clat\\_stdev",
+    "usr\\_cpu",
+    "sys\\_cpu",
+    "OSD\\_cpu",
+    "OSD\\_mem",
+    "FIO\\_cpu",
+)
+PERCENTILE_COLUMNS = ("clat\\_p99\\_ms", "clat\\_p99.9\\_ms")
+
+ROW_FIELDS: tuple[str, ...] = (
+    ("step_id", "workload", "iodepth", "repeat")
+    + tuple(f.name for f in fields(FioSummary))
+    + tuple(f.name for f in fields(ResourceSummary) if f.name != "samples")
+    + ("resource_samples",)
+)
+
+
+def markdown_table(
+    results: Sequence[StepResult], bandwidth: bool | None = None, percentiles: bool = False
+) -> str:
+    """One workload's rows, repeats averaged, by iodepth. The first figure column is
+    `bw` (MiB/s) for bandwidth workloads and `iops` otherwise."""
+    rows = average_repeats(results)
+    if bandwidth is None:
+        bandwidth = bool(rows) and is_bandwidth_workload(rows[0].workload)
+    header = list(PUBLISHED_COLUMNS)
+    if bandwidth:
+        header[1] = "bw"
+    if percentiles:
+        header.extend(PERCENTILE_COLUMNS)
+    lines = [
+        "| " + "| ".join(header) + "|",
+        "| " + "| ".join("---" for _ in header) + "|",
+    ]
+    for r in sorted(rows, key=lambda r: r.iodepth):
+        lines.append(" | " + "  | ".join(_cells(r, bandwidth, percentiles)) + "  |")
+    return "\n".join(lines) + "\n"
+
+
+def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
+    f, res = r.fio, r.resources
+    values = [
+        f.bw_mib_s if bandwidth else f.iops,
+        f.total_ios,
+        f.clat_mean_ms,
+        f.clat_stdev_ms,
+        f.usr_cpu,
+        f.sys_cpu,
+        res.osd_cpu,
+        res.osd_mem_mib,
+        res.fio_cpu,
+    ]
+    if percentiles:
+        values += [f.clat_p99_ms, f.clat_p999_ms]
+    return [str(r.iodepth)] + [_fmt(v) for v in values]
+
+
+def _fmt(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.2f}"
+
+
+def workload_tables(
+    results: Sequence[StepResult],
+    bandwidth_workloads: Collection[str] | None = None,
+    percentiles: bool = False,
+) -> dict[str, str]:
+    """workload -> markdown table. bandwidth_workloads: names read as MiB/s; None decides
+    by name (sequential presets start with "seq")."""
+    out = {}
+    for workload, rows in by_workload(results).items():
+        bw = (
+            is_bandwidth_workload(workload)
+            if bandwidth_workloads is None
+            else workload in bandwidth_workloads
+        )
+        out[workload] = markdown_table(rows, bandwidth=bw, percentiles=percentiles)
+    return out
+
+
+def flat_rows(results: Sequence[StepResult]) -> list[dict[str, Any]]:
+    """Every step (repeats kept apart), one flat dict each, in run order."""
+    out = []
+    for r in sorted(results, key=lambda r: r.step_id):
+        row: dict[str, Any] = {
+            "step_id": r.step_id,
+            "workload": r.workload,
+            "iodepth": r.iodepth,
+            "repeat": r.repeat,
+        }
+        row.update({f.name: getattr(r.fio, f.name) for f in fields(FioSummary)})
+        row.update(
+            osd_cpu=r.resources.osd_cpu,
+            osd_mem_mib=r.resources.osd_mem_mib,
+            fio_cpu=r.resources.fio_cpu,
+            resource_samples=r.resources.samples,
+        )
+        out.append(row)
+    return out
+
+
+def to_csv(results: Sequence[StepResult]) -> str:
+    """All rows; a percentile fio did not report is an empty cell."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=ROW_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in flat_rows(results):
+        writer.writerow({k: _no_nan(v, "") for k, v in row.items()})
+    return buf.getvalue()
+
+
+def to_json(results: Sequence[StepResult]) -> str:
+    """All rows as a JSON list; a percentile fio did not report is null."""
+    rows = [{k: _no_nan(v, None) for k, v in row.items()} for row in flat_rows(results)]
+    return json.dumps(rows, indent=2, allow_nan=False) + "\n"
+
+
+def _no_nan(value: Any, missing: Any) -> Any:
+    return missing if isinstance(value, float) and math.isnan(value) else value

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import replace
+
+import pytest
+from report_helpers import make_step, sweep
+
+from crimsonbench.reports.tables import (
+    ROW_FIELDS,
+    markdown_table,
+    to_csv,
+    to_json,
+    workload_tables,
+)
+from crimsonbench.results.types import FioSummary, ResourceSummary, StepResult
+
+HEADER = (
+    "| iodepth| iops| total\\_ios| clat\\_ms| clat\\_stdev| usr\\_cpu| sys\\_cpu| OSD\\_cpu|"
+    " OSD\\_mem| FIO\\_cpu|"
+)
+# The first row of "Classic OSD - rand4read k - detailed stats" as published (no FIO_cpu)
+PUBLISHED_ROW = (
+    " | 1  | 108365.87  | 32509868.00  | 0.29  | 0.11  | 1.41  | 1.26  | 353.20  | 53.66  |"
+)
+
+
+def published_qd1() -> StepResult:
+    fio = FioSummary(108365.87, 423.3, 32509868, 0.29, 0.11, 0.25, 0.9, 1.8, 1.41, 1.26, 300, 32)
+    return StepResult(
+        "000-randread4k-qd001-r1", "randread4k", 1, 1, fio, ResourceSummary(353.2, 53.66, 12.5, 300)
+    )
+
+
+def test_header_and_row_in_the_published_layout() -> None:
+    lines = markdown_table([published_qd1()]).splitlines()
+    assert lines[0] == HEADER
+    assert lines[1] == "| ---| ---| ---| ---| ---| ---| ---| ---| ---| ---|"
+    assert lines[2] == PUBLISHED_ROW + " 12.50  |"
+
+
+def test_sequential_workloads_lead_with_bw() -> None:
+    rows = sweep("seqread64k", [(1, 20000.0, 1.4), (4, 30000.0, 4.6)])
+    lines = markdown_table(rows).splitlines()
+    assert lines[0] == HEADER.replace("| iops|", "| bw|")
+    assert lines[2].startswith(f" | 1  | {20000 * 64 / 1024:.2f}  |")
+    # the caller can overrule the name
+    assert markdown_table(rows, bandwidth=False).splitlines()[0] == HEADER
+
+
+def test_percentile_columns_are_appended() -> None:
+    lines = markdown_table([published_qd1()], percentiles=True).splitlines()
+    assert lines[0] == HEADER + " clat\\_p99\\_ms| clat\\_p99.9\\_ms|"
+    assert lines[2].endswith("| 12.50  | 0.90  | 1.80  |")
+    missing = replace(published_qd1(), fio=replace(published_qd1().fio, clat_p999_ms=math.nan))
+    assert markdown_table([missing], percentiles=True).splitlines()[2].endswith("| n/a  |")
+
+
+def test_rows_by_iodepth_and_repeats_averaged() -> None:
+    a = make_step("randread4k", 8, 300.0, index=0, repeat=1)
+    b = make_step("randread4k", 8, 500.0, index=1, repeat=2)
+    c = make_step("randread4k", 1, 100.0, index=2)
+    lines = markdown_table([a, b, c]).splitlines()
+    assert len(lines) == 4
+    assert lines[2].startswith(" | 1  | 100.00  |")
+    assert lines[3].startswith(" | 8  | 400.00  |")
+
+
+def test_workload_tables_split_and_pick_the_column() -> None:
+    rows = sweep("randread4k", [(1, 100.0, 0.3)]) + sweep("seqwrite64k", [(1, 50.0, 1.0)], 1)
+    tables = workload_tables(rows)
+    assert list(tables) == ["randread4k", "seqwrite64k"]
+    assert "| iops|" in tables["randread4k"] and "| bw|" in tables["seqwrite64k"]
+    assert "| iops|" in workload_tables(rows, bandwidth_workloads=set())["seqwrite64k"]
+
+
+def test_csv_keeps_every_repeat_at_full_precision() -> None:
+    a = make_step("randread4k", 8, 300.123456789, index=0, repeat=1)
+    b = make_step("randread4k", 8, 500.0, index=1, repeat=2)
+    nan = replace(b, step_id="002-x", fio=replace(b.fio, clat_p99_ms=math.nan))
+    rows = list(csv.DictReader(io.StringIO(to_csv([nan, b, a]))))
+    assert tuple(rows[0]) == ROW_FIELDS
+    assert [r["step_id"] for r in rows] == [a.step_id, b.step_id, "002-x"]
+    assert float(rows[0]["iops"]) == 300.123456789
+    assert rows[0]["osd_mem_mib"] == "3600.0" and rows[0]["resource_samples"] == "300"
+    assert rows[2]["clat_p99_ms"] == ""
+
+
+def test_json_rows_are_strict_json() -> None:
+    a = make_step("randread4k", 8, 300.0)
+    nan = replace(a, fio=replace(a.fio, clat_p50_ms=math.nan))
+    rows = json.loads(to_json([nan]), parse_constant=pytest.fail)
+    assert rows[0]["clat_p50_ms"] is None
+    assert rows[0]["iops"] == 300.0 and rows[0]["fio_cpu"] == 30.0
+    assert set(rows[0]) == set(ROW_FIELDS)

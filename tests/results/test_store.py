@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from crimsonbench.results.store import ResultStore
+from crimsonbench.results.types import (
+    FioSummary,
+    ResourceSample,
+    ResourceSummary,
+    RunInfo,
+    StepResult,
+)
+
+INFO = RunInfo("sea", "crimson", "seastore", 1, 56, "osd", "dual", "19.2.1", "o05", "2025-10-06")
+
+
+def result(step_id: str, qd: int = 1, p999: float = 0.9) -> StepResult:
+    fio = FioSummary(1000.5, 3.9, 300150, 0.29, 0.11, 0.25, 0.7, p999, 1.41, 1.26, 300.0, 32)
+    return StepResult(
+        step_id=step_id,
+        workload="randread4k",
+        iodepth=qd,
+        repeat=1,
+        fio=fio,
+        resources=ResourceSummary(353.2, 53.66, 40.0, 300),
+        extra={"affinity": [0, 1]},
+    )
+
+
+def test_run_info_round_trip_with_extra(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.write_run_info(INFO, {"spec": {"sweep": {"repeats": 2}}})
+    assert store.read_run_info() == INFO
+    assert store.read_run_extra() == {"spec": {"sweep": {"repeats": 2}}}
+    data = json.loads((tmp_path / "run.json").read_text())
+    assert data["info"]["reactors"] == 56
+
+
+def test_run_info_ignores_keys_it_does_not_know(tmp_path: Path) -> None:
+    (tmp_path / "run.json").write_text(
+        json.dumps(
+            {
+                "info": {
+                    "name": "x",
+                    "flavor": "classic",
+                    "object_store": "bluestore",
+                    "osds": 1,
+                    "reactors": 0,
+                    "policy": "default",
+                    "hyper_threads": "dual",
+                    "from_the_future": 1,
+                }
+            }
+        )
+    )
+    store = ResultStore(tmp_path)
+    assert store.read_run_info().name == "x"
+    assert store.read_run_extra() == {}
+
+
+def test_step_round_trip_and_sorted_load(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    b, a = result("001-randread4k-qd002-r1", 2), result("000-randread4k-qd001-r1", 1)
+    path = store.write_step(b)
+    store.write_step(a)
+    assert path == tmp_path / "steps" / b.step_id / "result.json"
+    assert store.completed_steps() == {a.step_id: a, b.step_id: b}
+    assert store.load_results() == [a, b]
+    # a second store on the same directory sees the same: nothing lives in memory
+    assert ResultStore(tmp_path).load_results() == [a, b]
+
+
+def test_missing_percentile_is_null_on_disk_and_nan_in_memory(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    path = store.write_step(result("000-x-qd001-r1", p999=math.nan))
+    assert json.loads(path.read_text())["fio"]["clat_p999_ms"] is None
+    (back,) = store.load_results()
+    assert math.isnan(back.fio.clat_p999_ms)
+    assert back.fio.clat_p99_ms == 0.7
+
+
+def test_empty_store_has_no_steps(tmp_path: Path) -> None:
+    assert ResultStore(tmp_path / "nothing-yet").completed_steps() == {}
+
+
+def test_interrupted_writes_never_count(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = ResultStore(tmp_path)
+    done = result("000-randread4k-qd001-r1")
+    store.write_step(done)
+    # 1. killed while writing: only the temporary file exists
+    half = store.step_dir("001-randread4k-qd002-r1")
+    full = json.dumps(result("001-randread4k-qd002-r1").to_dict())
+    (half / ".result.json.abc123.tmp").write_text(full[: len(full) // 2])
+    # 2. a result.json cut short by something that did not write atomically
+    (store.step_dir("002-randread4k-qd004-r1") / "result.json").write_text(full[:100])
+    # 3. a result.json that belongs to another step (a moved directory)
+    (store.step_dir("003-randread4k-qd008-r1") / "result.json").write_text(full)
+    with caplog.at_level(logging.WARNING):
+        assert list(store.completed_steps()) == [done.step_id]
+    assert "002-randread4k-qd004-r1" in caplog.text and "001-randread4k-qd002-r1" in caplog.text
+
+
+def test_a_failed_rename_leaves_no_result_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ResultStore(tmp_path)
+
+    def crash(src: str, dst: str) -> None:
+        raise KeyboardInterrupt  # as if the run were stopped at this very moment
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.write_step(result("000-x-qd001-r1"))
+    assert list((tmp_path / "steps" / "000-x-qd001-r1").iterdir()) == []
+    assert store.completed_steps() == {}
+
+
+def test_rewriting_a_step_replaces_it(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    first = result("000-x-qd001-r1")
+    store.write_step(first)
+    second = replace(first, fio=replace(first.fio, iops=2.0))
+    store.write_step(second)
+    assert store.load_results() == [second]
+
+
+def test_raw_files_next_to_the_result(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    sid = "000-randread4k-qd001-r1"
+    p1 = store.write_fio_output(sid, "fio_test_1", "note: x\n{}")
+    p0 = store.write_fio_output(sid, "fio_test_0", "{}")
+    assert store.fio_outputs(sid) == [p0, p1]
+    assert p1.read_text() == "note: x\n{}"
+    samples = [ResourceSample(0.0, 1.0, 2.0, 3.0), ResourceSample(1.0, 4.0, 5.0, 6.0)]
+    store.write_samples(sid, samples)
+    assert store.read_samples(sid) == samples
+    assert store.completed_steps() == {}  # raw files alone do not complete a step
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".hidden", "x..y"])
+def test_unsafe_names_are_refused(tmp_path: Path, bad: str) -> None:
+    store = ResultStore(tmp_path)
+    with pytest.raises(ValueError, match="not a safe file name"):
+        store.step_dir(bad)
+    with pytest.raises(ValueError, match="not a safe file name"):
+        store.write_fio_output("000-x", bad, "{}")
