@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from crimsonbench.spec.models import ClientSpec, SweepSpec, WorkloadSpec
+from crimsonbench.spec.models import RECORDED_PERCENTILES, ClientSpec, SweepSpec, WorkloadSpec
 
 # Options the planner owns. Custom workloads cannot override them (see FIO_OPTION_ALLOWLIST)
 # so every run measures the same thing: the rbd engine, unbuffered, for a fixed time.
@@ -56,7 +56,7 @@ def step_job_file(
             "runtime": sweep.runtime_seconds,
             "ramp_time": sweep.ramp_seconds,
             # p50/p99/p99.9 are what the reports and the latency-target mode read
-            "percentile_list": "50:99:99.9",
+            "percentile_list": ":".join(f"{p:g}" for p in RECORDED_PERCENTILES),
         }
     )
     opts.update(sorted(workload.options.items()))

@@ -29,6 +29,7 @@ from crimsonbench.spec.cpuset import CPUSET_PATTERN, format_cpuset, parse_cpuset
 from crimsonbench.spec.rules import Rule, cel_rules, first_violation
 
 DEFAULT_IODEPTHS = (1, 2, 4, 8, 16, 24, 32, 40, 52, 64)
+RECORDED_PERCENTILES = (50.0, 99.0, 99.9)  # fio's percentile_list in every step job file
 
 # fio options a custom workload may set. Everything else (engine, pool, image, cpus_allowed,
 # iodepth, runtime, output) is owned by the planner so results stay comparable.
@@ -418,11 +419,21 @@ class EarlyExit(_Model):
 
 
 class LatencyTarget(_Model):
-    percentile: Literal[50.0, 99.0, 99.9] = Field(
-        default=99.0, description="fio clat percentile (the ones every step records)."
+    percentile: float = Field(
+        default=99.0,
+        json_schema_extra={"enum": list(RECORDED_PERCENTILES)},
+        description="fio clat percentile (the ones every step records).",
     )
     latency_ms: float = Field(gt=0, description="The latency that percentile must stay under.")
     stop_when_exceeded: bool = Field(default=True, description="End the sweep once it is missed.")
+
+
+    @field_validator("percentile")
+    @classmethod
+    def _recorded(cls, v: float) -> float:
+        if v not in RECORDED_PERCENTILES:
+            raise ValueError(f"{v:g} is not recorded; use one of 50, 99 or 99.9")
+        return v
 
 
 class SweepSpec(_Model):

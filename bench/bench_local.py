@@ -1,0 +1,103 @@
+"""Local mode fidelity and overhead, on one real throwaway cluster.
+
+Fidelity: the same fio job files run by hand (`taskset -c <client> fio ...`, as an engineer
+would) and through our step executor, interleaved A/B/A/B so machine noise hits both alike;
+prints the IOPS ratio ours/hand per pair (goal >= 0.98).
+Overhead: wall time of a step beyond runtime + ramp (goal < 1 s).
+
+    .venv/bin/python bench/bench_local.py [--pairs 4] [--runtime 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from crimsonbench.local.cluster import LocalCluster
+from crimsonbench.local.step_exec import StepContext, run_step
+from crimsonbench.local.topology_probe import local_topology
+from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.types import Step
+from crimsonbench.results.fio_json import combine, parse_fio_json
+from crimsonbench.spec.models import validate_spec
+
+
+def by_hand(step: Step, work: Path, client_cpus: str, env: dict[str, str]) -> float:
+    """What an engineer types: one pinned fio per image, all at once, JSON to a file."""
+    procs = []
+    for job in step.jobs:
+        jf = work / f"{job.name}.fio"
+        jf.write_text(job.job_file)
+        out = work / f"{job.name}.json"
+        argv = ["taskset", "-c", client_cpus, "fio", "--output-format=json", f"--output={out}",
+                str(jf)]  # fmt: skip
+        procs.append((subprocess.Popen(argv, env=env), out))
+    jobs = []
+    for p, out in procs:
+        if p.wait() != 0:
+            raise SystemExit(f"fio by hand failed: {out}")
+        jobs.extend(parse_fio_json(out.read_text()))
+    return combine(jobs).iops
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=4)
+    ap.add_argument("--runtime", type=int, default=5)
+    ap.add_argument("--iodepth", type=int, default=8)
+    args = ap.parse_args()
+    cpus = sorted(os.sched_getaffinity(0))
+    spec = validate_spec(
+        {
+            "target": {"local": {}},
+            "osd": {"flavor": "classic", "objectStore": "memstore", "cpuSet": str(cpus[0])},
+            "client": {"cpuSet": str(cpus[-1]), "images": 2, "imageSize": "128Mi"},
+            "workloads": [{"preset": "randread4k"}],
+            "sweep": {"iodepths": [args.iodepth], "runtimeSeconds": args.runtime, "rampSeconds": 1},
+        }
+    )
+    plan = build_plan("bench", spec, local_topology(), None)
+    step = plan.steps[0]
+    local = spec.target.local
+    assert local is not None  # noqa: S101
+    ratios, overheads = [], []
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LocalCluster(local, spec.osd, plan.cpu.osds, plan.ceph) as cluster,
+    ):
+        cluster.create_pool("rbd", 32)
+        cluster.create_images(plan.images, 128 * 2**20)
+        cluster.prefill(plan.images, 128 * 2**20)
+        env = {**os.environ, **cluster.client_conf().env}
+        ctx = StepContext(cpu=plan.cpu, env=env, osd_pids=cluster.osd_pids,
+                          health_check=cluster.health_check, sample_interval=1.0,
+                          deadline_s=args.runtime + 60)  # fmt: skip
+        for i in range(args.pairs):
+            hand = by_hand(step, Path(tmp), plan.cpu.client_cpuset, env)
+            t0 = time.monotonic()
+            ours = run_step(step, Path(tmp) / f"ours-{i}", ctx)
+            wall = time.monotonic() - t0
+            overhead = wall - args.runtime - 1
+            ratios.append(ours.fio.iops / hand)
+            overheads.append(overhead)
+            print(f"pair {i}: hand {hand:,.0f} IOPS  ours {ours.fio.iops:,.0f} IOPS  "
+                  f"ratio {ratios[-1]:.3f}  step overhead {overhead:.2f} s")  # fmt: skip
+    print(f"machine: {platform.node()} {os.cpu_count()} CPUs, {platform.platform()}")
+    print(
+        f"fidelity ours/hand: median {statistics.median(ratios):.3f} "
+        f"(min {min(ratios):.3f}, max {max(ratios):.3f}) over {args.pairs} pairs; goal >= 0.98"
+    )
+    print(
+        f"overhead per step beyond runtime+ramp: median {statistics.median(overheads):.2f} s "
+        f"(max {max(overheads):.2f} s); goal < 1 s"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Removing what a cluster left: its directory, and a whole cluster left running."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from crimsonbench.local import bootstrap as bs
+from crimsonbench.local import procs
+
+
+def remove_dir(root: Path, made_it: bool) -> None:
+    """Remove what we put there; a directory the caller handed us empty stays (empty)."""
+    if made_it:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def destroy(root: Path) -> list[str]:
+    """Stop a cluster left running (keepCluster, or a crashed run): SIGKILL every process
+    naming `root`, detach its loop devices, remove `root`. Returns what could not be undone."""
+    for pid in procs.processes_mentioning(str(root)):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + 10
+    while procs.processes_mentioning(str(root)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left: list[str] = []
+    for img in sorted(root.glob("osd.*.img")):
+        for dev in bs.loop_devices_of(img):
+            left.extend(bs.detach_loop(dev, img))
+    for alias in Path("/tmp").glob("cbr-*"):  # short run-dir symlinks (bootstrap.layout_for)
+        if alias.is_symlink() and alias.readlink() == root / "run":
+            alias.unlink()
+    shutil.rmtree(root, ignore_errors=True)
+    left.extend(f"process {p} still uses {root}" for p in procs.processes_mentioning(str(root)))
+    return left + ([f"directory {root} remains"] if root.exists() else [])

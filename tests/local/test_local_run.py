@@ -1,0 +1,184 @@
+"""Local mode end to end against a real Ceph cluster: sweep, results, pinning, interrupt,
+resume. Runtimes are short; the point is the plumbing, not the figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from crimsonbench.local.runner import LocalRun
+from crimsonbench.progress import QuietEvents
+from crimsonbench.reports.report import write_report
+from crimsonbench.results.fio_json import combine, parse_fio_json
+from crimsonbench.results.store import ResultStore
+from crimsonbench.spec.cpuset import parse_cpuset
+from crimsonbench.spec.models import validate_spec
+from crimsonbench.spec.status import Phase
+
+pytestmark = pytest.mark.ceph
+
+
+def quick_spec(store: str, **sweep: Any) -> dict[str, Any]:
+    osd: dict[str, Any] = {"flavor": "classic", "objectStore": store, "count": 1, "cpuSet": "0"}
+    return {
+        "target": {"local": {"bluestoreSize": "2Gi"}},
+        "osd": osd,
+        "client": {"cpuSet": "1", "images": 2, "imageSize": "64Mi"},
+        "workloads": [{"preset": "randread4k"}, {"preset": "seqwrite64k"}],
+        "sweep": {
+            "iodepths": [1, 4],
+            "runtimeSeconds": 3,
+            "rampSeconds": 1,
+            "earlyExit": {"enabled": False},
+            **sweep,
+        },
+    }
+
+
+def ceph_daemons_under(root: Path) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "ceph-" in line and str(root) in line]
+
+
+@pytest.mark.parametrize("store", ["memstore", "bluestore"])
+def test_sweep_end_to_end(tmp_path: Path, store: str) -> None:
+    spec = validate_spec(quick_spec(store))
+    events = QuietEvents()
+    outcome = LocalRun(f"e2e-{store}", spec, tmp_path / "res", events).execute()
+    assert outcome.phase == Phase.COMPLETED, outcome.message
+    results = {r.step_id: r for r in outcome.results}
+    assert sorted(results) == [
+        "000-randread4k-qd001-r1",
+        "001-randread4k-qd004-r1",
+        "002-seqwrite64k-qd001-r1",
+        "003-seqwrite64k-qd004-r1",
+    ]
+    store_ = ResultStore(tmp_path / "res")
+    for step_id, result in results.items():
+        step_dir = store_.step_dir(step_id)
+        # The stored summary is exactly what the raw fio JSON of this step says.
+        raw = [
+            j for f in sorted(step_dir.glob("fio-*.json")) for j in parse_fio_json(f.read_text())
+        ]
+        assert len(sorted(step_dir.glob("fio-*.json"))) == 2  # one fio per image
+        assert combine(raw) == result.fio
+        assert result.fio.iops > 0 and result.fio.total_ios > 0
+        assert result.resources.samples >= 2
+        assert result.resources.osd_cpu > 0 and result.resources.osd_mem_mib > 10
+        # Pinning as observed in /proc while fio ran: OSD on CPU 0, fio on CPU 1.
+        affinity = json.loads((step_dir / "affinity.json").read_text())
+        assert affinity["osd.0"] and affinity["fio"]
+        assert {c for cpus in affinity["osd.0"].values() for c in parse_cpuset(cpus)} == {0}
+        assert {c for cpus in affinity["fio"].values() for c in parse_cpuset(cpus)} == {1}
+    reports = write_report(tmp_path / "res")
+    names = {p.name for p in reports}
+    assert {"summary.md", "results.csv", "results.json"} <= names
+    assert any(n.endswith(".png") for n in names)
+    status = json.loads((tmp_path / "res" / "status.json").read_text())
+    assert status["phase"] == "Completed" and status["stepsDone"] == 4
+    assert ceph_daemons_under(tmp_path) == []
+
+
+def test_interrupt_keeps_finished_steps_and_resume_runs_only_the_rest(tmp_path: Path) -> None:
+    spec_file = tmp_path / "run.yaml"
+    spec = quick_spec("memstore", runtimeSeconds=4)
+    spec["target"]["local"]["workDir"] = str(tmp_path / "cluster")
+    spec_file.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "bench.crimson.ceph.io/v1alpha1",
+                "kind": "BenchmarkRun",
+                "metadata": {"name": "interrupt"},
+                "spec": spec,
+            }
+        )
+    )
+    res = tmp_path / "res"
+    cmd = [sys.executable, "-m", "crimsonbench.cli", "run", str(spec_file), "--results", str(res)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = res / "steps" / "000-randread4k-qd001-r1" / "result.json"
+    deadline = time.monotonic() + 240
+    while not first.exists():
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        assert time.monotonic() < deadline, "first step never finished"
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    status = json.loads((res / "status.json").read_text())
+    assert status["phase"] == "Failed" and "interrupted" in status["message"]
+    done_before = set(ResultStore(res).completed_steps())
+    assert "000-randread4k-qd001-r1" in done_before and len(done_before) < 4
+    assert ceph_daemons_under(tmp_path) == [], "SIGTERM left Ceph daemons running"
+    assert not (tmp_path / "cluster").exists() or not any((tmp_path / "cluster").iterdir())
+    mtimes = {s: (res / "steps" / s / "result.json").stat().st_mtime_ns for s in done_before}
+
+    resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert set(ResultStore(res).completed_steps()) == {
+        "000-randread4k-qd001-r1",
+        "001-randread4k-qd004-r1",
+        "002-seqwrite64k-qd001-r1",
+        "003-seqwrite64k-qd004-r1",
+    }
+    for step, mtime in mtimes.items():  # finished steps were not run again
+        assert (res / "steps" / step / "result.json").stat().st_mtime_ns == mtime
+
+
+def test_early_exit_skips_the_rest_of_a_workload(tmp_path: Path) -> None:
+    # A latency limit every real step exceeds: the sweep must stop after its first step.
+    spec = validate_spec(
+        quick_spec(
+            "memstore",
+            iodepths=[1, 2, 4],
+            earlyExit={"enabled": True, "meanLatencyMsLimit": 0.000001},
+        )
+    )
+    events = QuietEvents()
+    outcome = LocalRun("early", spec, tmp_path / "res", events).execute()
+    assert outcome.phase == Phase.COMPLETED, outcome.message
+    assert [r.step_id for r in outcome.results] == [
+        "000-randread4k-qd001-r1",
+        "003-seqwrite64k-qd001-r1",
+    ]
+    assert outcome.skipped == [
+        "001-randread4k-qd002-r1",
+        "002-randread4k-qd004-r1",
+        "004-seqwrite64k-qd002-r1",
+        "005-seqwrite64k-qd004-r1",
+    ]
+    notes = dict(events.notes)
+    assert "stops here" in notes["000-randread4k-qd001-r1"]
+
+
+def test_crimson_spec_fails_fast_without_a_crimson_binary(tmp_path: Path) -> None:
+    spec = validate_spec(
+        {
+            **quick_spec("memstore"),
+            "osd": {
+                "flavor": "crimson",
+                "objectStore": "cyanstore",
+                "cpuSet": "0",
+                "optionNaming": "legacy",
+            },
+        }
+    )
+    if any(
+        os.access(os.path.join(d, b), os.X_OK)
+        for d in os.environ["PATH"].split(":")
+        for b in ("crimson-osd", "ceph-osd-crimson")
+    ):
+        pytest.skip("a crimson binary is installed here; this test covers its absence")
+    outcome = LocalRun("crimson", spec, tmp_path / "res", QuietEvents()).execute()
+    assert outcome.phase == Phase.FAILED
+    assert "crimson" in outcome.message and "Debian" in outcome.message
+    assert ceph_daemons_under(tmp_path) == []
