@@ -3,7 +3,7 @@
 
 demo:  ## run the quick example against a throwaway local Ceph cluster
 	./scripts/setup.sh
-	.venv/bin/crimsonbench run operator/crimsonbench/examples/quick.yaml --results results/quick
+	.venv/bin/crimsonbench run operator/crimsonbench/examples/quick.yaml --fresh
 
 test:  ## the whole test suite: static checks, unit, property and real-Ceph tests
 	./scripts/setup.sh

@@ -150,7 +150,9 @@ def run(
         console.print(f"report: {outcome.results_dir / 'report'} ({len(paths)} files)")
         summary = outcome.results_dir / "report" / "summary.md"
         if summary.exists():
-            Console().print(summary.read_text())
+            from rich.markdown import Markdown
+
+            Console().print(Markdown(summary.read_text()))
     if outcome.phase.value != "Completed":
         raise typer.Exit(130 if "interrupted" in outcome.message else 1)
 

@@ -153,6 +153,11 @@ class LocalRun:
     def _run(self, plan: RunPlan, state: SweepState, outcome: Outcome) -> None:
         todo = [s for s in plan.steps if s.id not in state.done]
         if not todo:
+            self.events.phase(
+                Phase.RUNNING,
+                f"all {len(plan.steps)} steps are already done in "
+                f"{self.dir}; pass --fresh to run them again",
+            )
             return
         local = self.spec.target.local
         assert local is not None  # checked in __init__  # noqa: S101

@@ -427,7 +427,6 @@ class LatencyTarget(_Model):
     latency_ms: float = Field(gt=0, description="The latency that percentile must stay under.")
     stop_when_exceeded: bool = Field(default=True, description="End the sweep once it is missed.")
 
-
     @field_validator("percentile")
     @classmethod
     def _recorded(cls, v: float) -> float:
