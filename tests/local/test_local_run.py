@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import yaml
 
@@ -42,6 +46,12 @@ def quick_spec(store: str, **sweep: Any) -> dict[str, Any]:
             **sweep,
         },
     }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def ceph_daemons_under(root: Path) -> list[str]:
@@ -104,13 +114,37 @@ def test_interrupt_keeps_finished_steps_and_resume_runs_only_the_rest(tmp_path: 
     )
     res = tmp_path / "res"
     cmd = [sys.executable, "-m", "crimsonbench.cli", "run", str(spec_file), "--results", str(res)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    port = free_port()
+    proc = subprocess.Popen(
+        [*cmd, "--metrics-port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     first = res / "steps" / "000-randread4k-qd001-r1" / "result.json"
     deadline = time.monotonic() + 240
     while not first.exists():
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
         assert time.monotonic() < deadline, "first step never finished"
         time.sleep(0.5)
+    # The metrics endpoint serves the finished step while the run goes on.
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
+    text = metrics.decode()
+    stored = ResultStore(res).completed_steps()["000-randread4k-qd001-r1"]
+    iops_line = next(
+        line
+        for line in text.splitlines()
+        if line.startswith("crimsonbench_step_iops{") and 'step="000-randread4k-qd001-r1"' in line
+    )
+    assert 'workload="randread4k"' in iops_line and 'iodepth="1"' in iops_line
+    assert 'backend="memstore"' in iops_line and 'flavor="classic"' in iops_line
+    assert float(iops_line.rsplit(" ", 1)[1]) == pytest.approx(stored.fio.iops)
+    current = [
+        line
+        for line in text.splitlines()
+        if line.startswith("crimsonbench_run_phase{") and line.endswith(" 1.0")
+    ]
+    assert len(current) == 1 and 'phase="Running"' in current[0]
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out
@@ -182,3 +216,35 @@ def test_crimson_spec_fails_fast_without_a_crimson_binary(tmp_path: Path) -> Non
     assert outcome.phase == Phase.FAILED
     assert "crimson" in outcome.message and "Debian" in outcome.message
     assert ceph_daemons_under(tmp_path) == []
+
+
+def test_osd_crash_mid_step_fails_the_run_and_keeps_finished_steps(tmp_path: Path) -> None:
+    spec = quick_spec("memstore", runtimeSeconds=6)
+    spec["target"]["local"]["workDir"] = str(tmp_path / "cluster")
+    res = tmp_path / "res"
+    killed: list[int] = []
+
+    def kill_osd_during_second_step() -> None:
+        second = res / "steps" / "001-randread4k-qd004-r1"
+        deadline = time.monotonic() + 240
+        while not any(second.glob("fio-*.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)  # fio creates its output file when it starts
+        time.sleep(2)
+        for p in psutil.process_iter(["name", "cmdline"]):
+            if p.info["name"] == "ceph-osd" and str(tmp_path) in " ".join(p.info["cmdline"]):
+                p.kill()
+                killed.append(p.pid)
+
+    killer = threading.Thread(target=kill_osd_during_second_step, daemon=True)
+    killer.start()
+    outcome = LocalRun("crash", validate_spec(spec), res, QuietEvents()).execute()
+    killer.join(timeout=10)
+    assert killed, "the OSD was never found to kill"
+    assert outcome.phase == Phase.FAILED
+    assert "001-randread4k-qd004-r1" in outcome.message and "osd.0" in outcome.message
+    assert [r.step_id for r in outcome.results] == ["000-randread4k-qd001-r1"]
+    status = json.loads((res / "status.json").read_text())
+    assert status["phase"] == "Failed" and "osd.0" in status["message"]
+    assert ceph_daemons_under(tmp_path) == []
+    fio_left = [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "fio"]
+    assert fio_left == [], "fio processes survived the failed step"

@@ -153,15 +153,17 @@ class LocalRun:
     def _run(self, plan: RunPlan, state: SweepState, outcome: Outcome) -> None:
         todo = [s for s in plan.steps if s.id not in state.done]
         if not todo:
-            self.events.phase(
+            self._enter(
+                outcome,
                 Phase.RUNNING,
                 f"all {len(plan.steps)} steps are already done in "
                 f"{self.dir}; pass --fresh to run them again",
             )
             return
         local = self.spec.target.local
-        assert local is not None  # checked in __init__  # noqa: S101
-        self.events.phase(Phase.PREPARING, "starting a local Ceph cluster")
+        if local is None:  # __init__ refused it already; keeps the type checker honest
+            raise InvalidSpec("spec.target.local", "the local runner needs target.local")
+        self._enter(outcome, Phase.PREPARING, "starting a local Ceph cluster")
         with LocalCluster(
             local,
             self.spec.osd,
@@ -169,8 +171,8 @@ class LocalRun:
             plan.ceph,
             root=Path(local.work_dir) if local.work_dir else None,
         ) as cluster:
-            self._prepare(cluster, plan)
-            self.events.phase(Phase.RUNNING, f"{len(todo)} of {len(plan.steps)} steps to run")
+            self._prepare(cluster, plan, outcome)
+            self._enter(outcome, Phase.RUNNING, f"{len(todo)} of {len(plan.steps)} steps to run")
             ctx = StepContext(
                 cpu=plan.cpu,
                 env=_fio_env(cluster),
@@ -184,14 +186,14 @@ class LocalRun:
             )
             for step in todo:
                 self._one_step(step, ctx, state, outcome, len(plan.steps))
-            self.events.phase(Phase.RESTORING, "tearing the cluster down")
+            self._enter(outcome, Phase.RESTORING, "tearing the cluster down")
 
-    def _prepare(self, cluster: LocalCluster, plan: RunPlan) -> None:
+    def _prepare(self, cluster: LocalCluster, plan: RunPlan, outcome: Outcome) -> None:
         c = self.spec.client
         cluster.create_pool(c.pool, c.pg_num)
         cluster.create_images(plan.images, size_bytes(c.image_size))
         if c.prefill:
-            self.events.phase(Phase.PREPARING, f"prefilling {len(plan.images)} images")
+            self._enter(outcome, Phase.PREPARING, f"prefilling {len(plan.images)} images")
             cluster.prefill(plan.images, size_bytes(c.image_size))
 
     def _one_step(
@@ -211,6 +213,12 @@ class LocalRun:
         self.store.write_step(result)
         note = state.record(step, result)
         self.events.step_finished(step, result, note)
+
+    def _enter(self, outcome: Outcome, phase: Phase, message: str) -> None:
+        """One place for phase changes, so status.json, metrics and the display agree."""
+        outcome.phase, outcome.message = phase, message
+        self._write_status(self._plan, outcome)
+        self.events.phase(phase, message)
 
     def _write_status(self, plan: RunPlan, outcome: Outcome, current: str = "") -> None:
         """status.json mirrors the operator's status; the metrics endpoint reads it."""
