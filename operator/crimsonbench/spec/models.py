@@ -146,6 +146,11 @@ class LocalTarget(_Model):
 class RookTarget(_Model):
     cluster_name: str = Field(min_length=1, description="Name of the Rook CephCluster.")
     namespace: str = Field(default="rook-ceph", min_length=1)
+    osd_node: str | None = Field(
+        default=None,
+        max_length=253,
+        description="Node whose OSDs are planned and pinned; default: client.node.",
+    )
     allow_reprovision: bool = Field(
         default=False,
         description="Allow purging and re-creating crimson OSDs when the reactor layout changes.",
@@ -331,6 +336,9 @@ class ClientSpec(_Model):
     prefill_block_size: BlockSizeStr = Field(default="64k")
     user: str = Field(default="admin", min_length=1, description="cephx client for fio.")
     image_prefix: str = Field(default="fio_test_", pattern=r"^[A-Za-z0-9_.-]{1,48}$")
+    node: str | None = Field(
+        default=None, max_length=253, description="Node fio runs on (operator); local: unused."
+    )
 
 
 # ---------------------------------------------------------------- workloads
@@ -372,7 +380,8 @@ class WorkloadSpec(_Model):
     preset: Literal["randread4k", "randwrite4k", "seqread64k", "seqwrite64k"] | None = Field(
         default=None, description="A standard workload."
     )
-    name: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,30}$")
+    # maxLength keeps the unique-name CEL rule inside the API server's cost budget.
+    name: str | None = Field(default=None, max_length=31, pattern=r"^[a-z0-9][a-z0-9-]{0,30}$")
     rw: Literal["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"] | None = None
     bs: BlockSizeStr | None = None
     options: dict[str, Annotated[str, Field(max_length=256)]] = Field(
@@ -466,7 +475,8 @@ class SweepSpec(_Model):
 RUN_RULES = (
     Rule(
         cel="self.workloads.all(w, self.workloads.filter(v, "
-        "(has(v.preset) ? v.preset : v.name) == (has(w.preset) ? w.preset : w.name)).size() == 1)",
+        "(has(v.preset) ? v.preset : has(v.name) ? v.name : '') == "
+        "(has(w.preset) ? w.preset : has(w.name) ? w.name : '')).size() == 1)",
         message="workload names must be unique; give each custom workload its own name",
         field="workloads",
         check=lambda s: len({w.key for w in s.workloads}) == len(s.workloads),
@@ -482,7 +492,12 @@ class BenchmarkRunSpec(_Model):
     target: TargetSpec
     # `default: {}` in the CRD makes the API server fill nested defaults, so
     # `kubectl get -o yaml` shows exactly what will run.
-    osd: OsdSpec = Field(default_factory=OsdSpec, json_schema_extra={"default": {}})
+    # The API server checks CEL rules against a default as written (nested defaults are not
+    # filled in first), so the osd default names the fields its rules read.
+    osd: OsdSpec = Field(
+        default_factory=OsdSpec,
+        json_schema_extra={"default": {"flavor": "crimson", "objectStore": "bluestore"}},
+    )
     client: ClientSpec = Field(default_factory=ClientSpec, json_schema_extra={"default": {}})
     workloads: list[WorkloadSpec] = Field(
         default_factory=lambda: [WorkloadSpec(preset=p) for p in PRESETS],  # type: ignore[arg-type]

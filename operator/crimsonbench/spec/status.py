@@ -73,3 +73,10 @@ class BenchmarkRunStatus(_Model):
     results: ResultsRef | None = None
     started_at: str = ""
     finished_at: str = ""
+    # The operator's bookkeeping: the state machine lives here, not in memory, so a
+    # restarted operator resumes exactly where the last one stopped.
+    stage: str = Field(default="", description="Reconcile stage (lease, topology, patch, ...).")
+    failure: str = Field(default="", description="Why the run fails once the cluster is restored.")
+    prefilled: bool = False
+    patched_generation: int = Field(default=0, description="CephCluster generation we patched.")
+    rollout_since: float = Field(default=0.0, description="When the rollout wait began (epoch s).")

@@ -1,0 +1,19 @@
+"""Test harness for a real Kubernetes control plane (no kubelet, no registry)."""
+
+from harness.controlplane import (
+    BinariesUnavailable,
+    ControlPlane,
+    NotReadyError,
+    ensure_binaries,
+)
+from harness.rook import ROOK_VERSION, RookUnavailable, rook_crds_yaml
+
+__all__ = [
+    "ROOK_VERSION",
+    "BinariesUnavailable",
+    "ControlPlane",
+    "NotReadyError",
+    "RookUnavailable",
+    "ensure_binaries",
+    "rook_crds_yaml",
+]

@@ -1,0 +1,747 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager
+(and optionally kube-scheduler), built from source by e2e/build-k8s-binaries.sh.
+
+    with ControlPlane() as cp:
+        cp.apply_yaml("crds/benchmarkrun.yaml")
+        api = cp.admin_api_client()
+        as_sa = cp.client_for_service_account("default", "crimsonbench-operator")
+
+Everything (certificates, keys, tokens, etcd data, logs, kubeconfigs) lives in one temporary
+directory that teardown removes. Every component runs in its own process group and is killed
+with it; children also get PR_SET_PDEATHSIG, so a crashed test run leaves nothing behind.
+No kubelet: Pods are created and scheduled (with the scheduler) but never run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime as dt
+import fcntl
+import ipaddress
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "e2e" / "build-k8s-binaries.sh"
+K8S_VERSION = "v1.36.3"
+REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager")
+FIELD_MANAGER = "crimsonbench-e2e"
+SERVICE_CIDR = "10.96.0.0/24"
+SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+
+class BinariesUnavailable(RuntimeError):
+    """The control-plane binaries are not built and cannot be built on this machine."""
+
+
+class NotReadyError(RuntimeError):
+    """A component did not become ready in time (the message names it and shows its log)."""
+
+
+# ------------------------------------------------------------------ binaries
+
+
+def ensure_binaries(version: str = K8S_VERSION, timeout: float = 90 * 60) -> Path:
+    """Return the directory holding etcd, kube-apiserver, kube-controller-manager and
+    kube-scheduler for `version`, building them first if needed (cold: ~15-20 min, once per
+    machine; cached under ~/.cache/crimsonbench, outside the repository).
+
+    $CRIMSONBENCH_K8S_BIN points at prebuilt binaries instead. Raises BinariesUnavailable
+    when Go is missing or the build fails (the message has the tail of the build log)."""
+    override = os.environ.get("CRIMSONBENCH_K8S_BIN")
+    if override:
+        bin_dir = Path(override)
+        _check_bin_dir(bin_dir)
+        return bin_dir
+    cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+    bin_dir = cache / "k8s" / version / "bin"
+    if all((bin_dir / b).is_file() for b in (*REQUIRED, "kube-scheduler")):
+        return bin_dir
+    if shutil.which("go") is None:
+        raise BinariesUnavailable(
+            f"Go is not installed, so the Kubernetes {version} control plane cannot be built "
+            f"(e2e/build-k8s-binaries.sh needs `go`; or set CRIMSONBENCH_K8S_BIN)"
+        )
+    bin_dir.parent.mkdir(parents=True, exist_ok=True)
+    # One build per machine at a time: a second caller waits for the first one's binaries.
+    with open(bin_dir.parent / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        env = {**os.environ, "K8S_VERSION": version, "CRIMSONBENCH_CACHE": str(cache)}
+        try:
+            proc = subprocess.run(
+                ["bash", str(BUILD_SCRIPT)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise BinariesUnavailable(
+                f"building Kubernetes {version} took over {timeout}s"
+            ) from exc
+    if proc.returncode != 0:
+        log = bin_dir.parent / "build.log"
+        raise BinariesUnavailable(
+            f"e2e/build-k8s-binaries.sh failed (rc={proc.returncode}): {proc.stderr.strip()}\n"
+            f"--- tail of {log}:\n{_tail(log)}"
+        )
+    built = Path(proc.stdout.strip().splitlines()[-1])
+    _check_bin_dir(built)
+    return built
+
+
+def _check_bin_dir(bin_dir: Path) -> None:
+    missing = [b for b in REQUIRED if not os.access(bin_dir / b, os.X_OK)]
+    if missing:
+        raise BinariesUnavailable(f"{bin_dir} lacks {', '.join(missing)}")
+
+
+# ------------------------------------------------------------------ PKI
+
+
+@dataclass(frozen=True)
+class _Pki:
+    ca_crt: Path
+    ca_key: Path
+    apiserver_crt: Path
+    apiserver_key: Path
+    front_proxy_ca_crt: Path
+    front_proxy_client_crt: Path
+    front_proxy_client_key: Path
+    sa_key: Path
+    sa_pub: Path
+
+
+def _make_pki(d: Path) -> _Pki:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    d.mkdir(mode=0o700)
+    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    later = now + dt.timedelta(days=2)
+
+    def write_key(path: Path, key: Any) -> None:
+        path.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+
+    def write_crt(path: Path, crt: x509.Certificate) -> None:
+        path.write_bytes(crt.public_bytes(serialization.Encoding.PEM))
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def ca(cn: str) -> tuple[Any, x509.Certificate]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        crt = (
+            x509.CertificateBuilder()
+            .subject_name(name(cn))
+            .issuer_name(name(cn))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(later)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .sign(key, hashes.SHA256())
+        )
+        return key, crt
+
+    def leaf(
+        ca_key: Any, ca_crt: x509.Certificate, cn: str, server: bool, sans: list[x509.GeneralName]
+    ) -> tuple[Any, x509.Certificate]:
+        key = ec.generate_private_key(ec.SECP256R1())
+        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(name(cn))
+            .issuer_name(ca_crt.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now)
+            .not_valid_after(later)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        )
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        return key, builder.sign(ca_key, hashes.SHA256())
+
+    ca_key, ca_crt = ca("crimsonbench-e2e-ca")
+    service_ip = next(ipaddress.IPv4Network(SERVICE_CIDR).hosts())
+    sans: list[x509.GeneralName] = [
+        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+        x509.IPAddress(service_ip),
+        x509.DNSName("localhost"),
+        *(
+            x509.DNSName(n)
+            for n in (
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            )
+        ),
+    ]
+    srv_key, srv_crt = leaf(ca_key, ca_crt, "kube-apiserver", True, sans)
+    fp_ca_key, fp_ca_crt = ca("crimsonbench-e2e-front-proxy-ca")
+    fp_key, fp_crt = leaf(fp_ca_key, fp_ca_crt, "front-proxy-client", False, [])
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    pki = _Pki(
+        ca_crt=d / "ca.crt",
+        ca_key=d / "ca.key",
+        apiserver_crt=d / "apiserver.crt",
+        apiserver_key=d / "apiserver.key",
+        front_proxy_ca_crt=d / "front-proxy-ca.crt",
+        front_proxy_client_crt=d / "front-proxy-client.crt",
+        front_proxy_client_key=d / "front-proxy-client.key",
+        sa_key=d / "sa.key",
+        sa_pub=d / "sa.pub",
+    )
+    write_crt(pki.ca_crt, ca_crt)
+    write_key(pki.ca_key, ca_key)
+    write_crt(pki.apiserver_crt, srv_crt)
+    write_key(pki.apiserver_key, srv_key)
+    write_crt(pki.front_proxy_ca_crt, fp_ca_crt)
+    write_crt(pki.front_proxy_client_crt, fp_crt)
+    write_key(pki.front_proxy_client_key, fp_key)
+    write_key(pki.sa_key, sa_key)
+    pki.sa_pub.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return pki
+
+
+# ------------------------------------------------------------------ processes
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        return f"(no log: {exc})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+@dataclass
+class _Component:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def rss_bytes(self) -> int:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.proc.poll() is not None:
+            self._reap_group()
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+        self._reap_group()
+
+    def _reap_group(self) -> None:
+        # Anything the component forked shares its process group (it is the group leader).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+@dataclass
+class ControlPlane:
+    """etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler) on 127.0.0.1.
+
+    A context manager: `__enter__` starts and waits for readiness, `__exit__` kills every
+    process group and removes the directory (set keep_dir=True, or $CRIMSONBENCH_KEEP_DIR=1,
+    to keep logs and etcd data for a post-mortem)."""
+
+    bin_dir: Path | None = None
+    scheduler: bool = False
+    controller_manager: bool = True
+    ready_timeout: float = 90.0
+    keep_dir: bool = field(default_factory=lambda: os.environ.get("CRIMSONBENCH_KEEP_DIR") == "1")
+    extra_apiserver_flags: tuple[str, ...] = ()
+
+    dir: Path = field(init=False)
+    server: str = field(init=False)
+    admin_token: str = field(init=False)
+    timings: dict[str, float] = field(init=False, default_factory=dict)
+    apply_warnings: list[str] = field(init=False, default_factory=list)
+    _components: list[_Component] = field(init=False, default_factory=list)
+    _pki: _Pki = field(init=False)
+    _tokens: dict[str, str] = field(init=False, default_factory=dict)
+    _plurals: dict[tuple[str, str], tuple[str, bool]] = field(init=False, default_factory=dict)
+
+    # -------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        t0 = time.monotonic()
+        if self.bin_dir is None:
+            self.bin_dir = ensure_binaries()
+        self.dir = Path(tempfile.mkdtemp(prefix="crimsonbench-k8s-"))
+        try:
+            self._pki = _make_pki(self.dir / "pki")
+            self._write_tokens()
+            self._start_etcd()
+            self._start_apiserver()
+            self.timings["apiserver_ready"] = time.monotonic() - t0
+            if self.controller_manager:
+                self._start_kube_component(
+                    "kube-controller-manager",
+                    "system:kube-controller-manager",
+                    [
+                        "--use-service-account-credentials",
+                        "--controllers=*,-nodeipam,-cloud-node-lifecycle",
+                        f"--service-account-private-key-file={self._pki.sa_key}",
+                        f"--root-ca-file={self._pki.ca_crt}",
+                        f"--cluster-signing-cert-file={self._pki.ca_crt}",
+                        f"--cluster-signing-key-file={self._pki.ca_key}",
+                        f"--service-cluster-ip-range={SERVICE_CIDR}",
+                    ],
+                )
+            if self.scheduler:
+                self._start_kube_component("kube-scheduler", "system:kube-scheduler", [])
+            self.timings["ready"] = time.monotonic() - t0
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        # Clients first, store last, so nothing logs errors about a vanished peer for long.
+        for comp in reversed(self._components):
+            comp.stop()
+        self._components.clear()
+        if getattr(self, "dir", None) is not None and self.dir.exists() and not self.keep_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def pids(self) -> dict[str, int]:
+        return {c.name: c.proc.pid for c in self._components}
+
+    def rss(self) -> dict[str, int]:
+        """Resident memory of each component, in bytes."""
+        return {c.name: c.rss_bytes() for c in self._components}
+
+    def log_tail(self, component: str, lines: int = 25) -> str:
+        for c in self._components:
+            if c.name == component:
+                return _tail(c.log, lines)
+        raise KeyError(component)
+
+    # -------------------------------------------------------------- components
+
+    def _write_tokens(self) -> None:
+        # static tokens: user, uid, groups. kcm and the scheduler use their RBAC identities.
+        users = {
+            "admin": ("admin", "system:masters"),
+            "system:kube-controller-manager": ("kcm", ""),
+            "system:kube-scheduler": ("scheduler", ""),
+        }
+        rows = []
+        for user, (uid, groups) in users.items():
+            token = os.urandom(24).hex()
+            self._tokens[user] = token
+            rows.append(f'{token},{user},{uid},"{groups}"' if groups else f"{token},{user},{uid}")
+        (self.dir / "tokens.csv").write_text("\n".join(rows) + "\n")
+        self.admin_token = self._tokens["admin"]
+
+    def _spawn(self, name: str, argv: list[str]) -> _Component:
+        log = self.dir / f"{name}.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.dir,
+                start_new_session=True,  # own process group: killpg reaches all of it
+                preexec_fn=_die_with_parent,
+            )
+        comp = _Component(name, proc, log)
+        self._components.append(comp)
+        return comp
+
+    def _start_etcd(self) -> None:
+        assert self.bin_dir is not None
+        client, peer = _free_port(), _free_port()
+        self._etcd_url = f"http://127.0.0.1:{client}"
+        comp = self._spawn(
+            "etcd",
+            [
+                str(self.bin_dir / "etcd"),
+                "--name=e2e",
+                f"--data-dir={self.dir / 'etcd'}",
+                f"--listen-client-urls={self._etcd_url}",
+                f"--advertise-client-urls={self._etcd_url}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=e2e=http://127.0.0.1:{peer}",
+                "--unsafe-no-fsync",  # throwaway data: skip fsync, much faster on shared disks
+                "--log-level=warn",
+            ],
+        )
+        self._wait(comp, lambda: _http_ok(f"{self._etcd_url}/health"), what="/health")
+
+    def _start_apiserver(self) -> None:
+        assert self.bin_dir is not None
+        port = _free_port()
+        self.server = f"https://127.0.0.1:{port}"
+        p = self._pki
+        comp = self._spawn(
+            "kube-apiserver",
+            [
+                str(self.bin_dir / "kube-apiserver"),
+                f"--etcd-servers={self._etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self.dir / 'apiserver-certs'}",
+                f"--tls-cert-file={p.apiserver_crt}",
+                f"--tls-private-key-file={p.apiserver_key}",
+                f"--client-ca-file={p.ca_crt}",
+                f"--token-auth-file={self.dir / 'tokens.csv'}",
+                f"--service-account-key-file={p.sa_pub}",
+                f"--service-account-signing-key-file={p.sa_key}",
+                f"--service-account-issuer={SA_ISSUER}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--authorization-mode=Node,RBAC",
+                "--endpoint-reconciler-type=none",
+                "--allow-privileged=true",
+                "--profiling=false",
+                f"--requestheader-client-ca-file={p.front_proxy_ca_crt}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={p.front_proxy_client_crt}",
+                f"--proxy-client-key-file={p.front_proxy_client_key}",
+                *self.extra_apiserver_flags,
+            ],
+        )
+        ctx = ssl.create_default_context(cafile=str(p.ca_crt))
+        self._wait(
+            comp,
+            lambda: _http_ok(f"{self.server}/readyz", ctx=ctx, token=self.admin_token),
+            what="/readyz",
+        )
+
+    def _start_kube_component(self, name: str, user: str, flags: list[str]) -> None:
+        assert self.bin_dir is not None
+        kubeconfig = self.kubeconfig(self.dir / f"{name}.kubeconfig", token=self._tokens[user])
+        port = _free_port()
+        comp = self._spawn(
+            name,
+            [
+                str(self.bin_dir / name),
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self.dir / (name + '-certs')}",
+                "--leader-elect=false",
+                *flags,
+            ],
+        )
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE  # self-signed serving cert made at startup
+        self._wait(comp, lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", ctx=ctx), "/healthz")
+
+    def _wait(self, comp: _Component, probe: Any, what: str) -> None:
+        t0 = time.monotonic()
+        deadline = t0 + self.ready_timeout
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            if not comp.alive():
+                raise NotReadyError(
+                    f"{comp.name} exited with code {comp.proc.returncode} before {what} was OK"
+                    f"\n--- tail of {comp.log.name}:\n{_tail(comp.log)}"
+                )
+            ok, last = probe()
+            if ok:
+                self.timings[comp.name] = time.monotonic() - t0
+                return
+            time.sleep(0.1)
+        raise NotReadyError(
+            f"{comp.name} is not ready after {self.ready_timeout:.0f}s: {what} said {last!r}"
+            f"\n--- tail of {comp.log.name}:\n{_tail(comp.log)}"
+        )
+
+    # -------------------------------------------------------------- clients
+
+    def kubeconfig(self, path: str | Path, token: str | None = None) -> Path:
+        """Write a kubeconfig for this control plane (admin unless a token is given)."""
+        path = Path(path)
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "e2e",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority": str(self._pki.ca_crt),
+                    },
+                }
+            ],
+            "users": [{"name": "e2e", "user": {"token": token or self.admin_token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "e2e"}}],
+            "current-context": "e2e",
+        }
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        path.chmod(0o600)
+        return path
+
+    def api_client(self, token: str) -> kubernetes.client.ApiClient:
+        conf = kubernetes.client.Configuration()
+        conf.host = self.server
+        conf.ssl_ca_cert = str(self._pki.ca_crt)
+        conf.api_key = {"authorization": token}
+        conf.api_key_prefix = {"authorization": "Bearer"}
+        return kubernetes.client.ApiClient(conf)
+
+    def admin_api_client(self) -> kubernetes.client.ApiClient:
+        return self.api_client(self.admin_token)
+
+    def service_account_token(
+        self, namespace: str, name: str, create: bool = True, expiration_seconds: int = 3600
+    ) -> str:
+        """A bound token for the ServiceAccount (TokenRequest API); creates the namespace
+        and the ServiceAccount first unless create=False."""
+        with self.admin_api_client() as admin:
+            core = kubernetes.client.CoreV1Api(admin)
+            if create:
+                _create_ignoring_conflict(
+                    core.create_namespace,
+                    kubernetes.client.V1Namespace(
+                        metadata=kubernetes.client.V1ObjectMeta(name=namespace)
+                    ),
+                )
+                _create_ignoring_conflict(
+                    core.create_namespaced_service_account,
+                    namespace,
+                    kubernetes.client.V1ServiceAccount(
+                        metadata=kubernetes.client.V1ObjectMeta(name=name)
+                    ),
+                )
+            req = kubernetes.client.AuthenticationV1TokenRequest(
+                spec=kubernetes.client.V1TokenRequestSpec(
+                    audiences=[], expiration_seconds=expiration_seconds
+                )
+            )
+            out = core.create_namespaced_service_account_token(name, namespace, req)
+            assert out.status is not None, out
+            return str(out.status.token)
+
+    def client_for_service_account(
+        self, namespace: str, name: str, create: bool = True
+    ) -> kubernetes.client.ApiClient:
+        """An ApiClient that authenticates as system:serviceaccount:<namespace>:<name>."""
+        return self.api_client(self.service_account_token(namespace, name, create=create))
+
+    # -------------------------------------------------------------- apply
+
+    def apply_yaml(
+        self,
+        source: str | Path | Iterable[Mapping[str, Any]],
+        namespace: str | None = None,
+        timeout: float = 30.0,
+    ) -> list[dict[str, Any]]:
+        """Server-side apply every document of a YAML file (path), YAML text, or already
+        parsed documents, as the admin. Kinds from CRDs applied just before are found once
+        discovery knows them (retried until `timeout`). Returns the applied objects; API
+        warnings (e.g. about a CRD schema) are appended to self.apply_warnings."""
+        docs = list(_documents(source))
+        out = []
+        with self.admin_api_client() as client:
+            for doc in docs:
+                out.append(self._apply_one(client, dict(doc), namespace, timeout))
+        return out
+
+    def _apply_one(
+        self,
+        client: kubernetes.client.ApiClient,
+        doc: dict[str, Any],
+        namespace: str | None,
+        timeout: float,
+    ) -> dict[str, Any]:
+        api_version, kind = doc["apiVersion"], doc["kind"]
+        plural, namespaced = self._resource(client, api_version, kind, timeout)
+        meta = doc.setdefault("metadata", {})
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        if namespaced:
+            ns = meta.get("namespace") or namespace or "default"
+            meta["namespace"] = ns
+            path = f"{base}/namespaces/{ns}/{plural}/{meta['name']}"
+        else:
+            path = f"{base}/{plural}/{meta['name']}"
+        resp = _call(
+            client,
+            "PATCH",
+            path,
+            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+            content_type="application/apply-patch+yaml",
+            body=json.dumps(doc),
+        )
+        warning = resp.headers.get("Warning")
+        if warning:
+            self.apply_warnings.append(f"{kind}/{meta['name']}: {warning}")
+        return dict(json.loads(resp.data))
+
+    def _resource(
+        self, client: kubernetes.client.ApiClient, api_version: str, kind: str, timeout: float
+    ) -> tuple[str, bool]:
+        key = (api_version, kind)
+        deadline = time.monotonic() + timeout
+        while key not in self._plurals:
+            path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+            try:
+                resp = _call(client, "GET", path)
+                for r in json.loads(resp.data)["resources"]:
+                    if "/" not in r["name"]:
+                        self._plurals[(api_version, r["kind"])] = (r["name"], r["namespaced"])
+            except kubernetes.client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+            if key in self._plurals:
+                break
+            if time.monotonic() > deadline:
+                raise LookupError(f"the API server does not serve {kind} in {api_version}")
+            time.sleep(0.2)
+        return self._plurals[key]
+
+
+def _call(
+    client: kubernetes.client.ApiClient,
+    method: str,
+    path: str,
+    query: list[tuple[str, str]] | None = None,
+    content_type: str | None = None,
+    body: str | None = None,
+) -> Any:
+    """A raw request with the client's credentials; raises ApiException on HTTP >= 400.
+    (Raw, to read the Warning header the generated API methods drop.)"""
+    headers = {"Accept": "application/json"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    params = client.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=query or [],
+        header_params=headers,
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    resp = client.call_api(*params)
+    resp.read()
+    if resp.status >= 400:
+        raise kubernetes.client.ApiException(http_resp=resp)
+    return resp
+
+
+def _documents(source: str | Path | Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
+        text = Path(source).read_text()
+    elif isinstance(source, str):
+        text = source
+    else:
+        yield from (d for d in source if d)
+        return
+    yield from (d for d in yaml.safe_load_all(text) if d)
+
+
+def _create_ignoring_conflict(create: Any, *args: Any) -> None:
+    try:
+        create(*args)
+    except kubernetes.client.ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def _http_ok(url: str, ctx: ssl.SSLContext | None = None, token: str | None = None) -> Any:
+    req = urllib.request.Request(url)
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=2, context=ctx) as resp:
+            body = resp.read(4096).decode(errors="replace")
+            return resp.status == 200, body.strip()
+    except urllib.error.HTTPError as exc:
+        return False, f"HTTP {exc.code}: {exc.read(2048).decode(errors='replace').strip()}"
+    except (OSError, ssl.SSLError) as exc:
+        return False, str(exc)
