@@ -1,0 +1,79 @@
+"""Object names and labels every manifest shares."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+GROUP = "bench.crimson.ceph.io"
+APP = "crimsonbench"
+
+LABEL_NAME = "app.kubernetes.io/name"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+LABEL_RUN = f"{GROUP}/run"
+LABEL_STEP = f"{GROUP}/step"
+LABEL_ROLE = f"{GROUP}/role"
+LABEL_NODE = f"{GROUP}/node"
+
+MAX_NAME = 63  # DNS-1123 label; also the limit of a label value
+_HASH_LEN = 8
+_INVALID = re.compile(r"[^a-z0-9-]+")
+_INVALID_VALUE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def dns_name(*parts: str, max_len: int = MAX_NAME) -> str:
+    """A DNS-1123 label made of the parts joined by '-': lower case, [a-z0-9-], starting
+    and ending alphanumeric, at most max_len characters. When the parts do not fit (or had
+    to be changed) a short hash of the original parts keeps different inputs apart."""
+    if max_len <= _HASH_LEN + 1:
+        raise ValueError(f"max_len {max_len} leaves no room for a name and its hash")
+    joined = "-".join(p for p in parts if p)
+    name = _INVALID.sub("-", joined.lower()).strip("-")
+    name = re.sub(r"-{2,}", "-", name)
+    if name == joined and 0 < len(name) <= max_len:
+        return name
+    # also when only the case changed: "Run" and "run" must not become the same name
+    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:_HASH_LEN]
+    head = name[: max_len - _HASH_LEN - 1].rstrip("-")
+    return f"{head}-{digest}" if head else f"x-{digest}"
+
+
+def label_value(value: str) -> str:
+    """A valid label value (<= 63, [A-Za-z0-9._-], alphanumeric at both ends); values that
+    are already valid stay as they are, others get a short hash."""
+    if (
+        len(value) <= MAX_NAME
+        and not _INVALID_VALUE.search(value)
+        and (value == "" or (value[0].isalnum() and value[-1].isalnum()))
+    ):
+        return value
+    cleaned = _INVALID_VALUE.sub("-", value).strip("-._")
+    digest = hashlib.sha256(value.encode()).hexdigest()[:_HASH_LEN]
+    head = cleaned[: MAX_NAME - _HASH_LEN - 1].rstrip("-._")
+    return f"{head}-{digest}" if head else digest
+
+
+def labels(run: str, role: str, step: str | None = None, node: str | None = None) -> dict[str, str]:
+    out = {
+        LABEL_NAME: APP,
+        LABEL_MANAGED_BY: "crimsonbench-operator",
+        LABEL_RUN: label_value(run),
+        LABEL_ROLE: role,
+    }
+    if step is not None:
+        out[LABEL_STEP] = label_value(step)
+    if node is not None:
+        out[LABEL_NODE] = label_value(node)
+    return out
+
+
+def metadata(
+    name: str, namespace: str | None, labels_: dict[str, str], annotations: dict[str, str] | None
+) -> dict[str, object]:
+    meta: dict[str, object] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = labels_
+    if annotations:
+        meta["annotations"] = annotations
+    return meta

@@ -1,0 +1,208 @@
+"""Step results as ConfigMaps, and the summary the operator writes into .status.
+
+The full results (every StepResult, as results.store writes them to disk) are kept in
+ConfigMaps `<run>-results-0`, `<run>-results-1`, ...: one JSON list of steps per
+ConfigMap, split so that each stays under the API server's 1 MiB object limit.
+.status only carries a summary: the most recent steps, the peak of every workload.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from crimsonbench.manifests.naming import GROUP, dns_name, labels, metadata
+from crimsonbench.results.rules import average_repeats, by_workload, peak, should_stop
+from crimsonbench.results.sweep_state import latency_target_missed
+from crimsonbench.results.types import StepResult
+from crimsonbench.spec.models import BenchmarkRunSpec, SweepSpec
+from crimsonbench.spec.status import BenchmarkRunStatus, StepSummary, WorkloadPeak
+
+RESULTS_KEY = "results.json"
+ANNOTATION_PART = f"{GROUP}/part"
+ANNOTATION_PARTS = f"{GROUP}/parts"
+ANNOTATION_STEPS = f"{GROUP}/steps"
+# Bytes of JSON per ConfigMap. The API server allows 1 MiB of keys + values per ConfigMap
+# (validateConfigMap); the request body escapes the quotes once more, which its 3 MiB body
+# limit absorbs, and etcd stores protobuf (no escaping) under its 1.5 MiB limit.
+DEFAULT_LIMIT = 900_000
+STATUS_STEPS = 200  # steps kept in .status (the newest); all of them are in the ConfigMaps
+
+
+# ---------------------------------------------------------------- ConfigMaps
+
+
+def results_configmap_name(run: str, part: int) -> str:
+    """`<run>-results-<part>`: a run's name is a valid object name, so this is one too
+    unless it gets too long (then it is shortened with a hash)."""
+    name = f"{run}-results-{part}"
+    return name if len(name) <= 253 else dns_name(run, "results", str(part), max_len=253)
+
+
+def results_configmaps(
+    run: str,
+    results: Sequence[StepResult],
+    limit_bytes: int = DEFAULT_LIMIT,
+    *,
+    namespace: str | None = None,
+) -> list[dict[str, Any]]:
+    """Every step result, in step order, as compact JSON lists over as many ConfigMaps as
+    needed, each holding at most limit_bytes of JSON. NaN (a percentile fio did not report)
+    is stored as null, as results.store does on disk. At least one ConfigMap (maybe `[]`).
+    Raises ValueError when one step alone is larger than limit_bytes."""
+    rows = [_encode(r) for r in sorted(results, key=lambda r: r.step_id)]
+    chunks: list[list[str]] = [[]]
+    size = 2  # the brackets
+    for row in rows:
+        need = len(row.encode()) + (1 if chunks[-1] else 0)  # the comma
+        if 2 + len(row.encode()) > limit_bytes:
+            raise ValueError(f"one step result is {len(row)} bytes, over limit_bytes {limit_bytes}")
+        if size + need > limit_bytes:
+            chunks.append([])
+            size = 2
+            need = len(row.encode())
+        chunks[-1].append(row)
+        size += need
+    parts = len(chunks)
+    out = []
+    for i, chunk in enumerate(chunks):
+        annotations = {
+            ANNOTATION_PART: str(i),
+            ANNOTATION_PARTS: str(parts),
+            ANNOTATION_STEPS: str(len(chunk)),
+        }
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": metadata(
+                    results_configmap_name(run, i), namespace, labels(run, "results"), annotations
+                ),
+                "data": {RESULTS_KEY: "[" + ",".join(chunk) + "]"},
+            }
+        )
+    return out
+
+
+def read_results_configmaps(configmaps: Iterable[Mapping[str, Any]]) -> list[StepResult]:
+    """The inverse of results_configmaps (parts in any order), in step order. Raises
+    ValueError when a part is missing."""
+    by_part: dict[int, Mapping[str, Any]] = {}
+    expected = None
+    for cm in configmaps:
+        annotations = (cm.get("metadata") or {}).get("annotations") or {}
+        by_part[int(annotations[ANNOTATION_PART])] = cm
+        expected = int(annotations[ANNOTATION_PARTS])
+    if expected is None:
+        return []
+    missing = sorted(set(range(expected)) - set(by_part))
+    if missing:
+        raise ValueError(f"results ConfigMap part(s) {missing} of {expected} are missing")
+    out: list[StepResult] = []
+    for i in range(expected):
+        out += [_decode(d) for d in json.loads(by_part[i]["data"][RESULTS_KEY])]
+    return sorted(out, key=lambda r: r.step_id)
+
+
+def _encode(result: StepResult) -> str:
+    return json.dumps(
+        _nan_to_none(result.to_dict()), separators=(",", ":"), sort_keys=True, allow_nan=False
+    )
+
+
+def _decode(d: dict[str, Any]) -> StepResult:
+    fio = {k: (math.nan if v is None else v) for k, v in d["fio"].items()}
+    return StepResult.from_dict({**d, "fio": fio})
+
+
+def _nan_to_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_to_none(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_nan_to_none(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------- .status
+
+
+def status_summary(
+    results: Sequence[StepResult], spec: BenchmarkRunSpec, *, max_steps: int = STATUS_STEPS
+) -> dict[str, Any]:
+    """{"steps": [...], "peaks": [...], "peakIops": n} for .status, with the key names of
+    spec.status (StepSummary, WorkloadPeak; camelCase). steps: the newest max_steps
+    results in step order (.status must stay small; all are in the results ConfigMaps),
+    each with the reason the sweep stopped after it, if it did. peaks: per workload (in
+    spec order), the step with the most IOPS, or MiB/s for sequential workloads, after
+    averaging repeats. peakIops: the most IOPS any workload reached (repeats averaged)."""
+    ordered = sorted(results, key=lambda r: r.step_id)
+    stops = _stop_reasons(ordered, spec.sweep)
+    steps = [_step_summary(r, stops.get(r.step_id, "")) for r in ordered[-max_steps:]]
+    groups = by_workload(average_repeats(ordered))
+    bandwidth = {w.key: w.reports_bandwidth for w in spec.workloads}
+    order = [w.key for w in spec.workloads] + sorted(set(groups) - set(bandwidth))
+    peaks: list[WorkloadPeak] = []
+    for workload in order:
+        if workload not in groups:
+            continue
+        best = peak(groups[workload], bandwidth.get(workload))
+        peaks.append(
+            WorkloadPeak(
+                workload=workload,
+                iodepth=best.iodepth,
+                iops=_num(best.fio.iops, 1),
+                bw_mib_s=_num(best.fio.bw_mib_s, 2),
+                clat_ms=_num(best.fio.clat_mean_ms, 3),
+            )
+        )
+    # the most IOPS any workload reached (its IOPS peak, whichever metric it reports)
+    top = max((peak(g, bandwidth=False).fio.iops for g in groups.values()), default=0.0)
+    status = BenchmarkRunStatus(steps=steps, peaks=peaks, peak_iops=round(_num(top, 0)))
+    return status.model_dump(by_alias=True, mode="json", include={"steps", "peaks", "peak_iops"})
+
+
+def _step_summary(r: StepResult, stopped: str) -> StepSummary:
+    return StepSummary(
+        id=r.step_id,
+        workload=r.workload,
+        iodepth=r.iodepth,
+        repeat=r.repeat,
+        iops=_num(r.fio.iops, 1),
+        bw_mib_s=_num(r.fio.bw_mib_s, 2),
+        clat_ms=_num(r.fio.clat_mean_ms, 3),
+        clat_stdev_ms=_num(r.fio.clat_stdev_ms, 3),
+        clat_p99_ms=_num(r.fio.clat_p99_ms, 3),
+        osd_cpu=_num(r.resources.osd_cpu, 1),
+        fio_cpu=_num(r.resources.fio_cpu, 1),
+        stopped_early=stopped,
+    )
+
+
+def _stop_reasons(ordered: Sequence[StepResult], sweep: SweepSpec) -> dict[str, str]:
+    """step_id -> why the sweep of its (workload, repeat) stopped after it: the first step
+    that met the early-exit or latency-target rule, as SweepState decides."""
+    out: dict[str, str] = {}
+    stopped: set[tuple[str, int]] = set()
+    for r in ordered:
+        if (r.workload, r.repeat) in stopped:
+            continue
+        ee = sweep.early_exit
+        reason = None
+        if ee.enabled:
+            reason = should_stop(r.fio, ee.clat_cv_limit, ee.mean_latency_ms_limit)
+        lt = sweep.latency_target
+        if reason is None and lt is not None and lt.stop_when_exceeded:
+            reason = latency_target_missed(r.fio, lt.percentile, lt.latency_ms)
+        if reason:
+            out[r.step_id] = reason
+            stopped.add((r.workload, r.repeat))
+    return out
+
+
+def _num(value: float, digits: int) -> float:
+    # status is JSON: no NaN (a percentile fio did not report) or infinity
+    return round(value, digits) if math.isfinite(value) else 0.0

@@ -1,0 +1,445 @@
+"""The CephCluster spec of a run (golden files for the reference configurations), the merge
+patches that apply and undo it, and when crimson OSDs need re-provisioning."""
+
+from __future__ import annotations
+
+import copy
+import glob
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from manifest_inputs import NODE, SEASTORE_56, bluestore_8x5, original_cephcluster, plan_of
+
+from crimsonbench.manifests.cephcluster import (
+    apply_merge_patch,
+    cephcluster_patch,
+    default_osd_memory,
+    merge_patch,
+    needs_reprovision,
+    osd_cpu_count,
+    restore_cleanup_commands,
+    restore_patch,
+    rook_unsupported,
+)
+from crimsonbench.plan.ceph_options import CRIMSON_GLOBAL
+from crimsonbench.spec.models import validate_spec
+
+OURS = ("cephConfig", "resources", "placement")
+
+
+def reference(which: str) -> tuple[Any, Any, dict[str, Any]]:
+    original = original_cephcluster()
+    if which == "a":
+        spec, plan = plan_of("seastore-1osd-56reactor", SEASTORE_56)
+        nodes = {0: NODE}
+    else:
+        spec, plan = plan_of(f"blue-8osd-5reactor-{which}", bluestore_8x5(which))
+        original["spec"]["cephVersion"]["image"] = "quay.io/ceph/ceph:v20.2.0"
+        nodes = dict.fromkeys(range(8), NODE)
+    return spec, plan, {"original": original, "nodes": nodes}
+
+
+CASES = {
+    "a": "cephcluster-a-seastore-1osd-56reactors-osd-19.2.1.yaml",
+    "default": "cephcluster-b-bluestore-8osd-5reactors-default-20.2.0.yaml",
+    "osd": "cephcluster-b-bluestore-8osd-5reactors-osd-20.2.0.yaml",
+    "socket": "cephcluster-b-bluestore-8osd-5reactors-socket-20.2.0.yaml",
+}
+
+
+@pytest.mark.parametrize("which", list(CASES))
+def test_golden_cephcluster_specs(which: str, golden: Any) -> None:
+    spec, plan, ctx = reference(which)
+    original = ctx["original"]
+    new = cephcluster_patch(original, plan, spec, ctx["nodes"])
+    patch = merge_patch(original["spec"], new)
+    golden(
+        CASES[which],
+        [
+            {
+                "spec": new,
+                "mergePatch": patch,
+                "restoreCleanupCommands": [
+                    "ceph " + " ".join(c)
+                    for c in restore_cleanup_commands(plan, original["spec"]["cephConfig"])
+                ],
+            }
+        ],
+    )
+    assert apply_merge_patch(original["spec"], patch) == new
+
+
+def test_reference_a_config_and_resources() -> None:
+    spec, plan, ctx = reference("a")
+    new = cephcluster_patch(ctx["original"], plan, spec, ctx["nodes"])
+    assert new["cephConfig"]["osd.0"] == {"crimson_seastar_cpu_cores": "0-27,56-83"}
+    # the original global keys stay next to the crimson prerequisites
+    assert new["cephConfig"]["global"] == {
+        "mon_warn_on_pool_no_redundancy": "false",
+        "osd_pool_default_size": "1",
+        **CRIMSON_GLOBAL,
+    }
+    guaranteed = {"cpu": "56", "memory": "60Gi"}
+    for key in ("osd", "osd-nvme"):  # osd-nvme would otherwise win for NVMe OSDs
+        assert new["resources"][key] == {"requests": guaranteed, "limits": guaranteed}
+    # the log collector sidecar must be Guaranteed too, or the whole pod is Burstable
+    lc = new["resources"]["logcollector"]
+    assert lc["requests"] == lc["limits"]
+    assert new["resources"]["mgr"] == ctx["original"]["spec"]["resources"]["mgr"]
+
+
+@pytest.mark.parametrize("policy", ["default", "osd", "socket"])
+def test_reference_b_alien_share(policy: str) -> None:
+    spec, plan, ctx = reference(policy)
+    new = cephcluster_patch(ctx["original"], plan, spec, ctx["nodes"])
+    assert plan.cpu.alien_threads == 160
+    assert len(plan.cpu.osds[0].alien) == 56
+    # 5 reactors + 56 shared alien CPUs / 8 OSDs: 8 pods x 12 CPUs = the 96 OSD CPUs
+    assert new["resources"]["osd"]["limits"]["cpu"] == "12"
+    for osd in range(8):
+        section = new["cephConfig"][f"osd.{osd}"]
+        assert section["crimson_bluestore_num_threads"] == "160"
+        assert section["crimson_cpu_num"] == "5"
+
+
+def test_everything_else_is_untouched() -> None:
+    spec, plan, ctx = reference("socket")
+    original = ctx["original"]
+    before = copy.deepcopy(original)
+    new = cephcluster_patch(original, plan, spec, ctx["nodes"])
+    assert original == before  # the input is not modified
+    for key, value in original["spec"].items():
+        if key not in OURS:
+            assert new[key] == value, key
+    assert set(new) == set(original["spec"])
+    # placement: the existing osd term gets our hostname AND-ed in; `all` is unchanged
+    assert new["placement"]["all"] == original["spec"]["placement"]["all"]
+    terms = new["placement"]["osd"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert terms == [
+        {
+            "matchExpressions": [
+                {"key": "role", "operator": "In", "values": ["storage-node"]},
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE]},
+            ]
+        }
+    ]
+
+
+def test_minimal_original_gets_only_what_the_run_needs() -> None:
+    spec, plan, _ = reference("osd")
+    new = cephcluster_patch({"spec": {"dataDirHostPath": "/var/lib/rook"}}, plan, spec, None)
+    assert set(new) == {"dataDirHostPath", "cephConfig", "resources"}  # no placement
+    assert set(new["resources"]) == {"osd"}  # log collector is off when not enabled
+    # without a node map every OSD is assumed on one node: 8 share the alien CPUs
+    assert new["resources"]["osd"]["requests"]["cpu"] == "12"
+
+
+def test_alien_share_follows_the_nodes() -> None:
+    _, plan, _ = reference("osd")
+    assert osd_cpu_count(plan, None) == 12
+    assert osd_cpu_count(plan, {i: f"n{i % 2}" for i in range(8)}) == 5 + 14  # 4 per node
+    assert osd_cpu_count(plan, {i: f"n{i}" for i in range(8)}) == 5 + 56  # one per node
+
+
+def test_memory_defaults_by_store() -> None:
+    spec_a, _, _ = reference("a")
+    assert default_osd_memory(spec_a) == "60Gi"  # 4 + 56 x 1
+    cyan = validate_spec({**SEASTORE_56, "osd": {**SEASTORE_56["osd"], "objectStore": "cyanstore"}})
+    assert default_osd_memory(cyan) == "140Gi"  # + 32 x 2 GiB x 1.25 of data in memory
+    classic = validate_spec(
+        {"target": {"rook": {"clusterName": "c"}}, "osd": {"flavor": "classic", "count": 2}}
+    )
+    assert default_osd_memory(classic) == "8Gi"
+    spec_b, plan, ctx = reference("default")
+    new = cephcluster_patch(ctx["original"], plan, spec_b, None, osd_memory="32Gi")
+    assert new["resources"]["osd"]["limits"]["memory"] == "32Gi"
+
+
+def test_rook_cannot_provision_seastore() -> None:
+    spec_a, _, _ = reference("a")
+    assert "seastore" in (rook_unsupported(spec_a) or "")
+    spec_b, _, _ = reference("osd")
+    assert rook_unsupported(spec_b) is None
+
+
+# ---------------------------------------------------------------- re-provisioning
+
+
+def test_same_layout_needs_no_reprovision() -> None:
+    spec, plan, ctx = reference("socket")
+    deployed = cephcluster_patch(ctx["original"], plan, spec, None)["cephConfig"]
+    assert not needs_reprovision(deployed, plan)
+
+
+def test_other_policy_needs_reprovision() -> None:
+    spec, plan, ctx = reference("socket")
+    deployed = cephcluster_patch(ctx["original"], plan, spec, None)["cephConfig"]
+    _, other = plan_of("x", bluestore_8x5("osd"))
+    assert needs_reprovision(deployed, other)
+
+
+def test_no_crimson_options_deployed_needs_reprovision() -> None:
+    _, plan, ctx = reference("a")
+    assert needs_reprovision(ctx["original"]["spec"]["cephConfig"], plan)
+    assert needs_reprovision({}, plan)
+
+
+def test_layout_from_the_other_option_family_and_from_the_osd_section() -> None:
+    _, plan, _ = reference("a")  # legacy names, 0-27,56-83
+    assert not needs_reprovision({"osd.0": {"crimson_cpu_set": "56-83,0-27"}}, plan)
+    assert not needs_reprovision({"osd": {"crimson_seastar_cpu_cores": "0-27,56-83"}}, plan)
+    assert needs_reprovision({"osd": {"crimson_seastar_cpu_cores": "0-55"}}, plan)
+    # the per-OSD section wins over `osd`
+    assert not needs_reprovision(
+        {"osd": {"crimson_cpu_set": "0-3"}, "osd.0": {"crimson_cpu_set": "0-27,56-83"}}, plan
+    )
+    # alien (BlueStore thread) settings alone do not force it
+    spec, plan_b, ctx = reference("osd")
+    deployed = cephcluster_patch(ctx["original"], plan_b, spec, None)["cephConfig"]
+    for osd in range(8):
+        deployed[f"osd.{osd}"]["crimson_bluestore_num_threads"] = "7"
+    assert not needs_reprovision(deployed, plan_b)
+
+
+def test_classic_never_needs_reprovision() -> None:
+    spec, plan = plan_of(
+        "c",
+        {
+            "target": {"rook": {"clusterName": "c"}},
+            "osd": {"flavor": "classic", "count": 2, "cpuSet": "0-7"},
+            "client": {"cpuSet": "8-11"},
+        },
+    )
+    assert not needs_reprovision({}, plan)
+
+
+# ---------------------------------------------------------------- cleanup commands
+
+
+def test_cleanup_commands_leave_original_keys_and_crimson_prerequisites() -> None:
+    _, plan, ctx = reference("osd")
+    original = {"osd.3": {"crimson_cpu_set": "1-5"}}
+    commands = restore_cleanup_commands(plan, original)
+    assert ["config", "rm", "osd.0", "crimson_cpu_set"] in commands
+    assert ["config", "rm", "osd.3", "crimson_cpu_set"] not in commands  # Rook re-applies it
+    assert ["config", "rm", "osd.3", "crimson_cpu_num"] in commands
+    assert not [c for c in commands if c[2] == "global"]
+    assert len(commands) == 8 * 4 - 1
+
+
+# ---------------------------------------------------------------- merge patches
+
+_scalars = st.one_of(
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=False, allow_infinity=False, width=16),
+    st.text(max_size=3),
+)
+_keys = st.sampled_from(["a", "b", "c", "d", "cephConfig", "osd.0"])
+# JSON documents without nulls (a merge patch cannot set null), nested dicts and lists
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=12,
+)
+_docs = st.dictionaries(_keys, _values, max_size=5)
+
+
+def _exact(x: Any) -> str:
+    return json.dumps(x, sort_keys=True)  # tells 1, 1.0 and true apart
+
+
+@settings(max_examples=400, deadline=None)
+@given(_docs, _docs)
+def test_merge_patch_turns_original_into_new(original: dict[str, Any], new: dict[str, Any]) -> None:
+    patch = merge_patch(original, new)
+    assert _exact(apply_merge_patch(original, patch)) == _exact(new)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_docs, _docs)
+def test_restore_patch_brings_back_the_original(
+    original: dict[str, Any], current: dict[str, Any]
+) -> None:
+    restored = apply_merge_patch(current, restore_patch(original, current))
+    assert _exact(restored) == _exact(original)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_docs, _docs, _docs)
+def test_restore_of_our_paths_keeps_other_changes(
+    original: dict[str, Any], ours_new: dict[str, Any], theirs: dict[str, Any]
+) -> None:
+    # we change key "cephConfig" only; someone else changes other top-level keys meanwhile
+    ours_spec = {**original, "cephConfig": ours_new}
+    ours = merge_patch(original, ours_spec)
+    others = {k: v for k, v in theirs.items() if k != "cephConfig"}
+    current = apply_merge_patch(ours_spec, others)
+    restored = apply_merge_patch(current, restore_patch(original, current, ours=ours))
+    expected = {**current}
+    if "cephConfig" in original:
+        expected["cephConfig"] = original["cephConfig"]
+    else:
+        expected.pop("cephConfig", None)
+    assert _exact(restored) == _exact(expected)
+
+
+@pytest.mark.parametrize(
+    ("original", "current"),
+    [
+        ({}, {"cephConfig": {"osd.0": {"k": "v"}}}),  # key that did not exist
+        ({"resources": {}}, {"resources": {"osd": {"limits": {"cpu": "5"}}}}),  # empty dict
+        ({"resources": {"osd": {}}}, {}),
+        ({"a": [1, {"b": 2}]}, {"a": [1]}),  # lists are replaced whole
+        ({"a": {"b": {}}}, {"a": []}),  # object replaced by a list and back
+        ({"a": 1}, {"a": True}),  # 1 == True in Python, not in JSON
+        ({"a": 1}, {"a": 1.0}),
+        ({"a": {"b": {"c": {}}}}, {"a": {"b": {"c": {"d": "x"}, "e": []}}}),
+        ({"a": "x"}, {"a": {"x": "y"}}),
+    ],
+)
+def test_restore_patch_cases(original: dict[str, Any], current: dict[str, Any]) -> None:
+    patch = restore_patch(original, current)
+    assert _exact(apply_merge_patch(current, patch)) == _exact(original)
+    assert _exact(apply_merge_patch(original, merge_patch(original, current))) == _exact(current)
+
+
+def test_restore_of_the_reference_patch_is_byte_exact() -> None:
+    spec, plan, ctx = reference("socket")
+    original = ctx["original"]["spec"]
+    new = cephcluster_patch(ctx["original"], plan, spec, ctx["nodes"])
+    current = apply_merge_patch(original, merge_patch(original, new))
+    back = apply_merge_patch(current, restore_patch(original, current))
+    assert json.dumps(back, sort_keys=True) == json.dumps(original, sort_keys=True)
+
+
+def test_merge_patch_rejects_null_values() -> None:
+    with pytest.raises(ValueError, match="new_spec.a.b is null"):
+        merge_patch({}, {"a": {"b": None}})
+
+
+def test_no_change_no_patch() -> None:
+    spec = original_cephcluster()["spec"]
+    assert merge_patch(spec, copy.deepcopy(spec)) == {}
+
+
+# ---------------------------------------------------------------- Rook's own CRD schema
+
+
+def _rook_crds() -> Path | None:
+    candidates = [os.environ.get("ROOK_CRDS_YAML", "")]
+    gopath = os.environ.get("GOMODCACHE") or os.path.expanduser("~/go/pkg/mod")
+    candidates += sorted(
+        glob.glob(f"{gopath}/github.com/rook/rook@v1.17.*/deploy/examples/crds.yaml"), reverse=True
+    )
+    return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
+
+
+def rook_schema(kind: str) -> dict[str, Any]:
+    """The openAPIV3Schema of a Rook CRD from Rook's own crds.yaml (v1.17, from the Go
+    module cache: `GOSUMDB=off go mod download github.com/rook/rook@v1.17.8`, or
+    ROOK_CRDS_YAML). Not committed: it is Rook's file."""
+    path = _rook_crds()
+    if path is None:
+        pytest.skip("Rook v1.17 crds.yaml not found (set ROOK_CRDS_YAML)")
+    for doc in yaml.safe_load_all(path.read_text()):
+        if doc and doc["spec"]["names"]["kind"] == kind:
+            return dict(doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    raise AssertionError(f"no CRD of kind {kind} in {path}")
+
+
+def unknown_fields(schema: dict[str, Any], obj: Any, path: str = "") -> list[str]:
+    """Keys the API server would silently prune: not in a structural schema's properties."""
+    if isinstance(obj, dict):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if schema.get("x-kubernetes-preserve-unknown-fields") and props is extra is None:
+            return []  # anything goes here (nested schemas still prune)
+        out = []
+        for key, value in obj.items():
+            if props is not None and key in props:
+                out += unknown_fields(props[key], value, f"{path}.{key}")
+            elif isinstance(extra, dict):
+                out += unknown_fields(extra, value, f"{path}.{key}")
+            elif props is not None and path not in ("", ".metadata"):
+                out.append(f"{path}.{key}")
+        return out
+    if isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        return [
+            u for i, v in enumerate(obj) for u in unknown_fields(schema["items"], v, f"{path}[{i}]")
+        ]
+    return []
+
+
+def validate_against(kind: str, obj: dict[str, Any]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = rook_schema(kind)
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(obj), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
+    assert not unknown_fields(schema, obj), f"fields {kind} does not know (pruned)"
+
+
+@pytest.mark.parametrize("which", list(CASES))
+def test_patched_spec_is_valid_for_rook(which: str) -> None:
+    spec, plan, ctx = reference(which)
+    new = cephcluster_patch(ctx["original"], plan, spec, ctx["nodes"])
+    validate_against("CephCluster", {**ctx["original"], "spec": new})
+
+
+def test_rook_schema_check_catches_a_wrong_field() -> None:
+    bad = original_cephcluster()
+    bad["spec"]["resources"]["osd"] = {"limits": {"cpu": "five"}}
+    with pytest.raises(AssertionError, match="resources"):
+        validate_against("CephCluster", bad)
+
+
+def test_rook_schema_check_catches_an_unknown_field() -> None:
+    bad = original_cephcluster()
+    bad["spec"]["placement"]["osd"]["nodeAfinity"] = {}
+    with pytest.raises(AssertionError, match="does not know"):
+        validate_against("CephCluster", bad)
+
+
+def test_node_affinity_keeps_the_all_constraint() -> None:
+    """Rook replaces placement.all.nodeAffinity by placement.osd's for OSDs: when osd has
+    none, ours starts from all's so the cluster's own constraint still holds."""
+    spec, plan, _ = reference("osd")
+    role = {"key": "role", "operator": "In", "values": ["storage-node"]}
+    host = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1", "n2"]}
+    all_ = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [role]}]}}}  # fmt: skip
+    original: dict[str, Any] = {"spec": {"placement": {"all": all_}}}
+    nodes = {i: f"n{1 + i % 2}" for i in range(8)}
+    new = cephcluster_patch(original, plan, spec, nodes)
+    osd = new["placement"]["osd"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert osd["nodeSelectorTerms"] == [{"matchExpressions": [role, host]}]
+    assert new["placement"]["all"] == all_
+    # with onlyApplyOSDPlacement, `all` does not apply to OSDs: ours alone
+    original["spec"]["storage"] = {"onlyApplyOSDPlacement": True}
+    new = cephcluster_patch(original, plan, spec, nodes)
+    osd = new["placement"]["osd"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert osd["nodeSelectorTerms"] == [{"matchExpressions": [host]}]
+
+
+def test_empty_cephconfig_of_the_original_stays() -> None:
+    spec, plan = plan_of(
+        "c",
+        {
+            "target": {"rook": {"clusterName": "c"}},
+            "osd": {"flavor": "classic", "count": 2, "cpuSet": "0-7"},
+            "client": {"cpuSet": "8-11"},
+        },
+    )
+    assert plan.ceph.config == {}
+    new = cephcluster_patch({"spec": {"cephConfig": {}}}, plan, spec, None)
+    assert new["cephConfig"] == {}
+    assert "cephConfig" not in cephcluster_patch({"spec": {}}, plan, spec, None)
+    assert new["resources"]["osd"]["limits"]["cpu"] == "4"  # the classic affinity set
