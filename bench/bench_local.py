@@ -35,8 +35,15 @@ def by_hand(step: Step, work: Path, client_cpus: str, env: dict[str, str]) -> fl
         jf = work / f"{job.name}.fio"
         jf.write_text(job.job_file)
         out = work / f"{job.name}.json"
-        argv = ["taskset", "-c", client_cpus, "fio", "--output-format=json", f"--output={out}",
-                str(jf)]  # fmt: skip
+        argv = [
+            "taskset",
+            "-c",
+            client_cpus,
+            "fio",
+            "--output-format=json",
+            f"--output={out}",
+            str(jf),
+        ]
         procs.append((subprocess.Popen(argv, env=env), out))
     jobs = []
     for p, out in procs:
@@ -75,9 +82,14 @@ def main() -> None:
         cluster.create_images(plan.images, 128 * 2**20)
         cluster.prefill(plan.images, 128 * 2**20)
         env = {**os.environ, **cluster.client_conf().env}
-        ctx = StepContext(cpu=plan.cpu, env=env, osd_pids=cluster.osd_pids,
-                          health_check=cluster.health_check, sample_interval=1.0,
-                          deadline_s=args.runtime + 60)  # fmt: skip
+        ctx = StepContext(
+            cpu=plan.cpu,
+            env=env,
+            osd_pids=cluster.osd_pids,
+            health_check=cluster.health_check,
+            sample_interval=1.0,
+            deadline_s=args.runtime + 60,
+        )
         for i in range(args.pairs):
             hand = by_hand(step, Path(tmp), plan.cpu.client_cpuset, env)
             t0 = time.monotonic()
@@ -86,8 +98,10 @@ def main() -> None:
             overhead = wall - args.runtime - 1
             ratios.append(ours.fio.iops / hand)
             overheads.append(overhead)
-            print(f"pair {i}: hand {hand:,.0f} IOPS  ours {ours.fio.iops:,.0f} IOPS  "
-                  f"ratio {ratios[-1]:.3f}  step overhead {overhead:.2f} s")  # fmt: skip
+            print(
+                f"pair {i}: hand {hand:,.0f} IOPS  ours {ours.fio.iops:,.0f} IOPS  "
+                f"ratio {ratios[-1]:.3f}  step overhead {overhead:.2f} s"
+            )
     print(f"machine: {platform.node()} {os.cpu_count()} CPUs, {platform.platform()}")
     print(
         f"fidelity ours/hand: median {statistics.median(ratios):.3f} "

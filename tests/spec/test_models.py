@@ -128,8 +128,11 @@ BAD = [
         "keyringFile",
     ),
     (spec(osd={"count": 0}), "spec.osd.count", "greater than or equal to 1"),
-    (spec(sweep={"latencyTarget": {"percentile": 95, "latencyMs": 2}}),
-     "spec.sweep.latencyTarget.percentile", "99.9"),
+    (
+        spec(sweep={"latencyTarget": {"percentile": 95, "latencyMs": 2}}),
+        "spec.sweep.latencyTarget.percentile",
+        "99.9",
+    ),
 ]
 
 

@@ -1,0 +1,174 @@
+"""Thin, synchronous Kubernetes I/O for the operator. Idempotent by name: creating an object
+that exists returns the existing one, deleting a missing one is fine."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+log = logging.getLogger(__name__)
+
+ROOK_GROUP, ROOK_VERSION = "ceph.rook.io", "v1"
+
+
+def _missing(exc: ApiException) -> bool:
+    return exc.status == 404
+
+
+class Kube:
+    def __init__(self, api: client.ApiClient) -> None:
+        # Typed as Any on purpose: the client's models make every field Optional and its
+        # create/replace methods accept plain dicts, which is what our builders return.
+        self.api: Any = api
+        self.core: Any = client.CoreV1Api(api)
+        self.batch: Any = client.BatchV1Api(api)
+        self.custom: Any = client.CustomObjectsApi(api)
+        self.coord: Any = client.CoordinationV1Api(api)
+
+    # ------------------------------------------------------------ Rook
+    def get_cephcluster(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return dict(
+                self.custom.get_namespaced_custom_object(
+                    ROOK_GROUP, ROOK_VERSION, namespace, "cephclusters", name
+                )
+            )
+        except ApiException as exc:
+            if _missing(exc):
+                return None
+            raise
+
+    def merge_patch_cephcluster(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        # The kubernetes client picks merge-patch+json for a dict body on custom objects.
+        self.custom.patch_namespaced_custom_object(
+            ROOK_GROUP, ROOK_VERSION, namespace, "cephclusters", name, patch
+        )
+
+    def ensure_custom(self, namespace: str, plural: str, body: dict[str, Any]) -> None:
+        try:
+            self.custom.create_namespaced_custom_object(
+                ROOK_GROUP, ROOK_VERSION, namespace, plural, body
+            )
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def delete_custom(self, namespace: str, plural: str, name: str) -> None:
+        try:
+            self.custom.delete_namespaced_custom_object(
+                ROOK_GROUP, ROOK_VERSION, namespace, plural, name
+            )
+        except ApiException as exc:
+            if not _missing(exc):
+                raise
+
+    # ------------------------------------------------------------ ConfigMaps
+    def get_configmap(self, namespace: str, name: str) -> dict[str, str] | None:
+        try:
+            return dict(self.core.read_namespaced_config_map(name, namespace).data or {})
+        except ApiException as exc:
+            if _missing(exc):
+                return None
+            raise
+
+    def list_configmaps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        items = self.core.list_namespaced_config_map(namespace, label_selector=selector).items
+        return [self.api.sanitize_for_serialization(cm) for cm in items]
+
+    def ensure_configmap(self, namespace: str, body: dict[str, Any]) -> dict[str, str]:
+        """Create it, or return the data of the one already there (first write wins)."""
+        try:
+            self.core.create_namespaced_config_map(namespace, body)
+            return dict(body.get("data") or {})
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        existing = self.get_configmap(namespace, body["metadata"]["name"])
+        return existing or {}
+
+    def replace_configmap(self, namespace: str, body: dict[str, Any]) -> None:
+        name = body["metadata"]["name"]
+        try:
+            self.core.replace_namespaced_config_map(name, namespace, body)
+        except ApiException as exc:
+            if not _missing(exc):
+                raise
+            self.core.create_namespaced_config_map(namespace, body)
+
+    def delete_configmaps(self, namespace: str, selector: str) -> None:
+        self.core.delete_collection_namespaced_config_map(namespace, label_selector=selector)
+
+    # ------------------------------------------------------------ Jobs
+    def ensure_job(self, namespace: str, body: dict[str, Any]) -> None:
+        try:
+            self.batch.create_namespaced_job(namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def job_state(self, namespace: str, name: str) -> str:
+        """missing | running | succeeded | failed"""
+        try:
+            job = self.batch.read_namespaced_job_status(name, namespace)
+        except ApiException as exc:
+            if _missing(exc):
+                return "missing"
+            raise
+        for cond in job.status.conditions or []:
+            if cond.status == "True" and cond.type in ("Complete", "SuccessCriteriaMet"):
+                return "succeeded"
+            if cond.status == "True" and cond.type in ("Failed", "FailureTarget"):
+                return "failed"
+        return "running"
+
+    def job_log(self, namespace: str, name: str) -> str:
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items
+        if not pods:
+            return ""
+        pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
+        return str(self.core.read_namespaced_pod_log(pod.metadata.name, namespace))
+
+    def delete_jobs(self, namespace: str, selector: str) -> int:
+        jobs = self.batch.list_namespaced_job(namespace, label_selector=selector).items
+        for job in jobs:
+            try:
+                self.batch.delete_namespaced_job(
+                    job.metadata.name, namespace, propagation_policy="Background"
+                )
+            except ApiException as exc:
+                if not _missing(exc):
+                    raise
+        return len(jobs)
+
+    # ------------------------------------------------------------ Leases (one run per cluster)
+    def acquire_lease(self, namespace: str, name: str, holder: str) -> str:
+        """Take the lease if free; returns the current holder (== holder when we have it)."""
+        now = dt.datetime.now(dt.UTC)
+        body = client.V1Lease(
+            metadata=client.V1ObjectMeta(
+                name=name, namespace=namespace, labels={"app.kubernetes.io/name": "crimsonbench"}
+            ),
+            spec=client.V1LeaseSpec(holder_identity=holder, acquire_time=now),
+        )
+        try:
+            self.coord.create_namespaced_lease(namespace, body)
+            return holder
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        lease = self.coord.read_namespaced_lease(name, namespace)
+        return str(lease.spec.holder_identity or "")
+
+    def release_lease(self, namespace: str, name: str, holder: str) -> None:
+        try:
+            lease = self.coord.read_namespaced_lease(name, namespace)
+        except ApiException as exc:
+            if _missing(exc):
+                return
+            raise
+        if lease.spec.holder_identity == holder:
+            self.coord.delete_namespaced_lease(name, namespace)

@@ -1,0 +1,117 @@
+"""kopf wiring only: each handler builds a RunContext and hands off to the stages.
+
+Run with `kopf run -m crimsonbench.controller.main` (or `crimsonbench operator`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import kopf
+from kubernetes import client, config
+
+from crimsonbench.controller import stages
+from crimsonbench.controller.kube import Kube
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.settings import Settings
+from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, ParseError
+from crimsonbench.spec.models import validate_spec
+from crimsonbench.spec.status import Phase
+
+GROUP, VERSION, PLURAL = "bench.crimson.ceph.io", "v1alpha1", "benchmarkruns"
+_state: dict[str, Any] = {}
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In-cluster service account first, else the kubeconfig named by KUBECONFIG now
+    (the kubernetes library reads KUBECONFIG once, at import)."""
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+
+def _load_client_config() -> None:
+    try:
+        config.load_incluster_config()
+    except config.ConfigException:
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
+
+
+@kopf.on.startup()
+def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+    ours = Settings()  # fails fast on a bad CRIMSONBENCH_* value
+    _state["settings"] = ours
+    _load_client_config()
+    _state["kube"] = Kube(client.ApiClient())
+    settings.persistence.finalizer = f"{GROUP}/finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    settings.posting.level = logging.INFO
+    settings.watching.server_timeout = 300
+
+
+def _context(
+    name: str, namespace: str | None, uid: str, spec: Any, status: Any, logger: Any
+) -> RunContext:
+    return RunContext(
+        name=name,
+        namespace=namespace or "default",
+        uid=uid,
+        spec=validate_spec(dict(spec)),
+        status=dict(status or {}),
+        kube=_state["kube"],
+        settings=_state["settings"],
+        logger=logger,
+    )
+
+
+def _apply(ctx: RunContext, patch: kopf.Patch, logger: Any) -> None:
+    before = ctx.status.get("phase")
+    for key, value in ctx.changes.items():
+        patch.status[key] = value
+    after = ctx.changes.get("phase", before)
+    if after != before:
+        logger.info("phase %s -> %s: %s", before, after, ctx.get("message", ""))
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=5.0, initial_delay=0.5, idle=0)
+def reconcile(
+    name: str,
+    namespace: str | None,
+    uid: str,
+    spec: Any,
+    status: Any,
+    patch: kopf.Patch,
+    logger: Any,
+    **_: Any,
+) -> None:
+    if (status or {}).get("phase") in (Phase.COMPLETED.value, Phase.FAILED.value):
+        return
+    try:
+        ctx = _context(name, namespace, uid, spec, status, logger)
+    except InvalidSpec as exc:  # the CRD let through what only Python checks (e.g. overlap)
+        patch.status.update(phase=Phase.FAILED.value, message=str(exc), stage="done")
+        raise kopf.PermanentError(str(exc)) from exc
+    try:
+        stages.tick(ctx)
+    except (InvalidSpec, ExecutionError, ParseError) as exc:
+        _apply(ctx, patch, logger)
+        raise kopf.PermanentError(str(exc)) from exc
+    _apply(ctx, patch, logger)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL, retries=20, backoff=5)
+def delete(
+    name: str, namespace: str | None, uid: str, spec: Any, status: Any, logger: Any, **_: Any
+) -> None:
+    """Stop fio, restore the cluster, release the lease; the finalizer waits for this."""
+    try:
+        ctx = _context(name, namespace, uid, spec, status, logger)
+    except InvalidSpec:
+        return  # never started anything
+    try:
+        stages.cleanup(ctx)
+    except CrimsonBenchError as exc:
+        raise kopf.TemporaryError(f"cleanup not finished: {exc}", delay=5) from exc
+    logger.info("run deleted; cluster restored and children removed")

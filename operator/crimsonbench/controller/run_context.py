@@ -1,0 +1,83 @@
+"""Everything one reconcile tick knows about a run, and the status changes it makes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from crimsonbench.controller.kube import Kube
+from crimsonbench.controller.settings import Settings
+from crimsonbench.manifests.naming import LABEL_RUN, label_value
+from crimsonbench.spec.models import BenchmarkRunSpec
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass
+class RunContext:
+    name: str
+    namespace: str
+    uid: str
+    spec: BenchmarkRunSpec
+    status: dict[str, Any]  # as read at the start of the tick
+    kube: Kube
+    settings: Settings
+    logger: logging.Logger
+    changes: dict[str, Any] = field(default_factory=dict)  # merged into .status
+
+    @property
+    def holder(self) -> str:
+        return f"{self.namespace}/{self.name}/{self.uid}"
+
+    @property
+    def selector(self) -> str:
+        return f"{LABEL_RUN}={label_value(self.name)}"
+
+    def owner_reference(self) -> dict[str, Any]:
+        """Children in the run's namespace go away with the run (garbage collector)."""
+        return {
+            "apiVersion": "bench.crimson.ceph.io/v1alpha1",
+            "kind": "BenchmarkRun",
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": False,
+        }
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.changes.get(key, self.status.get(key, default))
+
+    def set(self, **values: Any) -> None:
+        self.changes.update(values)
+
+    def condition(self, type_: str, ok: bool, reason: str, message: str) -> None:
+        """Set a standard condition; lastTransitionTime changes only when status flips."""
+        current = {c["type"]: c for c in self.get("conditions", []) or []}
+        old = current.get(type_)
+        status = "True" if ok else "False"
+        same = old is not None and old.get("status") == status
+        current[type_] = {
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message[:32000],
+            "lastTransitionTime": old["lastTransitionTime"] if same and old else now(),
+        }
+        self.set(conditions=list(current.values()))
+
+
+def target_key(spec: BenchmarkRunSpec) -> str:
+    """Names the Ceph cluster a run uses, for the one-run-per-cluster lease."""
+    t = spec.target
+    if t.rook is not None:
+        ident = f"rook/{t.rook.namespace}/{t.rook.cluster_name}"
+    elif t.external is not None:
+        ident = f"external/{t.external.mon_host}"
+    else:
+        ident = "local"
+    return "crimsonbench-" + hashlib.sha256(ident.encode()).hexdigest()[:12]

@@ -1,0 +1,28 @@
+"""Operator settings from CRIMSONBENCH_* environment variables, checked at startup."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CRIMSONBENCH_", frozen=True)
+
+    fio_image: str = Field(
+        default="crimsonbench-fio:latest", description="Image with fio (rbd engine), lscpu, rbd."
+    )
+    image_pull_policy: str = Field(default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$")
+    namespace: str | None = Field(
+        default=None, description="Watch only this namespace (default: all)."
+    )
+    operator_namespace: str = Field(
+        default="crimsonbench", description="Where node topology caches are kept."
+    )
+    tick_seconds: float = Field(default=5.0, gt=0, le=300, description="Reconcile interval.")
+    step_grace_seconds: int = Field(default=120, ge=10, description="Beyond runtime + ramp.")
+    rollout_timeout_seconds: int = Field(default=1800, ge=60)
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    finished_run_ttl_seconds: int = Field(
+        default=86400, ge=60, description="Drop a finished run's metric series after this."
+    )

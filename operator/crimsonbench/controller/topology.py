@@ -1,0 +1,67 @@
+"""Node topology for the planner: `lscpu -e --json` from a probe Job on each node, cached
+per node in a ConfigMap (topology does not change between runs; a pod start does cost)."""
+
+from __future__ import annotations
+
+import re
+
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.manifests.jobs import topology_probe_job
+from crimsonbench.plan.topology import parse_lscpu_json
+from crimsonbench.plan.types import Topology
+
+CACHE_KEY = "lscpu.json"
+LABEL_TOPOLOGY = "bench.crimson.ceph.io/topology"
+
+
+def cache_name(node: str) -> str:
+    safe = re.sub(r"[^a-z0-9-]", "-", node.lower())[:40].strip("-")
+    return f"crimsonbench-topology-{safe}"
+
+
+def cache_configmap(node: str, lscpu_json: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": cache_name(node),
+            "labels": {"app.kubernetes.io/name": "crimsonbench", LABEL_TOPOLOGY: "lscpu"},
+            "annotations": {"bench.crimson.ceph.io/node": node},
+        },
+        "data": {CACHE_KEY: lscpu_json},
+    }
+
+
+def node_topologies(ctx: RunContext, nodes: list[str]) -> dict[str, Topology]:
+    """Topology per node; starts probe Jobs for nodes not cached yet and raises NotReady."""
+    ns = ctx.settings.operator_namespace
+    out: dict[str, Topology] = {}
+    waiting: list[str] = []
+    for node in nodes:
+        cached = ctx.kube.get_configmap(ns, cache_name(node))
+        if cached and CACHE_KEY in cached:
+            out[node] = parse_lscpu_json(cached[CACHE_KEY])
+            continue
+        job = topology_probe_job(
+            ctx.name,
+            node,
+            ctx.settings.fio_image,
+            namespace=ns,
+            image_pull_policy=ctx.settings.image_pull_policy,
+        )
+        job_name = job["metadata"]["name"]
+        state = ctx.kube.job_state(ns, job_name)
+        if state == "missing":
+            ctx.kube.ensure_job(ns, job)
+        elif state == "failed":
+            raise ExecutionError(f"topology probe on node {node} failed; see Job {ns}/{job_name}")
+        elif state == "succeeded":
+            text = ctx.kube.job_log(ns, job_name)
+            out[node] = parse_lscpu_json(text)  # ParseError names the command to run
+            ctx.kube.ensure_configmap(ns, cache_configmap(node, text))
+            continue
+        waiting.append(node)
+    if waiting:
+        raise NotReady("waiting for the topology probe on node(s) " + ", ".join(waiting))
+    return out
