@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import copy
 import json
+import socket
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,15 @@ ROOT = Path(__file__).resolve().parents[2]
 G, V = "bench.crimson.ceph.io", "v1alpha1"
 OP_NS, RUN_NS, ROOK_NS = "crimsonbench", "bench", "rook-ceph"
 NODE = "node-a"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+METRICS_PORT = _free_port()
 
 # An input document shaped like Rook's deploy/examples/cluster.yaml.
 CEPHCLUSTER: dict[str, Any] = {
@@ -128,6 +139,7 @@ def operator(
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig(tmp_path / "kc", token)))
     monkeypatch.setenv("CRIMSONBENCH_OPERATOR_NAMESPACE", OP_NS)
+    monkeypatch.setenv("CRIMSONBENCH_METRICS_PORT", str(METRICS_PORT))
 
     def start() -> KopfRunner:
         return KopfRunner(
@@ -169,6 +181,8 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
             ),
         )
         patched = get_cluster(admin)
+        scrape = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10)
+        metrics = scrape.read().decode()
     assert runner.exit_code == 0, runner.output
     cfg = patched["spec"]["cephConfig"]
     assert cfg["osd.0"]["crimson_seastar_cpu_cores"] == "0-27,56-83"  # Ceph 19 -> legacy names
@@ -176,6 +190,17 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
     assert status["phase"] == "Preparing" and status["stepsTotal"] == 8
     assert "Rook" in status["message"]
     generation = patched["metadata"]["generation"]
+    mine = [line for line in metrics.splitlines() if 'run="ref56"' in line]
+    assert any(
+        line.startswith("crimsonbench_run_steps{") and line.endswith(" 8.0") for line in mine
+    ), mine
+    current = [
+        line
+        for line in mine
+        if line.startswith("crimsonbench_run_phase{") and line.endswith(" 1.0")
+    ]
+    assert len(current) == 1 and 'phase="Preparing"' in current[0]
+    assert all('namespace="bench"' in line and 'reactors="56"' in line for line in current)
 
     # Restart: the new operator continues waiting; it does not patch again.
     with operator():
@@ -270,3 +295,47 @@ def test_layout_change_without_consent_is_refused_and_cluster_untouched(
         )
         custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "noconsent")
         wait_for("gone", lambda: _gone(admin, "noconsent"))
+
+
+def test_job_and_configmap_builders_are_accepted_by_the_real_api(
+    control_plane: ControlPlane, admin: Any
+) -> None:
+    """Every object the operator creates passes the real API server's validation, created
+    (server-side dry run) as the operator's own ServiceAccount, so RBAC is exercised too."""
+    from crimsonbench.manifests import jobs
+    from crimsonbench.plan.build import build_plan
+    from crimsonbench.plan.topology import parse_lscpu_json
+    from crimsonbench.spec.models import validate_spec
+
+    spec = validate_spec(run_body("dryrun")["spec"] | {})
+    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
+    plan = build_plan("dryrun", spec, topo, "19.2.1")
+    access = jobs.ceph_access_for(spec, RUN_NS)
+    image = "crimsonbench-fio:test"
+    objects = [
+        jobs.topology_probe_job("dryrun", NODE, image, namespace=OP_NS),
+        jobs.prefill_job("dryrun", plan, image, access, spec=spec, node=NODE),
+        jobs.fio_jobs_configmap("dryrun", plan.prefill_jobs, namespace=access.namespace),
+        jobs.fio_step_job("dryrun", plan.steps[0], NODE, image, access, plan.cpu.client_cpuset),
+        jobs.fio_jobs_configmap("dryrun", plan.steps[0], namespace=access.namespace),
+    ]
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    with control_plane.api_client(token) as op:
+        batch, core = kubernetes.client.BatchV1Api(op), kubernetes.client.CoreV1Api(op)
+        for obj in objects:
+            ns = obj["metadata"].get("namespace") or access.namespace
+            create = (
+                batch.create_namespaced_job
+                if obj["kind"] == "Job"
+                else (core.create_namespaced_config_map)
+            )
+            created = create(ns, obj, dry_run="All")
+            assert created.metadata.name == obj["metadata"]["name"]
+        step_job = objects[3]
+        container = step_job["spec"]["template"]["spec"]["containers"][0]
+        cpus = len(plan.cpu.client)
+        assert (
+            container["resources"]["requests"]["cpu"]
+            == container["resources"]["limits"]["cpu"]
+            == str(cpus)
+        ), "fio pods must be Guaranteed with one CPU per client CPU"

@@ -11,12 +11,15 @@ from typing import Any
 
 import kopf
 from kubernetes import client, config
+from prometheus_client import start_http_server
 
 from crimsonbench.controller import stages
 from crimsonbench.controller.kube import Kube
+from crimsonbench.controller.metrics_view import RunsView
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.settings import Settings
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, ParseError
+from crimsonbench.metrics import RunCollector, new_registry
 from crimsonbench.spec.models import validate_spec
 from crimsonbench.spec.status import Phase
 
@@ -44,6 +47,11 @@ def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
     _state["settings"] = ours
     _load_client_config()
     _state["kube"] = Kube(client.ApiClient())
+    view = RunsView(ours.finished_run_ttl_seconds)
+    _state["view"] = view
+    registry = new_registry(RunCollector(view.states))
+    server, _thread = start_http_server(ours.metrics_port, registry=registry)
+    _state["metrics_server"] = server
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
@@ -98,7 +106,26 @@ def reconcile(
     except (InvalidSpec, ExecutionError, ParseError) as exc:
         _apply(ctx, patch, logger)
         raise kopf.PermanentError(str(exc)) from exc
+    finally:
+        try:
+            _state["view"].observe(ctx)
+        except Exception:  # metrics must never break reconciling
+            logger.exception("could not update the metrics view")
     _apply(ctx, patch, logger)
+
+
+@kopf.on.cleanup()
+def shutdown(**_: Any) -> None:
+    server = _state.pop("metrics_server", None)
+    if server is not None:
+        server.shutdown()
+
+
+@kopf.on.probe(id="reconciled_runs")
+def reconciled_runs(**_: Any) -> int:
+    """For the liveness endpoint (`kopf run --liveness`): runs currently known."""
+    view = _state.get("view")
+    return len(view.states()) if view else 0
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, retries=20, backoff=5)
@@ -114,4 +141,5 @@ def delete(
         stages.cleanup(ctx)
     except CrimsonBenchError as exc:
         raise kopf.TemporaryError(f"cleanup not finished: {exc}", delay=5) from exc
+    _state["view"].forget(namespace, name)
     logger.info("run deleted; cluster restored and children removed")
