@@ -32,16 +32,7 @@ class RunsView:
         if cached is None or cached[0] != done:  # read the results ConfigMaps only on change
             cached = (done, sorted(load_results(ctx).values(), key=lambda r: r.step_id))
             self._results[key] = cached
-        o = ctx.spec.osd
-        info = RunInfo(
-            name=ctx.name,
-            flavor=o.flavor.value,
-            object_store=o.object_store.value,
-            osds=o.count,
-            reactors=o.reactors_per_osd,
-            policy=o.cpu_policy.value,
-            hyper_threads=o.hyper_threads.value,
-        )
+        info = RunInfo.from_spec(ctx.name, ctx.spec)
         state = RunState(
             info=info,
             namespace=ctx.namespace,

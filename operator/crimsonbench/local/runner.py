@@ -99,16 +99,10 @@ class LocalRun:
     def plan(self) -> RunPlan:
         return build_plan(self.name, self.spec, local_topology(), installed_ceph_version())
 
-    def info(self, plan: RunPlan, version: str) -> RunInfo:
-        o = self.spec.osd
-        return RunInfo(
-            name=self.name,
-            flavor=o.flavor.value,
-            object_store=o.object_store.value,
-            osds=o.count,
-            reactors=o.reactors_per_osd,
-            policy=o.cpu_policy.value,
-            hyper_threads=o.hyper_threads.value,
+    def info(self, version: str) -> RunInfo:
+        return RunInfo.from_spec(
+            self.name,
+            self.spec,
             ceph_version=version,
             host=platform.node(),
             started=dt.datetime.now(dt.UTC).isoformat(),
@@ -130,9 +124,7 @@ class LocalRun:
         self._check_same_spec()
         plan = self._plan = self.plan()  # InvalidSpec before anything is started
         (self.dir / "plan.json").write_text(json.dumps(_plan_summary(plan), indent=1))
-        self.store.write_run_info(
-            self.info(plan, installed_ceph_version()), {"spec_file": "spec.json"}
-        )
+        self.store.write_run_info(self.info(installed_ceph_version()), {"spec_file": "spec.json"})
         state = SweepState(self.spec.sweep, self.store.completed_steps())
         outcome = Outcome(Phase.PREPARING, "", self.dir)
         self._write_status(plan, outcome)

@@ -20,7 +20,6 @@ namespace for Rook (where rook-ceph-mon lives), the BenchmarkRun's for external 
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import shlex
@@ -32,6 +31,7 @@ from crimsonbench.errors import InvalidSpec, ParseError
 from crimsonbench.manifests.naming import GROUP, dns_name, labels, metadata
 from crimsonbench.plan.topology import LSCPU_COMMAND
 from crimsonbench.plan.types import FioJob, RunPlan, Step
+from crimsonbench.results.fio_json import find_json_document
 from crimsonbench.spec.cpuset import parse_cpuset
 from crimsonbench.spec.models import BenchmarkRunSpec, ExternalTarget
 
@@ -583,7 +583,7 @@ def parse_step_log(text: str, expected: Iterable[str] | None = None) -> dict[str
         if not name.endswith(".json"):
             continue
         job = name[: -len(".json")]
-        if not _holds_json_object(body):
+        if find_json_document(body) is None:
             log = sections.get(f"{job}.log", "").strip()
             why = f"; fio said: {log[-500:]}" if log else ""
             raise ParseError(f"fio wrote no JSON for job {job}{why}")
@@ -601,22 +601,6 @@ def format_step_log(outputs: Mapping[str, str], logs: Mapping[str, str] | None =
     parts = [f"==> {name}.log <==\n{text.rstrip(chr(10))}\n" for name, text in (logs or {}).items()]
     parts += [f"==> {name}.json <==\n{text.rstrip(chr(10))}\n\n" for name, text in outputs.items()]
     return "".join(parts)
-
-
-def _holds_json_object(text: str) -> bool:
-    # fio prints notes before the JSON ("note: both iodepth >= 1 ..."): try every line that
-    # opens an object, as results.fio_json does
-    decoder = json.JSONDecoder()
-    starts = [0] if text.startswith("{") else []
-    starts += [m.start() + 1 for m in re.finditer(r"\n\{", text)]
-    for start in starts:
-        try:
-            doc, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(doc, dict):
-            return True
-    return False
 
 
 # ---------------------------------------------------------------- Rook client and pool

@@ -88,8 +88,18 @@ def parse_fio_json(text: str, directions: Sequence[str] | None = None) -> list[J
 
 
 def _load_document(text: str) -> dict[str, Any]:
-    # fio prints notes and some errors on stdout before the JSON ("note: both iodepth >= 1
-    # and synchronous I/O engine ..."), so try each line that opens an object.
+    doc = find_json_document(text)
+    if doc is None:
+        head = text.strip().splitlines()[0][:200] if text.strip() else "(empty output)"
+        raise ParseError(f"no fio JSON document in the output; it starts with: {head}")
+    return doc
+
+
+def find_json_document(text: str) -> dict[str, Any] | None:
+    """fio's JSON object in its output, or None.
+
+    fio prints notes and some errors on stdout before the JSON ("note: both iodepth >= 1
+    and synchronous I/O engine ..."), so try each line that opens an object."""
     decoder = json.JSONDecoder()
     starts = [0] if text.startswith("{") else []
     pos = text.find("\n{")
@@ -105,8 +115,7 @@ def _load_document(text: str) -> dict[str, Any]:
             if start:
                 log.debug("skipped %d characters before fio's JSON", start)
             return doc
-    head = text.strip().splitlines()[0][:200] if text.strip() else "(empty output)"
-    raise ParseError(f"no fio JSON document in the output; it starts with: {head}")
+    return None
 
 
 def _job(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from crimsonbench.spec.models import BenchmarkRunSpec
+
 
 @dataclass(frozen=True)
 class FioSummary:
@@ -83,6 +85,20 @@ class RunInfo:
     ceph_version: str = ""
     host: str = ""
     started: str = ""  # ISO 8601
+
+    @classmethod
+    def from_spec(cls, name: str, spec: BenchmarkRunSpec, **extra: str) -> RunInfo:
+        o = spec.osd
+        return cls(
+            name=name,
+            flavor=o.flavor.value,
+            object_store=o.object_store.value,
+            osds=o.count,
+            reactors=o.reactors_per_osd,
+            policy=o.cpu_policy.value,
+            hyper_threads=o.hyper_threads.value,
+            **extra,
+        )
 
     @property
     def label(self) -> str:
