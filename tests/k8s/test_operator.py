@@ -188,7 +188,11 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
     assert cfg["osd.0"]["crimson_seastar_cpu_cores"] == "0-27,56-83"  # Ceph 19 -> legacy names
     assert cfg["global"]["enable_experimental_unrecoverable_data_corrupting_features"] == "crimson"
     assert status["phase"] == "Preparing" and status["stepsTotal"] == 8
-    assert "Rook" in status["message"]
+    assert "Rook" in status["message"] and "crimson setup Job" in status["message"]
+    batch = kubernetes.client.BatchV1Api(admin)
+    setup = batch.read_namespaced_job("ref56-ceph-setup", ROOK_NS)
+    script = setup.spec.template.spec.containers[0].command[2]
+    assert "osd set-allow-crimson --yes-i-really-mean-it" in script
     generation = patched["metadata"]["generation"]
     mine = [line for line in metrics.splitlines() if 'run="ref56"' in line]
     assert any(
@@ -212,6 +216,14 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
         wait_for("run gone", lambda: _gone(admin, "ref56"))
     restored = get_cluster(admin)
     assert json.dumps(restored["spec"], sort_keys=True) == original
+    # Rook never unsets cephConfig keys in the mon db: a Job removes ours.
+    names = {j.metadata.name for j in batch.list_namespaced_job(ROOK_NS).items}
+    assert "ref56-ceph-setup" not in names
+    cleanup = batch.read_namespaced_job("ref56-ceph-cleanup", ROOK_NS)
+    script = cleanup.spec.template.spec.containers[0].command[2]
+    assert "config rm osd.0 crimson_seastar_cpu_cores" in script
+    assert cleanup.spec.ttl_seconds_after_finished == 3600
+    batch.delete_namespaced_job("ref56-ceph-cleanup", ROOK_NS)
     leases = kubernetes.client.CoordinationV1Api(admin).list_namespaced_lease(OP_NS).items
     assert leases == []
 

@@ -48,6 +48,18 @@ class Kube:
             ROOK_GROUP, ROOK_VERSION, namespace, "cephclusters", name, patch
         )
 
+    def get_custom(self, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
+        try:
+            return dict(
+                self.custom.get_namespaced_custom_object(
+                    ROOK_GROUP, ROOK_VERSION, namespace, plural, name
+                )
+            )
+        except ApiException as exc:
+            if _missing(exc):
+                return None
+            raise
+
     def ensure_custom(self, namespace: str, plural: str, body: dict[str, Any]) -> None:
         try:
             self.custom.create_namespaced_custom_object(

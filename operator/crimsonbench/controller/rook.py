@@ -14,8 +14,11 @@ from crimsonbench.manifests.cephcluster import (
     cephcluster_patch,
     merge_patch,
     needs_reprovision,
+    restore_cleanup_commands,
     restore_patch,
 )
+from crimsonbench.manifests.jobs import ceph_commands_job, cephblockpool
+from crimsonbench.manifests.naming import LABEL_RUN, label_value
 from crimsonbench.plan.types import RunPlan
 
 ORIGINAL_KEY = "cephcluster-spec.json"
@@ -103,20 +106,51 @@ def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
     )
 
 
-def wait_rollout(ctx: RunContext) -> None:
-    """Rook has reconciled our generation and reports the cluster Ready."""
+def crimson_setup_done(ctx: RunContext, plan: RunPlan) -> str:
+    """Run plan.ceph.commands (`osd set-allow-crimson`) in a Job; '' when done, else why not.
+
+    Rook cannot start crimson OSDs without the flag, so on a cluster whose crimson OSDs run
+    it is set already and this Job only confirms it (the command is idempotent)."""
+    if not plan.ceph.commands:
+        return ""
+    from crimsonbench.controller.steps_stage import ceph_access, jobs_namespace
+
+    ns = jobs_namespace(ctx)
+    job = ceph_commands_job(
+        ctx.name,
+        "setup",
+        plan.ceph.commands,
+        ctx.settings.fio_image,
+        ceph_access(ctx),
+        image_pull_policy=ctx.settings.image_pull_policy,
+    )
+    name = job["metadata"]["name"]
+    state = ctx.kube.job_state(ns, name)
+    if state == "missing":
+        ctx.kube.ensure_job(ns, job)
+        return f"crimson setup Job {ns}/{name} created"
+    if state == "failed":
+        raise ExecutionError(
+            f"crimson setup Job {ns}/{name} failed: " + ctx.kube.job_log(ns, name)[-1000:]
+        )
+    return "" if state == "succeeded" else f"crimson setup Job {ns}/{name} running"
+
+
+def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
+    """Crimson prerequisites done, and Rook has reconciled our generation and is Ready."""
+    setup = crimson_setup_done(ctx, plan)
     cluster = _cluster(ctx)
     status = cluster.get("status") or {}
     want = int(ctx.get("patchedGeneration") or 0)
     seen = int(status.get("observedGeneration") or 0)
     phase = status.get("phase", "")
-    if seen >= want and phase == "Ready":
+    if seen >= want and phase == "Ready" and not setup:
         ctx.condition("RolledOut", True, "OsdsReady", "Rook reports the patched cluster Ready")
         return
     waited = time.time() - float(ctx.get("rolloutSince") or time.time())
     message = (
         f"waiting for Rook to roll out generation {want} (observed {seen}, phase "
-        f"{phase or 'unknown'}) for {waited:.0f} s"
+        f"{phase or 'unknown'}) for {waited:.0f} s" + (f"; {setup}" if setup else "")
     )
     ctx.condition("RolledOut", False, "RollingOut", message)
     if waited > ctx.settings.rollout_timeout_seconds:
@@ -124,7 +158,7 @@ def wait_rollout(ctx: RunContext) -> None:
     raise NotReady(message)
 
 
-def restore_cluster(ctx: RunContext) -> None:
+def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
     t = ctx.spec.target.rook
     if t is None:
         return
@@ -138,16 +172,50 @@ def restore_cluster(ctx: RunContext) -> None:
     patch = restore_patch(original, cluster.get("spec") or {})
     if patch:
         ctx.kube.merge_patch_cephcluster(t.namespace, t.cluster_name, {"spec": patch})
+    if plan is not None:
+        _config_cleanup(ctx, plan, original.get("cephConfig") or {})
 
 
-def prefill(ctx: RunContext, plan: RunPlan) -> None:
-    """Pool, images and prefill run from a Job with the cluster's client credentials."""
-    from crimsonbench.controller.steps_stage import run_prefill
+def _config_cleanup(ctx: RunContext, plan: RunPlan, original_cephconfig: dict[str, Any]) -> None:
+    """Rook never unsets cephConfig keys it applied; a Job removes ours from the mon db.
+    Fire and forget: it outlives the run and deletes itself (TTL)."""
+    commands = restore_cleanup_commands(plan, original_cephconfig)
+    if not commands:
+        return
+    from crimsonbench.controller.steps_stage import ceph_access, jobs_namespace
 
-    run_prefill(ctx, plan)
+    job = ceph_commands_job(
+        ctx.name,
+        "cleanup",
+        commands,
+        ctx.settings.fio_image,
+        ceph_access(ctx),
+        image_pull_policy=ctx.settings.image_pull_policy,
+    )
+    ctx.kube.ensure_job(jobs_namespace(ctx), job)
 
 
-def remove_client(ctx: RunContext) -> None:
+def ensure_pool(ctx: RunContext) -> None:
+    """A CephBlockPool (size 1, fixed PGs) made by Rook; NotReady until Rook says Ready."""
     t = ctx.spec.target.rook
-    if t is not None:
-        ctx.kube.delete_custom(t.namespace, "cephclients", ctx.name)
+    if t is None:
+        return  # external clusters: the pool must exist (documented in the README)
+    pool = cephblockpool(ctx.name, ctx.spec, namespace=t.namespace)
+    ctx.kube.ensure_custom(t.namespace, "cephblockpools", pool)
+    found = ctx.kube.get_custom(t.namespace, "cephblockpools", pool["metadata"]["name"]) or {}
+    phase = (found.get("status") or {}).get("phase", "")
+    if phase != "Ready":
+        raise NotReady(
+            f"waiting for Rook to create pool {ctx.spec.client.pool} "
+            f"(CephBlockPool phase {phase or 'unknown'})"
+        )
+
+
+def remove_pool(ctx: RunContext) -> None:
+    """Deleting the CephBlockPool deletes the pool and its images (force-deletion)."""
+    t = ctx.spec.target.rook
+    if t is not None and not ctx.spec.keep_images:
+        found = ctx.kube.get_custom(t.namespace, "cephblockpools", ctx.spec.client.pool)
+        labels = ((found or {}).get("metadata") or {}).get("labels") or {}
+        if labels.get(LABEL_RUN) == label_value(ctx.name):  # only a pool this run made
+            ctx.kube.delete_custom(t.namespace, "cephblockpools", ctx.spec.client.pool)

@@ -11,9 +11,15 @@ from collections.abc import Callable
 
 from crimsonbench.controller import rook
 from crimsonbench.controller.run_context import RunContext, target_key
-from crimsonbench.controller.steps_stage import jobs_namespace, run_steps
+from crimsonbench.controller.steps_stage import jobs_namespace, run_prefill, run_steps
 from crimsonbench.controller.topology import node_topologies
-from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, ParseError
+from crimsonbench.errors import (
+    CrimsonBenchError,
+    ExecutionError,
+    InvalidSpec,
+    NotReady,
+    ParseError,
+)
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.status import Phase
@@ -77,12 +83,13 @@ def stage_patch(ctx: RunContext) -> str:
 
 def stage_rollout(ctx: RunContext) -> str:
     if ctx.spec.target.rook is not None:
-        rook.wait_rollout(ctx)
+        rook.wait_rollout(ctx, plan_for(ctx))
     return "prefill"
 
 
 def stage_prefill(ctx: RunContext) -> str:
-    rook.prefill(ctx, plan_for(ctx))
+    rook.ensure_pool(ctx)
+    run_prefill(ctx, plan_for(ctx))
     ctx.set(phase=Phase.RUNNING.value)
     return "steps"
 
@@ -107,11 +114,18 @@ def cleanup(ctx: RunContext) -> None:
     """Leave the cluster as it was found: restore, delete children, release the lease."""
     ctx.kube.delete_jobs(jobs_namespace(ctx), ctx.selector)
     if ctx.spec.target.rook is not None:
-        rook.restore_cluster(ctx)
-    if not ctx.spec.keep_images:
-        rook.remove_client(ctx)
+        rook.restore_cluster(ctx, _plan_or_none(ctx))
+        rook.remove_pool(ctx)
     ctx.kube.release_lease(ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder)
     ctx.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
+
+
+def _plan_or_none(ctx: RunContext) -> RunPlan | None:
+    """The plan, if it can still be made (cleanup must work for runs that never planned)."""
+    try:
+        return plan_for(ctx)
+    except (CrimsonBenchError, ValueError):
+        return None
 
 
 STAGES: dict[str, Callable[[RunContext], str]] = {

@@ -4,6 +4,7 @@ back from the pod log, results kept in ConfigMaps (the source of truth for resum
 from __future__ import annotations
 
 from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.sampling import sample_step, summarize
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
 from crimsonbench.manifests import jobs as job_manifests
 from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
@@ -15,11 +16,7 @@ from crimsonbench.manifests.results import (
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.sweep_state import SweepState
-from crimsonbench.results.types import ResourceSummary, StepResult
-
-# Where CPU/memory samples come from on Kubernetes. Without a metrics pipeline the columns
-# stay 0 and the condition says so (the issue asks to state which source was used).
-NO_METRICS = ResourceSummary(osd_cpu=0.0, osd_mem_mib=0.0, fio_cpu=0.0, samples=0)
+from crimsonbench.results.types import StepResult
 
 
 def jobs_namespace(ctx: RunContext) -> str:
@@ -37,7 +34,9 @@ def ceph_access(ctx: RunContext) -> job_manifests.CephAccess:
     return job_manifests.ceph_access_for(ctx.spec, ctx.namespace)
 
 
-def _await_job(ctx: RunContext, body: dict, configmap: dict | None, what: str) -> str:
+def _await_job(
+    ctx: RunContext, body: dict, configmap: dict | None, what: str, sample: bool = False
+) -> str:
     """Create (once) and wait; returns the pod log when the Job succeeded."""
     ns = jobs_namespace(ctx)
     name = body["metadata"]["name"]
@@ -49,6 +48,8 @@ def _await_job(ctx: RunContext, body: dict, configmap: dict | None, what: str) -
         ctx.kube.ensure_job(ns, body)
         raise NotReady(f"{what}: Job {ns}/{name} created")
     if state == "running":
+        if sample:
+            sample_step(ctx, ns, name)
         raise NotReady(f"{what}: Job {ns}/{name} running")
     if state == "failed":
         log = ctx.kube.job_log(ns, name)[-1500:]
@@ -97,14 +98,16 @@ def _finish_step(ctx: RunContext, step: Step, log_text: str) -> StepResult:
     outputs = job_manifests.parse_step_log(log_text)
     jobs = [j for text in outputs.values() for j in parse_fio_json(text)]
     fio = combine(jobs)
+    resources, source = summarize(ctx)
+    ctx.set(stepSamples=[])  # the next step starts its own samples
     return StepResult(
         step.id,
         step.workload,
         step.iodepth,
         step.repeat,
         fio,
-        NO_METRICS,
-        extra={"metrics_source": "none"},
+        resources,
+        extra={"metrics_source": source},
     )
 
 
@@ -128,7 +131,8 @@ def run_steps(ctx: RunContext, plan: RunPlan) -> None:
             image_pull_policy=ctx.settings.image_pull_policy,
         )
         cm = job_manifests.fio_jobs_configmap(ctx.name, step, namespace=access.namespace)
-        log_text = _await_job(ctx, body, cm, f"step {index}/{len(plan.steps)} {step.id}")
+        what = f"step {index}/{len(plan.steps)} {step.id}"
+        log_text = _await_job(ctx, body, cm, what, sample=True)
         result = _finish_step(ctx, step, log_text)
         results[step.id] = result
         _store(ctx, results, len(plan.steps))  # stored before the Job goes: never run twice

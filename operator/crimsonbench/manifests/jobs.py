@@ -406,6 +406,45 @@ def prefill_job(
     )
 
 
+def ceph_commands_job(
+    run: str,
+    purpose: str,
+    commands: Sequence[Sequence[str]],
+    image: str,
+    ceph_access: CephAccess,
+    *,
+    deadline_seconds: int = 300,
+    image_pull_policy: str = "IfNotPresent",
+) -> dict[str, Any]:
+    """A Job running `ceph <args>` for each command, in order, as the access's user: the
+    crimson prerequisites before OSDs roll out (`osd set-allow-crimson`) and the
+    `config rm` cleanup Rook does not do when cephConfig keys are removed."""
+    if not commands:
+        raise ValueError("no ceph commands to run")
+    lines = [
+        'ceph --name "$user" ' + " ".join(shlex.quote(str(a)) for a in cmd) for cmd in commands
+    ]
+    job = _fio_job(
+        name=dns_name(run, "ceph", purpose),
+        labels_=labels(run, f"ceph-{purpose}"),
+        configmap="",
+        names=[],
+        node=None,
+        image=image,
+        access=ceph_access,
+        cpu_count=1,
+        memory="256Mi",
+        deadline=deadline_seconds,
+        image_pull_policy=image_pull_policy,
+        host_network=False,
+        tolerations=(),
+        script=CEPH_CONFIG_SCRIPT + "set -x\n" + "\n".join(lines) + "\n",
+    )
+    # Cleanup runs after the run is gone, so nobody deletes this Job: let the TTL do it.
+    job["spec"]["ttlSecondsAfterFinished"] = 3600
+    return job
+
+
 def prefill_deadline_seconds(
     spec: BenchmarkRunSpec, grace_seconds: int = DEFAULT_GRACE_SECONDS
 ) -> int:

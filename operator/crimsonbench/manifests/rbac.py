@@ -51,6 +51,8 @@ RULES: tuple[tuple[str, tuple[str, ...], list[str], str], ...] = (
      "kopf: peering between operator replicas"),
     ("coordination.k8s.io", ("leases",), ["get", "create", "update", "delete"],
      "one run per Ceph cluster at a time"),
+    ("metrics.k8s.io", ("pods",), ["get", "list"],
+     "OSD and fio CPU/memory while a step runs (metrics-server)"),
 )  # fmt: skip
 
 

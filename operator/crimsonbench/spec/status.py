@@ -44,6 +44,13 @@ class StepSummary(_Model):
     stopped_early: str = Field(default="", description="Why the sweep stopped after this step.")
 
 
+class StepSample(_Model):
+    t: float
+    osd_cpu: float
+    osd_mem_mib: float
+    fio_cpu: float
+
+
 class WorkloadPeak(_Model):
     workload: str
     iodepth: int
@@ -80,3 +87,7 @@ class BenchmarkRunStatus(_Model):
     prefilled: bool = False
     patched_generation: int = Field(default=0, description="CephCluster generation we patched.")
     rollout_since: float = Field(default=0.0, description="When the rollout wait began (epoch s).")
+    metrics_source: str = Field(default="", description="metrics.k8s.io, or none.")
+    step_samples: list[StepSample] = Field(
+        default_factory=list, max_length=720, description="Samples of the running step."
+    )

@@ -1,0 +1,77 @@
+"""OSD and fio CPU/memory on Kubernetes, sampled from the metrics API (metrics.k8s.io,
+served by metrics-server) once per reconcile tick while a step's Job runs.
+
+The source used is recorded per step (extra.metrics_source) and in the MetricsSource
+condition: "metrics.k8s.io", or "none" when the API is not served (the columns are 0).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.results.types import ResourceSample, ResourceSummary
+
+MAX_SAMPLES = 720  # an hour of 5 s ticks; status stays small
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([a-zA-Z]*)$")
+_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
+          "k": 1e3, "M": 1e6, "G": 1e9}  # fmt: skip
+
+
+def quantity(text: str) -> float:
+    m = _QUANTITY.match(text.strip())
+    if not m or m.group(2) not in _SCALE:
+        raise ValueError(f"not a Kubernetes quantity: {text!r}")
+    return float(m.group(1)) * _SCALE[m.group(2)]
+
+
+def _pod_usage(ctx: RunContext, namespace: str, selector: str) -> tuple[float, float] | None:
+    """(CPU cores, memory bytes) summed over matching pods, or None if the API is absent."""
+    try:
+        items = ctx.kube.custom.list_namespaced_custom_object(
+            "metrics.k8s.io", "v1beta1", namespace, "pods", label_selector=selector
+        )["items"]
+    except ApiException as exc:
+        if exc.status in (404, 503):
+            return None
+        raise
+    cpu = mem = 0.0
+    for pod in items:
+        for c in pod.get("containers", []):
+            cpu += quantity(c["usage"]["cpu"])
+            mem += quantity(c["usage"]["memory"])
+    return cpu, mem
+
+
+def sample_step(ctx: RunContext, namespace: str, job_name: str) -> None:
+    """Append one sample for the running step to status.stepSamples."""
+    osd_ns = ctx.spec.target.rook.namespace if ctx.spec.target.rook else None
+    fio = _pod_usage(ctx, namespace, f"job-name={job_name}")
+    osd = _pod_usage(ctx, osd_ns, "app=rook-ceph-osd") if osd_ns else (0.0, 0.0)
+    if fio is None or osd is None:
+        ctx.set(metricsSource="none")
+        ctx.condition(
+            "MetricsSource",
+            False,
+            "NoMetricsAPI",
+            "metrics.k8s.io is not served; OSD_cpu, OSD_mem and FIO_cpu stay 0",
+        )
+        return
+    samples: list[dict[str, Any]] = list(ctx.get("stepSamples") or [])[-MAX_SAMPLES + 1 :]
+    samples.append({"t": round(time.time(), 1), "osdCpu": osd[0] * 100,
+                    "osdMemMib": osd[1] / 2**20, "fioCpu": fio[0] * 100})  # fmt: skip
+    ctx.set(stepSamples=samples, metricsSource="metrics.k8s.io")
+    ctx.condition("MetricsSource", True, "MetricsAPI", "sampled from metrics.k8s.io")
+
+
+def summarize(ctx: RunContext) -> tuple[ResourceSummary, str]:
+    from crimsonbench.results.resources import summarize_samples
+
+    raw = ctx.get("stepSamples") or []
+    samples = [ResourceSample(t=s["t"], osd_cpu=s["osdCpu"], osd_mem_mib=s["osdMemMib"],
+                              fio_cpu=s["fioCpu"]) for s in raw]  # fmt: skip
+    return summarize_samples(samples), str(ctx.get("metricsSource") or "none")
