@@ -194,6 +194,18 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
     script = setup.spec.template.spec.containers[0].command[2]
     assert "osd set-allow-crimson --yes-i-really-mean-it" in script
     generation = patched["metadata"]["generation"]
+    core = kubernetes.client.CoreV1Api(admin)
+    events = wait_for(
+        "a phase event",
+        lambda: [
+            e
+            for e in core.list_namespaced_event(
+                RUN_NS, field_selector="involvedObject.name=ref56"
+            ).items
+            if "phase" in (e.message or "")
+        ],
+    )
+    assert any("Preparing" in e.message for e in events), [e.message for e in events]
     mine = [line for line in metrics.splitlines() if 'run="ref56"' in line]
     assert any(
         line.startswith("crimsonbench_run_steps{") and line.endswith(" 8.0") for line in mine

@@ -74,17 +74,22 @@ def _context(
     )
 
 
-def _apply(ctx: RunContext, patch: kopf.Patch, logger: Any) -> None:
+def _apply(ctx: RunContext, patch: kopf.Patch, body: Any, logger: Any) -> None:
     before = ctx.status.get("phase")
     for key, value in ctx.changes.items():
         patch.status[key] = value
     after = ctx.changes.get("phase", before)
     if after != before:
-        logger.info("phase %s -> %s: %s", before, after, ctx.get("message", ""))
+        message = f"phase {before or 'new'} -> {after}: {ctx.get('message', '')}"
+        logger.info("%s", message)
+        # An Event per phase change, for `kubectl describe` (timer logs are not posted).
+        event = kopf.warn if after == Phase.FAILED.value else kopf.info
+        event(body, reason=str(after), message=message[:1000])
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=5.0, initial_delay=0.5, idle=0)
 def reconcile(
+    body: Any,
     name: str,
     namespace: str | None,
     uid: str,
@@ -104,14 +109,14 @@ def reconcile(
     try:
         stages.tick(ctx)
     except (InvalidSpec, ExecutionError, ParseError) as exc:
-        _apply(ctx, patch, logger)
+        _apply(ctx, patch, body, logger)
         raise kopf.PermanentError(str(exc)) from exc
     finally:
         try:
             _state["view"].observe(ctx)
         except Exception:  # metrics must never break reconciling
             logger.exception("could not update the metrics view")
-    _apply(ctx, patch, logger)
+    _apply(ctx, patch, body, logger)
 
 
 @kopf.on.cleanup()
