@@ -11,6 +11,7 @@ from typing import Any
 from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.settings import Settings
 from crimsonbench.manifests.naming import LABEL_RUN, label_value
+from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.models import BenchmarkRunSpec
 
 
@@ -29,6 +30,7 @@ class RunContext:
     settings: Settings
     logger: logging.Logger
     changes: dict[str, Any] = field(default_factory=dict)  # merged into .status
+    plan: RunPlan | None = None  # made once per tick (it reads the topology cache and Rook)
 
     @property
     def holder(self) -> str:

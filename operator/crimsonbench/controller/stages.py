@@ -28,10 +28,16 @@ ORDER = ("lease", "topology", "patch", "rollout", "prefill", "steps", "restore")
 
 
 def plan_for(ctx: RunContext) -> RunPlan:
-    """Recomputed every tick from the spec and cached topology: pure, so always the same."""
-    osd_node, client_node = nodes_of(ctx)
-    topo = node_topologies(ctx, [osd_node])[osd_node]
-    return build_plan(ctx.name, ctx.spec, topo, rook.ceph_version(ctx))
+    """Made once per tick from the spec and the cached topology; the planner is pure, so
+    every tick (and every restarted operator) gets the same plan.
+
+    The CPU plan uses the OSD node's topology; with fio on another node, client.cpuSet is
+    checked against the OSD node too (the reference method runs both on one node)."""
+    if ctx.plan is None:
+        osd_node, _client_node = nodes_of(ctx)
+        topo = node_topologies(ctx, [osd_node])[osd_node]
+        ctx.plan = build_plan(ctx.name, ctx.spec, topo, rook.ceph_version(ctx))
+    return ctx.plan
 
 
 def nodes_of(ctx: RunContext) -> tuple[str, str]:
