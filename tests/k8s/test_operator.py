@@ -188,6 +188,7 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
     assert cfg["osd.0"]["crimson_seastar_cpu_cores"] == "0-27,56-83"  # Ceph 19 -> legacy names
     assert cfg["global"]["enable_experimental_unrecoverable_data_corrupting_features"] == "crimson"
     assert status["phase"] == "Preparing" and status["stepsTotal"] == 8
+    assert status["startedAt"].endswith("Z") and status["progress"] == "0/8"
     assert "Rook" in status["message"] and "crimson setup Job" in status["message"]
     batch = kubernetes.client.BatchV1Api(admin)
     setup = batch.read_namespaced_job("ref56-ceph-setup", ROOK_NS)
@@ -289,6 +290,7 @@ def test_planner_error_fails_the_run_with_the_field(
             ),
         )
         assert "spec.osd" in st["message"] and "need" in st["message"]
+        assert st["finishedAt"] and st["stage"] == "done"
         assert (
             get_cluster(admin)["metadata"]["generation"] == cephcluster["metadata"]["generation"]
         ), "a spec that cannot run must not touch the cluster"

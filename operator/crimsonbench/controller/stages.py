@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from crimsonbench.controller import rook
-from crimsonbench.controller.run_context import RunContext, target_key
+from crimsonbench.controller.run_context import RunContext, now, target_key
 from crimsonbench.controller.steps_stage import jobs_namespace, run_prefill, run_steps
 from crimsonbench.controller.topology import node_topologies
 from crimsonbench.errors import (
@@ -64,7 +64,7 @@ def stage_lease(ctx: RunContext) -> str:
         )
         raise NotReady("cluster busy")
     ctx.condition("ClusterFree", True, "LeaseAcquired", "this run has the cluster to itself")
-    ctx.set(phase=Phase.PREPARING.value)
+    ctx.set(phase=Phase.PREPARING.value, startedAt=ctx.get("startedAt") or now())
     return "topology"
 
 
@@ -111,6 +111,7 @@ def stage_restore(ctx: RunContext) -> str:
     ctx.set(
         phase=Phase.FAILED.value if failure else Phase.COMPLETED.value,
         message=failure or "all steps done",
+        finishedAt=now(),
         currentStep="",
     )
     return "done"
@@ -162,7 +163,7 @@ def tick(ctx: RunContext) -> None:
                 ctx.kube.release_lease(
                     ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder
                 )
-                ctx.set(phase=Phase.FAILED.value, message=str(exc), stage="done")
+                ctx.set(phase=Phase.FAILED.value, message=str(exc), stage="done", finishedAt=now())
                 reason = "InvalidSpec" if isinstance(exc, InvalidSpec) else "PreflightFailed"
                 ctx.condition("Succeeded", False, reason, str(exc))
                 raise
