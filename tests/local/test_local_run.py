@@ -19,6 +19,7 @@ import psutil
 import pytest
 import yaml
 
+from crimsonbench.errors import InvalidSpec
 from crimsonbench.local.runner import LocalRun
 from crimsonbench.progress import QuietEvents
 from crimsonbench.reports.report import write_report
@@ -95,6 +96,9 @@ def test_sweep_end_to_end(tmp_path: Path, store: str) -> None:
     assert any(n.endswith(".png") for n in names)
     status = json.loads((tmp_path / "res" / "status.json").read_text())
     assert status["phase"] == "Completed" and status["stepsDone"] == 4
+    # run.json carries the spec, so reports made later from files alone know the workloads
+    run_json = json.loads((tmp_path / "res" / "run.json").read_text())
+    assert run_json["extra"]["spec"] == spec.model_dump(mode="json", by_alias=True)
     assert ceph_daemons_under(tmp_path) == []
 
 
@@ -248,3 +252,23 @@ def test_osd_crash_mid_step_fails_the_run_and_keeps_finished_steps(tmp_path: Pat
     assert ceph_daemons_under(tmp_path) == []
     fio_left = [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "fio"]
     assert fio_left == [], "fio processes survived the failed step"
+
+
+def test_a_results_directory_in_use_is_refused(tmp_path: Path) -> None:
+    """Two runs writing one results directory would mix their steps: the second is refused
+    before it starts anything (no cluster needed to show it)."""
+    import fcntl
+
+    res = tmp_path / "res"
+    res.mkdir()
+    with (res / ".lock").open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242")
+        held.flush()
+        run = LocalRun(
+            "busy", validate_spec(quick_spec("memstore")), res, QuietEvents(), fresh=True
+        )
+        with pytest.raises(InvalidSpec) as info:
+            run.execute()
+    assert info.value.field == "--results" and "pid 4242" in info.value.message
+    assert (res / ".lock").exists() and not (res / "spec.json").exists()

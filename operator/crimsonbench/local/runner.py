@@ -7,8 +7,10 @@ whose result.json exists is not run again. The cluster itself is always new.
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import logging
+import os
 import platform
 import shutil
 import signal
@@ -66,6 +68,27 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def _exclusive(results_dir: Path) -> Iterator[None]:
+    """One run per results directory: a second run would mix its steps into the first's."""
+    with (results_dir / ".lock").open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            raise InvalidSpec(
+                "--results",
+                f"{results_dir} is in use by a run still going ({holder}); "
+                "wait for it or pick another --results directory",
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        yield
+
+
 @dataclass
 class Outcome:
     phase: Phase
@@ -91,8 +114,7 @@ class LocalRun:
                 "rook and external targets run through the operator",
             )
         self.name, self.spec, self.events = name, spec, events
-        if fresh and results_dir.exists():
-            shutil.rmtree(results_dir)
+        self.fresh = fresh
         self.store = ResultStore(results_dir)
         self.dir = results_dir
 
@@ -121,10 +143,21 @@ class LocalRun:
         spec_file.write_text(json.dumps(mine, indent=1))
 
     def execute(self) -> Outcome:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with _exclusive(self.dir):
+            return self._execute()
+
+    def _execute(self) -> Outcome:
+        if self.fresh:  # under the lock, so a run still going keeps its results
+            for entry in self.dir.iterdir():
+                if entry.name != ".lock":
+                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
         self._check_same_spec()
         plan = self._plan = self.plan()  # InvalidSpec before anything is started
         (self.dir / "plan.json").write_text(json.dumps(_plan_summary(plan), indent=1))
-        self.store.write_run_info(self.info(installed_ceph_version()), {"spec_file": "spec.json"})
+        # The report reads the spec from run.json: which workloads are bandwidth, the rules.
+        spec_json = self.spec.model_dump(mode="json", by_alias=True)
+        self.store.write_run_info(self.info(installed_ceph_version()), {"spec": spec_json})
         state = SweepState(self.spec.sweep, self.store.completed_steps())
         outcome = Outcome(Phase.PREPARING, "", self.dir)
         self._write_status(plan, outcome)
@@ -231,8 +264,6 @@ class LocalRun:
 
 
 def _fio_env(cluster: LocalCluster) -> dict[str, str]:
-    import os
-
     return {**os.environ, **cluster.client_conf().env}
 
 
