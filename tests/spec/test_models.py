@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from crimsonbench.errors import InvalidSpec
-from crimsonbench.spec.models import DEFAULT_IODEPTHS, PRESETS, validate_spec
+from crimsonbench.spec.models import DEFAULT_IODEPTHS, PRESETS, size_bytes, validate_spec
 
 
 def spec(**parts: Any) -> dict[str, Any]:
@@ -149,3 +149,11 @@ def test_camel_and_snake_case_both_load() -> None:
     b = validate_spec(spec(osd={"cpu_policy": "socket", "hyper_threads": "physical"}))
     assert a == b
     assert a.osd.cpu_policy == "socket"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("64Mi", 64 * 2**20), ("2Gi", 2 * 2**30), ("1Ti", 2**40)]
+)
+def test_size_bytes_of_a_size_field(text: str, value: int) -> None:
+    s = validate_spec(spec(client={"imageSize": text}))
+    assert size_bytes(s.client.image_size) == value

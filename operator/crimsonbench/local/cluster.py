@@ -23,7 +23,7 @@ from crimsonbench.local.cleanup import destroy, remove_dir
 from crimsonbench.local.ports import PortLease, reserve_port
 from crimsonbench.local.readiness import missing, wait_until
 from crimsonbench.plan.types import CephSetup, OsdCpus
-from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec
+from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class LocalCluster:
     def _store_options(self, osd_id: int) -> dict[str, str]:
         dev = None
         if osds.uses_loop(self.osd, self.target):
-            size = osds.size_bytes(self.target.bluestore_size)
+            size = size_bytes(self.target.bluestore_size)
             dev = bs.losetup(self.layout.block_file(osd_id), size)
             self._loops[osd_id] = dev
         return osds.store_options(self.osd, self.target, dev)

@@ -8,27 +8,15 @@ alien-thread CPUs and reactor options come from the plan's mon-db config.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Sequence
 
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.plan.types import OsdCpus
 from crimsonbench.spec.cpuset import format_cpuset
-from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec
+from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
 
 CRIMSON_NAMES = ("crimson-osd", "ceph-osd-crimson")
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kKmMgGtT]i?[bB]?)?\s*$")
-_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-
-
-def size_bytes(text: str) -> int:
-    """'8Gi' / '64k' / '64K' / '1m' / '4096' -> bytes (binary units, as fio and Ceph use)."""
-    m = _SIZE_RE.match(text)
-    if not m:
-        raise ValueError(f"{text!r} is not a size; write e.g. 64k, 512Mi or 8Gi")
-    unit = (m.group(2) or "")[:1].lower()
-    return int(m.group(1)) * _UNITS[unit]
 
 
 def find_osd_binary(osd: OsdSpec, target: LocalTarget) -> str:

@@ -30,17 +30,12 @@ from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import RunInfo, StepResult
-from crimsonbench.spec.models import BenchmarkRunSpec
+from crimsonbench.spec.models import BenchmarkRunSpec, size_bytes
 from crimsonbench.spec.status import Phase
 
 log = logging.getLogger(__name__)
 
-_SIZES = {"Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 STEP_GRACE_S = 60.0  # beyond runtime + ramp before a fio process counts as hung
-
-
-def size_bytes(text: str) -> int:
-    return int(text[:-2]) * _SIZES[text[-2:]]
 
 
 class Events(Protocol):

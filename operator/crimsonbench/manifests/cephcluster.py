@@ -50,11 +50,10 @@ from typing import Any
 from crimsonbench.plan.ceph_options import _NAMES, CRIMSON_GLOBAL
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.cpuset import parse_cpuset
-from crimsonbench.spec.models import BenchmarkRunSpec, Flavor, ObjectStore
+from crimsonbench.spec.models import BenchmarkRunSpec, Flavor, ObjectStore, size_bytes
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 GIB = 2**30
-_SIZE_UNITS = {"Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
 # The log collector sidecar (logrotate every period) in every Ceph pod. Only set when the
 # original has no limits for it, so a user's own sizing stays.
@@ -145,7 +144,7 @@ def default_osd_memory(spec: BenchmarkRunSpec) -> str:
     else:
         gib = float(CRIMSON_BASE_GIB + CRIMSON_GIB_PER_REACTOR * osd.reactors_per_osd)
     if osd.object_store in (ObjectStore.CYANSTORE, ObjectStore.MEMSTORE):
-        data = spec.client.images * _size_bytes(spec.client.image_size) / osd.count
+        data = spec.client.images * size_bytes(spec.client.image_size) / osd.count
         gib += IN_MEMORY_OVERHEAD * data / GIB
     return f"{math.ceil(gib)}Gi"
 
@@ -160,10 +159,6 @@ def rook_unsupported(spec: BenchmarkRunSpec) -> str | None:
             f"it cannot create {store.value} OSDs (rook issue 16678)"
         )
     return None
-
-
-def _size_bytes(size: str) -> int:
-    return int(size[:-2]) * _SIZE_UNITS[size[-2:]]
 
 
 def _log_collector_enabled(spec: Mapping[str, Any]) -> bool:

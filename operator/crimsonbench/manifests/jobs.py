@@ -33,7 +33,7 @@ from crimsonbench.plan.topology import LSCPU_COMMAND
 from crimsonbench.plan.types import FioJob, RunPlan, Step
 from crimsonbench.results.fio_json import find_json_document
 from crimsonbench.spec.cpuset import parse_cpuset
-from crimsonbench.spec.models import BenchmarkRunSpec, ExternalTarget
+from crimsonbench.spec.models import BenchmarkRunSpec, ExternalTarget, size_bytes
 
 CEPH_UID = 167  # the `ceph` user and group of Ceph's container images
 CEPH_CONF = "/etc/ceph/ceph.conf"
@@ -385,7 +385,7 @@ def prefill_job(
         env = [
             {"name": "CB_POOL", "value": spec.client.pool},
             {"name": "CB_IMAGES", "value": " ".join(_checked_name(i) for i in plan.images)},
-            {"name": "CB_IMAGE_BYTES", "value": str(_size_bytes(spec.client.image_size))},
+            {"name": "CB_IMAGE_BYTES", "value": str(size_bytes(spec.client.image_size))},
         ]
     return _fio_job(
         name=prefill_job_name(run),
@@ -449,12 +449,8 @@ def prefill_deadline_seconds(
     spec: BenchmarkRunSpec, grace_seconds: int = DEFAULT_GRACE_SECONDS
 ) -> int:
     """Time for writing every image at MIN_PREFILL_MIB_S in total, plus grace."""
-    mib = spec.client.images * _size_bytes(spec.client.image_size) / 2**20
+    mib = spec.client.images * size_bytes(spec.client.image_size) / 2**20
     return math.ceil(mib / MIN_PREFILL_MIB_S) + grace_seconds
-
-
-def _size_bytes(size: str) -> int:
-    return int(size[:-2]) * {"Mi": 2**20, "Gi": 2**30, "Ti": 2**40}[size[-2:]]
 
 
 def topology_probe_job(

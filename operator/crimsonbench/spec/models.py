@@ -59,9 +59,15 @@ FIO_OPTION_ALLOWLIST = (
 
 SIZE_PATTERN = r"^[1-9][0-9]*(Mi|Gi|Ti)$"
 BLOCK_SIZE_PATTERN = r"^[1-9][0-9]*[kKmM]?$"
+_SIZE_UNITS = {"Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 CpuSetStr = Annotated[str, Field(pattern=CPUSET_PATTERN, max_length=4096)]
 SizeStr = Annotated[str, Field(pattern=SIZE_PATTERN)]
 BlockSizeStr = Annotated[str, Field(pattern=BLOCK_SIZE_PATTERN)]
+
+
+def size_bytes(size: str) -> int:
+    """Bytes of a validated size field (imageSize, bluestoreSize): "2Gi" -> 2147483648."""
+    return int(size[:-2]) * _SIZE_UNITS[size[-2:]]
 
 
 class _Model(BaseModel):
