@@ -492,3 +492,30 @@ def test_cephblockpool_needs_an_object_name() -> None:
     with pytest.raises(InvalidSpec) as err:
         cephblockpool(RUN, validate_spec(doc))
     assert err.value.field == "spec.client.pool"
+
+
+def test_every_job_builder_takes_the_operators_job_options() -> None:
+    """CRIMSONBENCH_HOST_NETWORK / _JOB_TOLERATIONS / _IMAGE_PULL_POLICY reach every pod the
+    operator creates (a Ceph only the host reaches must be reachable from all of them)."""
+    from crimsonbench.controller.settings import Settings
+
+    opts = Settings(
+        host_network=True,
+        job_tolerations=[{"key": "storage", "operator": "Exists", "effect": "NoSchedule"}],
+        image_pull_policy="Never",
+    ).job_options()
+    _, plan = socket_plan()
+    access = rook_access()
+    built = {
+        "fio": fio_step_job(RUN, plan.steps[0], NODE, IMAGE, access, "0-3", **opts),
+        "prefill": prefill_job(RUN, plan, IMAGE, access, node=NODE, **opts),
+        "ceph": jobs.ceph_commands_job(RUN, "setup", [["status"]], IMAGE, access, **opts),
+        "probe": topology_probe_job(RUN, NODE, IMAGE, **opts),
+    }
+    for what, job in built.items():
+        pod = job["spec"]["template"]["spec"]
+        assert pod["hostNetwork"] is True, what
+        assert pod["dnsPolicy"] == "ClusterFirstWithHostNet", what
+        assert pod["containers"][0]["imagePullPolicy"] == "Never", what
+        want = [{"operator": "Exists"}] if what == "probe" else opts["tolerations"]
+        assert pod["tolerations"] == want, what

@@ -122,7 +122,7 @@ def crimson_setup_done(ctx: RunContext, plan: RunPlan) -> str:
         plan.ceph.commands,
         ctx.settings.fio_image,
         ceph_access(ctx),
-        image_pull_policy=ctx.settings.image_pull_policy,
+        **ctx.settings.job_options(),
     )
     name = job["metadata"]["name"]
     state = ctx.kube.job_state(ns, name)
@@ -190,7 +190,7 @@ def _config_cleanup(ctx: RunContext, plan: RunPlan, original_cephconfig: dict[st
         commands,
         ctx.settings.fio_image,
         ceph_access(ctx),
-        image_pull_policy=ctx.settings.image_pull_policy,
+        **ctx.settings.job_options(),
     )
     ctx.kube.ensure_job(jobs_namespace(ctx), job)
 

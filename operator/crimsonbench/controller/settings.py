@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -13,6 +15,16 @@ class Settings(BaseSettings):
         default="crimsonbench-fio:latest", description="Image with fio (rbd engine), lscpu, rbd."
     )
     image_pull_policy: str = Field(default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$")
+    host_network: bool = Field(
+        default=False,
+        description="Jobs (probe, prefill, fio, ceph commands) use the node's network: for "
+        "Ceph clusters only the host reaches, and nodes without a pod network.",
+    )
+    job_tolerations: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Tolerations (JSON list) for the prefill, fio and ceph Jobs, e.g. for "
+        "tainted storage nodes. The topology probe tolerates every taint anyway.",
+    )
     namespace: str | None = Field(
         default=None, description="Watch only this namespace (default: all)."
     )
@@ -26,3 +38,11 @@ class Settings(BaseSettings):
     finished_run_ttl_seconds: int = Field(
         default=86400, ge=60, description="Drop a finished run's metric series after this."
     )
+
+    def job_options(self) -> dict[str, Any]:
+        """The keyword arguments every Job builder takes from the operator's settings."""
+        return {
+            "image_pull_policy": self.image_pull_policy,
+            "host_network": self.host_network,
+            "tolerations": self.job_tolerations,
+        }

@@ -68,7 +68,7 @@ def run_prefill(ctx: RunContext, plan: RunPlan) -> None:
         access,
         spec=ctx.spec,
         node=ctx.spec.client.node,
-        image_pull_policy=ctx.settings.image_pull_policy,
+        **ctx.settings.job_options(),
     )
     cm = job_manifests.fio_jobs_configmap(ctx.name, plan.prefill_jobs, namespace=access.namespace)
     _await_job(ctx, body, cm, "pool, images and prefill")
@@ -128,7 +128,7 @@ def run_steps(ctx: RunContext, plan: RunPlan) -> None:
             access,
             plan.cpu.client_cpuset,
             grace_seconds=ctx.settings.step_grace_seconds,
-            image_pull_policy=ctx.settings.image_pull_policy,
+            **ctx.settings.job_options(),
         )
         cm = job_manifests.fio_jobs_configmap(ctx.name, step, namespace=access.namespace)
         what = f"step {index}/{len(plan.steps)} {step.id}"

@@ -48,7 +48,7 @@ def node_topologies(ctx: RunContext, nodes: list[str]) -> dict[str, Topology]:
             node,
             ctx.settings.fio_image,
             namespace=ns,
-            image_pull_policy=ctx.settings.image_pull_policy,
+            **ctx.settings.job_options(),
         )
         job_name = job["metadata"]["name"]
         state = ctx.kube.job_state(ns, job_name)

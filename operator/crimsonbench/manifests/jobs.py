@@ -415,6 +415,8 @@ def ceph_commands_job(
     *,
     deadline_seconds: int = 300,
     image_pull_policy: str = "IfNotPresent",
+    host_network: bool = False,
+    tolerations: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """A Job running `ceph <args>` for each command, in order, as the access's user: the
     crimson prerequisites before OSDs roll out (`osd set-allow-crimson`) and the
@@ -436,8 +438,8 @@ def ceph_commands_job(
         memory="256Mi",
         deadline=deadline_seconds,
         image_pull_policy=image_pull_policy,
-        host_network=False,
-        tolerations=(),
+        host_network=host_network,
+        tolerations=tolerations,
         script=CEPH_CONFIG_SCRIPT + "set -x\n" + "\n".join(lines) + "\n",
     )
     # Cleanup runs after the run is gone, so nobody deletes this Job: let the TTL do it.
@@ -461,11 +463,14 @@ def topology_probe_job(
     namespace: str | None = None,
     image_pull_policy: str = "IfNotPresent",
     deadline_seconds: int = 300,
+    host_network: bool = False,
+    tolerations: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """A Job printing `lscpu -e=CPU,NODE,SOCKET,CORE,ONLINE --json` on `node` (its log is
     the JSON parse_lscpu_json reads). It tolerates every taint: storage nodes are often
-    tainted, and the node is chosen explicitly. No host network or privilege: /sys shows
-    the host's CPUs to any container."""
+    tainted, and the node is chosen explicitly (`tolerations` are accepted for a uniform
+    call, and ignored). No privilege: /sys shows the host's CPUs to any container; the host
+    network only where pods have no other (host_network)."""
     container = {
         "name": "lscpu",
         "image": image,
@@ -474,7 +479,8 @@ def topology_probe_job(
         "resources": _guaranteed("100m", "64Mi"),
         "securityContext": _container_security(),
     }
-    pod = _pod_spec([container], [], node, False, [{"operator": "Exists"}])
+    del tolerations  # already tolerates everything
+    pod = _pod_spec([container], [], node, host_network, [{"operator": "Exists"}])
     name = probe_job_name(run, node)
     return _job(name, namespace, labels(run, "probe", None, node), pod, deadline_seconds)
 
