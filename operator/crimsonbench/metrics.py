@@ -6,20 +6,27 @@ finished run's series can simply be dropped from the state when it expires.
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import importlib.metadata
 import json
+import platform
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from crimsonbench.results.store import ResultStore
+from crimsonbench.results.store import RESULT_FILE, STEPS_DIR, ResultStore
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.status import Phase
 
 RUN_LABELS = ("run", "namespace", "backend", "flavor", "policy", "reactors", "osds")
 STEP_LABELS = (*RUN_LABELS, "workload", "iodepth", "step")
+# Key of the list of CPU-affinity violations in a local step's affinity.json.
+VIOLATIONS_KEY = "violations"
 
 
 @dataclass
@@ -31,6 +38,10 @@ class RunState:
     steps: list[StepResult] = field(default_factory=list)
     step_seconds: dict[str, float] = field(default_factory=dict)
     failures: int = 0
+    current_step: str = ""  # the running step's id ("" between steps)
+    last_progress: float = 0.0  # Unix time of the last phase change or step start/finish
+    cpu_overlap: bool | None = None  # None: this executor does not check affinity
+    live_iops: float | None = None  # None: no live readout (the operator)
 
     def run_labels(self) -> list[str]:
         i = self.info
@@ -91,6 +102,7 @@ class RunCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         runs = self._source()
         yield from self._run_metrics(runs)
+        yield from self._live_metrics(runs)
         yield from self._step_metrics(runs)
 
     def _run_metrics(self, runs: list[RunState]) -> Iterator[Metric]:
@@ -99,8 +111,16 @@ class RunCollector(Collector):
         )
         total = GaugeMetricFamily("crimsonbench_run_steps", "Steps planned", labels=RUN_LABELS)
         done = GaugeMetricFamily("crimsonbench_run_steps_done", "Steps finished", labels=RUN_LABELS)
+        ratio = GaugeMetricFamily(
+            "crimsonbench_run_progress_ratio", "Steps finished / steps planned", labels=RUN_LABELS
+        )
         failed = GaugeMetricFamily(
             "crimsonbench_run_failures", "Failed steps or runs", labels=RUN_LABELS
+        )
+        progress_at = GaugeMetricFamily(
+            "crimsonbench_run_last_progress_timestamp_seconds",
+            "Unix time of the run's last progress (phase change, step started or finished)",
+            labels=RUN_LABELS,
         )
         for s in runs:
             labels = s.run_labels()
@@ -108,8 +128,39 @@ class RunCollector(Collector):
                 phase.add_metric([*labels, p.value], 1.0 if s.phase == p else 0.0)
             total.add_metric(labels, float(s.steps_total))
             done.add_metric(labels, float(len(s.steps)))
+            ratio.add_metric(labels, len(s.steps) / s.steps_total if s.steps_total else 0.0)
             failed.add_metric(labels, float(s.failures))
-        yield from (phase, total, done, failed)
+            if s.last_progress:
+                progress_at.add_metric(labels, s.last_progress)
+        yield from (phase, total, done, ratio, failed, progress_at)
+
+    def _live_metrics(self, runs: list[RunState]) -> Iterator[Metric]:
+        """What is known only while a run goes on; absent when the executor cannot tell."""
+        current = GaugeMetricFamily(
+            "crimsonbench_run_current_step",
+            "1 for the step running now (step ids come from the plan: bounded)",
+            labels=[*RUN_LABELS, "step"],
+        )
+        overlap = GaugeMetricFamily(
+            "crimsonbench_run_cpu_overlap_detected",
+            "1 if an OSD and a fio thread were seen sharing CPUs (the step failed); local mode",
+            labels=RUN_LABELS,
+        )
+        live = GaugeMetricFamily(
+            "crimsonbench_run_live_iops",
+            "IOPS of the running step from fio's status line, summed over fio processes; "
+            "local mode",
+            labels=[*RUN_LABELS, "step"],
+        )
+        for s in runs:
+            labels = s.run_labels()
+            if s.current_step and s.phase == Phase.RUNNING:
+                current.add_metric([*labels, s.current_step], 1.0)
+                if s.live_iops is not None:
+                    live.add_metric([*labels, s.current_step], s.live_iops)
+            if s.cpu_overlap is not None:
+                overlap.add_metric(labels, 1.0 if s.cpu_overlap else 0.0)
+        yield from (current, overlap, live)
 
     def _step_metrics(self, runs: list[RunState]) -> Iterator[Metric]:
         duration = GaugeMetricFamily(
@@ -130,9 +181,27 @@ class RunCollector(Collector):
         yield duration
 
 
-def new_registry(collector: RunCollector) -> CollectorRegistry:
+class BuildInfoCollector(Collector):
+    """crimsonbench_build_info{version, python} 1, in both modes."""
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            version = importlib.metadata.version("crimsonbench")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown"
+        info = GaugeMetricFamily(
+            "crimsonbench_build_info",
+            "Always 1; the labels say which crimsonbench is running",
+            labels=["version", "python"],
+        )
+        info.add_metric([version, platform.python_version()], 1.0)
+        yield info
+
+
+def new_registry(collector: RunCollector, *more: Collector) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=True)
-    registry.register(collector)
+    for c in (collector, BuildInfoCollector(), *more):
+        registry.register(c)
     return registry
 
 
@@ -143,9 +212,11 @@ def state_from_store(root: Path) -> list[RunState]:
         info = store.read_run_info()
     except (OSError, ValueError, KeyError):
         return []  # not written yet
-    status_file = root / "status.json"
-    status = json.loads(status_file.read_text()) if status_file.exists() else {}
+    status = _read_json(root / "status.json")
     results = store.load_results()
+    current = str(status.get("currentStep") or "")
+    step_dir = root / STEPS_DIR / current if current else None
+    running = step_dir is not None and not (step_dir / RESULT_FILE).exists()
     return [
         RunState(
             info=info,
@@ -154,5 +225,36 @@ def state_from_store(root: Path) -> list[RunState]:
             steps=results,
             step_seconds={r.step_id: float(r.extra.get("wall_seconds", 0.0)) for r in results},
             failures=1 if status.get("phase") == Phase.FAILED.value else 0,
+            current_step=current if running else "",
+            last_progress=_last_progress(root, status),
+            cpu_overlap=_cpu_overlap(root),
+            live_iops=_live_iops(step_dir) if running and step_dir is not None else None,
         )
     ]
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _last_progress(root: Path, status: dict[str, Any]) -> float:
+    """status.json's updatedAt (phase changes, step starts) or the newest finished step."""
+    times = [p.stat().st_mtime for p in root.glob(f"{STEPS_DIR}/*/{RESULT_FILE}")]
+    with contextlib.suppress(TypeError, ValueError):
+        times.append(dt.datetime.fromisoformat(status["updatedAt"]).timestamp())
+    return max(times, default=0.0)
+
+
+def _cpu_overlap(root: Path) -> bool:
+    """local.step_exec records the affinity it saw per step, with any violations."""
+    return any(_read_json(p).get(VIOLATIONS_KEY) for p in root.glob(f"{STEPS_DIR}/*/affinity.json"))
+
+
+def _live_iops(step_dir: Path) -> float:
+    from crimsonbench.local.fio_procs import eta_files_iops  # local mode only
+
+    return eta_files_iops(step_dir.glob("fio-*.eta"))

@@ -15,7 +15,7 @@ from prometheus_client import start_http_server
 
 from crimsonbench.controller import stages
 from crimsonbench.controller.kube import Kube
-from crimsonbench.controller.metrics_view import RunsView
+from crimsonbench.controller.metrics_view import RECONCILES, RunsView
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.settings import Settings
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, ParseError
@@ -49,7 +49,7 @@ def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
     _state["kube"] = Kube(client.ApiClient())
     view = RunsView(ours.finished_run_ttl_seconds)
     _state["view"] = view
-    registry = new_registry(RunCollector(view.states))
+    registry = new_registry(RunCollector(view.states), RECONCILES)
     server, _thread = start_http_server(ours.metrics_port, registry=registry)
     _state["metrics_server"] = server
     settings.persistence.finalizer = f"{GROUP}/finalizer"
@@ -88,6 +88,7 @@ def _apply(ctx: RunContext, patch: kopf.Patch, body: Any, logger: Any) -> None:
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=5.0, initial_delay=0.5, idle=0)
+@RECONCILES.instrument
 def reconcile(
     body: Any,
     name: str,

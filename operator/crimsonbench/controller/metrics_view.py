@@ -1,11 +1,18 @@
 """What /metrics shows for the operator: a derived, in-memory view of the runs it reconciles
-(the state itself stays in the API). Same metric names as local mode (crimsonbench.metrics).
+(the state itself stays in the API), plus the operator's own health (reconcile errors and
+durations). Same run and step metric names as local mode (crimsonbench.metrics).
 Finished runs are dropped after a TTL so their series do not live forever."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.steps_stage import load_results
@@ -14,6 +21,7 @@ from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.status import Phase
 
 _FINISHED = (Phase.COMPLETED, Phase.FAILED)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class RunsView:
@@ -23,11 +31,14 @@ class RunsView:
         self._runs: dict[str, RunState] = {}
         self._finished_at: dict[str, float] = {}
         self._results: dict[str, tuple[int, list[StepResult]]] = {}  # key -> (done, results)
+        # key -> (phase, steps done, current step) last seen, and when it last changed
+        self._progress: dict[str, tuple[tuple[str, int, str], float]] = {}
 
     def observe(self, ctx: RunContext) -> None:
         key = f"{ctx.namespace}/{ctx.name}"
         phase = Phase(ctx.get("phase") or Phase.PENDING.value)
         done = int(ctx.get("stepsDone") or 0)
+        current = str(ctx.get("currentStep") or "")
         cached = self._results.get(key)
         if cached is None or cached[0] != done:  # read the results ConfigMaps only on change
             cached = (done, sorted(load_results(ctx).values(), key=lambda r: r.step_id))
@@ -40,25 +51,110 @@ class RunsView:
             steps_total=int(ctx.get("stepsTotal") or 0),
             steps=cached[1],
             failures=1 if phase == Phase.FAILED else 0,
+            current_step=current,
+            last_progress=self._progressed(key, (phase.value, done, current)),
         )
         with self._lock:
             self._runs[key] = state
             if phase in _FINISHED:
                 self._finished_at.setdefault(key, time.monotonic())
 
+    def _progressed(self, key: str, seen: tuple[str, int, str]) -> float:
+        """Unix time the run last changed phase, finished a step or started one. After an
+        operator restart it starts again from the first observation."""
+        last = self._progress.get(key)
+        if last is None or last[0] != seen:
+            last = (seen, time.time())
+            self._progress[key] = last
+        return last[1]
+
     def forget(self, namespace: str | None, name: str) -> None:
         key = f"{namespace}/{name}"
         with self._lock:
-            self._runs.pop(key, None)
-            self._finished_at.pop(key, None)
-            self._results.pop(key, None)
+            self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        self._runs.pop(key, None)
+        self._finished_at.pop(key, None)
+        self._results.pop(key, None)
+        self._progress.pop(key, None)
 
     def states(self) -> list[RunState]:
         now = time.monotonic()
         with self._lock:
             for key, since in list(self._finished_at.items()):
                 if now - since > self._ttl:
-                    self._runs.pop(key, None)
-                    self._finished_at.pop(key, None)
-                    self._results.pop(key, None)
+                    self._drop(key)
             return list(self._runs.values())
+
+
+# Reconcile durations are seconds to minutes (API calls, Job waits are not in a tick).
+_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class ReconcileStats(Collector):
+    """Counts and times reconcile ticks; errors by exception class (a bounded set).
+    Plain counters, registered with the operator's registry at startup."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+        self._sum = 0.0
+        self._buckets = [0] * len(_BUCKETS)
+        self._errors: dict[str, int] = {}
+
+    def observe(self, seconds: float, error: str | None = None) -> None:
+        with self._lock:
+            self._count += 1
+            self._sum += seconds
+            for i, bound in enumerate(_BUCKETS):
+                if seconds <= bound:
+                    self._buckets[i] += 1
+            if error is not None:
+                self._errors[error] = self._errors.get(error, 0) + 1
+
+    def instrument(self, handler: F) -> F:
+        """Decorator for the reconcile handler: time it, count what it raises."""
+
+        @functools.wraps(handler)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                result = handler(*args, **kwargs)
+            except BaseException as exc:
+                self.observe(time.perf_counter() - started, type(exc).__name__)
+                raise
+            self.observe(time.perf_counter() - started)
+            return result
+
+        return wrapper  # type: ignore[return-value]
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            count, total, buckets = self._count, self._sum, list(self._buckets)
+            errors = dict(self._errors)
+        hist = HistogramMetricFamily(
+            "crimsonbench_operator_reconcile_duration_seconds",
+            "Wall time of one reconcile tick of a run",
+        )
+        hist.add_metric(
+            [],
+            [
+                *((str(b), float(n)) for b, n in zip(_BUCKETS, buckets, strict=True)),
+                ("+Inf", float(count)),
+            ],
+            total,
+        )
+        errs = CounterMetricFamily(
+            "crimsonbench_operator_reconcile_errors",
+            "Reconcile ticks that raised, by exception class",
+            labels=["error"],
+        )
+        for name, n in sorted(errors.items()):
+            errs.add_metric([name], float(n))
+        yield hist
+        yield errs
+
+
+# Created at import so the handler can be decorated; registered only in the startup handler.
+RECONCILES = ReconcileStats()

@@ -9,7 +9,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +49,19 @@ def live_iops(eta_text: str) -> float:
             w = float(m["w"] or 0) * _SCALE[m["wk"] or ""]
             return r + w
     return 0.0
+
+
+def eta_files_iops(paths: Iterable[Path]) -> float:
+    """Live IOPS summed over fio processes, from the tail of each one's status-line file."""
+    total = 0.0
+    for path in paths:
+        try:
+            with path.open("rb") as fh:
+                fh.seek(max(path.stat().st_size - 4096, 0))
+                total += live_iops(fh.read().decode(errors="replace").replace("\r", "\n"))
+        except OSError:
+            continue
+    return total
 
 
 def _pin(cpus: frozenset[int]):  # type: ignore[no-untyped-def]
@@ -110,15 +123,7 @@ class FioGroup:
         return out
 
     def live_iops(self) -> float:
-        total = 0.0
-        for p in self.procs:
-            try:
-                with p.eta.open("rb") as fh:
-                    fh.seek(max(p.eta.stat().st_size - 4096, 0))
-                    total += live_iops(fh.read().decode(errors="replace").replace("\r", "\n"))
-            except OSError:
-                continue
-        return total
+        return eta_files_iops(p.eta for p in self.procs)
 
     def wait(self, deadline_s: float, tick: Callable[[], None] | None = None) -> None:
         """Wait for every fio; raise ExecutionError naming the job that failed or hung."""

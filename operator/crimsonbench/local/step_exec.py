@@ -42,8 +42,10 @@ def _affinity_violations(
     return bad
 
 
-def check_affinity(ctx: StepContext, fio_pids: Iterable[int]) -> dict[str, object]:
-    """Read the real affinity of every OSD and fio thread; fail on any overlap."""
+def check_affinity(
+    ctx: StepContext, fio_pids: Iterable[int]
+) -> tuple[dict[str, object], list[str]]:
+    """The real affinity of every OSD and fio thread, and any overlap or leak seen."""
     client = frozenset(ctx.cpu.client)
     osd_all = ctx.cpu.osd_cpus()
     report: dict[str, object] = {}
@@ -60,9 +62,7 @@ def check_affinity(ctx: StepContext, fio_pids: Iterable[int]) -> dict[str, objec
     seen_fio = thread_affinities(list(fio_pids))
     report["fio"] = {str(t): format_cpuset(c) for t, c in seen_fio.items()}
     problems += ["fio " + b for b in _affinity_violations(seen_fio, client, osd_all)]
-    if problems:
-        raise ExecutionError("OSD and client CPU sets overlap or leak: " + "; ".join(problems[:8]))
-    return report
+    return report, problems
 
 
 def run_step(step: Step, step_dir: Path, ctx: StepContext) -> StepResult:
@@ -71,7 +71,14 @@ def run_step(step: Step, step_dir: Path, ctx: StepContext) -> StepResult:
         osd_pids = lambda: list(ctx.osd_pids().values())  # noqa: E731
         with ResourceSampler(osd_pids, fio.pids, ctx.sample_interval) as sampler:
             time.sleep(min(1.0, ctx.deadline_s / 4))  # let fio fork its workers
-            affinity = check_affinity(ctx, fio.pids())
+            affinity, problems = check_affinity(ctx, fio.pids())
+            # Written before failing: crimsonbench.metrics reports the violations.
+            record = {**affinity, "violations": problems}
+            (step_dir / "affinity.json").write_text(json.dumps(record, indent=1))
+            if problems:
+                raise ExecutionError(
+                    "OSD and client CPU sets overlap or leak: " + "; ".join(problems[:8])
+                )
 
             # A dead OSD fails the step at once instead of after fio's own timeouts.
             def tick() -> None:
@@ -82,7 +89,6 @@ def run_step(step: Step, step_dir: Path, ctx: StepContext) -> StepResult:
         ctx.health_check()
     samples = sampler.samples
     (step_dir / "samples.json").write_text(json.dumps([s.__dict__ for s in samples]))
-    (step_dir / "affinity.json").write_text(json.dumps(affinity, indent=1))
     jobs = []
     for proc in fio.procs:
         jobs.extend(parse_fio_json(proc.output.read_text()))
