@@ -45,6 +45,7 @@ REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager")
 FIELD_MANAGER = "crimsonbench-e2e"
 SERVICE_CIDR = "10.96.0.0/24"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+NODE_NAME = "localhost"  # the kubelet's node name: logs and exec reach it on loopback
 
 
 class BinariesUnavailable(RuntimeError):
@@ -58,9 +59,11 @@ class NotReadyError(RuntimeError):
 # ------------------------------------------------------------------ binaries
 
 
-def ensure_binaries(version: str = K8S_VERSION, timeout: float = 90 * 60) -> Path:
+def ensure_binaries(
+    version: str = K8S_VERSION, timeout: float = 90 * 60, extra: tuple[str, ...] = ()
+) -> Path:
     """Return the directory holding etcd, kube-apiserver, kube-controller-manager and
-    kube-scheduler for `version`, building them first if needed (cold: ~15-20 min, once per
+    kube-scheduler (plus `extra`, e.g. "kubelet") for `version`, building them first if needed (cold: ~15-20 min, once per
     machine; cached under ~/.cache/crimsonbench, outside the repository).
 
     $CRIMSONBENCH_K8S_BIN points at prebuilt binaries instead. Raises BinariesUnavailable
@@ -68,11 +71,12 @@ def ensure_binaries(version: str = K8S_VERSION, timeout: float = 90 * 60) -> Pat
     override = os.environ.get("CRIMSONBENCH_K8S_BIN")
     if override:
         bin_dir = Path(override)
-        _check_bin_dir(bin_dir)
+        _check_bin_dir(bin_dir, extra)
         return bin_dir
     cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
     bin_dir = cache / "k8s" / version / "bin"
-    if all((bin_dir / b).is_file() for b in (*REQUIRED, "kube-scheduler")):
+    components = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", *extra)
+    if all((bin_dir / b).is_file() for b in ("etcd", *components)):
         return bin_dir
     if shutil.which("go") is None:
         raise BinariesUnavailable(
@@ -83,7 +87,12 @@ def ensure_binaries(version: str = K8S_VERSION, timeout: float = 90 * 60) -> Pat
     # One build per machine at a time: a second caller waits for the first one's binaries.
     with open(bin_dir.parent / "build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        env = {**os.environ, "K8S_VERSION": version, "CRIMSONBENCH_CACHE": str(cache)}
+        env = {
+            **os.environ,
+            "K8S_VERSION": version,
+            "K8S_COMPONENTS": " ".join(components),
+            "CRIMSONBENCH_CACHE": str(cache),
+        }
         try:
             proc = subprocess.run(
                 ["bash", str(BUILD_SCRIPT)],
@@ -101,15 +110,15 @@ def ensure_binaries(version: str = K8S_VERSION, timeout: float = 90 * 60) -> Pat
         log = bin_dir.parent / "build.log"
         raise BinariesUnavailable(
             f"e2e/build-k8s-binaries.sh failed (rc={proc.returncode}): {proc.stderr.strip()}\n"
-            f"--- tail of {log}:\n{_tail(log)}"
+            f"--- tail of {log}:\n{tail(log)}"
         )
     built = Path(proc.stdout.strip().splitlines()[-1])
-    _check_bin_dir(built)
+    _check_bin_dir(built, extra)
     return built
 
 
-def _check_bin_dir(bin_dir: Path) -> None:
-    missing = [b for b in REQUIRED if not os.access(bin_dir / b, os.X_OK)]
+def _check_bin_dir(bin_dir: Path, extra: tuple[str, ...] = ()) -> None:
+    missing = [b for b in (*REQUIRED, *extra) if not os.access(bin_dir / b, os.X_OK)]
     if missing:
         raise BinariesUnavailable(f"{bin_dir} lacks {', '.join(missing)}")
 
@@ -255,13 +264,13 @@ def _make_pki(d: Path) -> _Pki:
 # ------------------------------------------------------------------ processes
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def _tail(path: Path, lines: int = 25) -> str:
+def tail(path: Path, lines: int = 25) -> str:
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
@@ -278,7 +287,7 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 
 @dataclass
-class _Component:
+class Component:
     name: str
     proc: subprocess.Popen[bytes]
     log: Path
@@ -315,6 +324,22 @@ class _Component:
             os.killpg(self.proc.pid, signal.SIGKILL)
 
 
+def spawn(name: str, argv: list[str], workdir: Path) -> Component:
+    """Start `argv` in its own process group, output in workdir/<name>.log; it dies with us."""
+    log = workdir / f"{name}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            start_new_session=True,  # own process group: killpg reaches all of it
+            preexec_fn=_die_with_parent,
+        )
+    return Component(name, proc, log)
+
+
 @dataclass
 class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler) on 127.0.0.1.
@@ -335,7 +360,7 @@ class ControlPlane:
     admin_token: str = field(init=False)
     timings: dict[str, float] = field(init=False, default_factory=dict)
     apply_warnings: list[str] = field(init=False, default_factory=list)
-    _components: list[_Component] = field(init=False, default_factory=list)
+    _components: list[Component] = field(init=False, default_factory=list)
     _pki: _Pki = field(init=False)
     _tokens: dict[str, str] = field(init=False, default_factory=dict)
     _plurals: dict[tuple[str, str], tuple[str, bool]] = field(init=False, default_factory=dict)
@@ -396,10 +421,10 @@ class ControlPlane:
         """Resident memory of each component, in bytes."""
         return {c.name: c.rss_bytes() for c in self._components}
 
-    def log_tail(self, component: str, lines: int = 25) -> str:
+    def logtail(self, component: str, lines: int = 25) -> str:
         for c in self._components:
             if c.name == component:
-                return _tail(c.log, lines)
+                return tail(c.log, lines)
         raise KeyError(component)
 
     # -------------------------------------------------------------- components
@@ -410,6 +435,8 @@ class ControlPlane:
             "admin": ("admin", "system:masters"),
             "system:kube-controller-manager": ("kcm", ""),
             "system:kube-scheduler": ("scheduler", ""),
+            # a kubelet joining as node "localhost" (Node authorizer: group system:nodes)
+            f"system:node:{NODE_NAME}": ("kubelet", "system:nodes"),
         }
         rows = []
         for user, (uid, groups) in users.items():
@@ -419,25 +446,14 @@ class ControlPlane:
         (self.dir / "tokens.csv").write_text("\n".join(rows) + "\n")
         self.admin_token = self._tokens["admin"]
 
-    def _spawn(self, name: str, argv: list[str]) -> _Component:
-        log = self.dir / f"{name}.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.dir,
-                start_new_session=True,  # own process group: killpg reaches all of it
-                preexec_fn=_die_with_parent,
-            )
-        comp = _Component(name, proc, log)
+    def _spawn(self, name: str, argv: list[str]) -> Component:
+        comp = spawn(name, argv, self.dir)
         self._components.append(comp)
         return comp
 
     def _start_etcd(self) -> None:
         assert self.bin_dir is not None
-        client, peer = _free_port(), _free_port()
+        client, peer = free_port(), free_port()
         self._etcd_url = f"http://127.0.0.1:{client}"
         comp = self._spawn(
             "etcd",
@@ -458,7 +474,7 @@ class ControlPlane:
 
     def _start_apiserver(self) -> None:
         assert self.bin_dir is not None
-        port = _free_port()
+        port = free_port()
         self.server = f"https://127.0.0.1:{port}"
         p = self._pki
         comp = self._spawn(
@@ -482,6 +498,8 @@ class ControlPlane:
                 "--endpoint-reconciler-type=none",
                 "--allow-privileged=true",
                 "--profiling=false",
+                # a kubelet on this machine serves on loopback only, as node "localhost"
+                "--kubelet-preferred-address-types=Hostname,InternalIP",
                 f"--requestheader-client-ca-file={p.front_proxy_ca_crt}",
                 "--requestheader-allowed-names=front-proxy-client",
                 "--requestheader-username-headers=X-Remote-User",
@@ -502,7 +520,7 @@ class ControlPlane:
     def _start_kube_component(self, name: str, user: str, flags: list[str]) -> None:
         assert self.bin_dir is not None
         kubeconfig = self.kubeconfig(self.dir / f"{name}.kubeconfig", token=self._tokens[user])
-        port = _free_port()
+        port = free_port()
         comp = self._spawn(
             name,
             [
@@ -522,7 +540,7 @@ class ControlPlane:
         ctx.verify_mode = ssl.CERT_NONE  # self-signed serving cert made at startup
         self._wait(comp, lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", ctx=ctx), "/healthz")
 
-    def _wait(self, comp: _Component, probe: Any, what: str) -> None:
+    def _wait(self, comp: Component, probe: Any, what: str) -> None:
         t0 = time.monotonic()
         deadline = t0 + self.ready_timeout
         last = "no answer yet"
@@ -530,7 +548,7 @@ class ControlPlane:
             if not comp.alive():
                 raise NotReadyError(
                     f"{comp.name} exited with code {comp.proc.returncode} before {what} was OK"
-                    f"\n--- tail of {comp.log.name}:\n{_tail(comp.log)}"
+                    f"\n--- tail of {comp.log.name}:\n{tail(comp.log)}"
                 )
             ok, last = probe()
             if ok:
@@ -539,7 +557,7 @@ class ControlPlane:
             time.sleep(0.1)
         raise NotReadyError(
             f"{comp.name} is not ready after {self.ready_timeout:.0f}s: {what} said {last!r}"
-            f"\n--- tail of {comp.log.name}:\n{_tail(comp.log)}"
+            f"\n--- tail of {comp.log.name}:\n{tail(comp.log)}"
         )
 
     # -------------------------------------------------------------- clients
@@ -566,6 +584,14 @@ class ControlPlane:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         path.chmod(0o600)
         return path
+
+    def token(self, user: str) -> str:
+        """The static token of `user` (admin, system:node:localhost, ...)."""
+        return self._tokens[user]
+
+    @property
+    def port(self) -> int:
+        return int(self.server.rsplit(":", 1)[1])
 
     def api_client(self, token: str) -> kubernetes.client.ApiClient:
         conf = kubernetes.client.Configuration()
