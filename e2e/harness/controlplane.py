@@ -63,8 +63,9 @@ def ensure_binaries(
     version: str = K8S_VERSION, timeout: float = 90 * 60, extra: tuple[str, ...] = ()
 ) -> Path:
     """Return the directory holding etcd, kube-apiserver, kube-controller-manager and
-    kube-scheduler (plus `extra`, e.g. "kubelet") for `version`, building them first if needed (cold: ~15-20 min, once per
-    machine; cached under ~/.cache/crimsonbench, outside the repository).
+    kube-scheduler (plus `extra`, e.g. "kubelet") for `version`, building them first if
+    needed (cold: ~15-20 min, once per machine; cached under ~/.cache/crimsonbench, outside
+    the repository).
 
     $CRIMSONBENCH_K8S_BIN points at prebuilt binaries instead. Raises BinariesUnavailable
     when Go is missing or the build fails (the message has the tail of the build log)."""
