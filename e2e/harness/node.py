@@ -271,8 +271,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
             "podLogsDir": str(self.dir / "pod-logs"),
             "failSwapOn": False,
             # a shared VM disk: never evict or garbage-collect our imported images
-            "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%",
-                             "imagefs.available": "1%"},  # fmt: skip
+            "evictionHard": {
+                "memory.available": "100Mi",
+                "nodefs.available": "1%",
+                "imagefs.available": "1%",
+            },  # fmt: skip
             "imageGCHighThresholdPercent": 100,
             "imageGCLowThresholdPercent": 99,
             "serializeImagePulls": False,

@@ -519,3 +519,15 @@ def test_every_job_builder_takes_the_operators_job_options() -> None:
         assert pod["containers"][0]["imagePullPolicy"] == "Never", what
         want = [{"operator": "Exists"}] if what == "probe" else opts["tolerations"]
         assert pod["tolerations"] == want, what
+
+
+def test_remove_images_job_outlives_the_run_and_names_its_images() -> None:
+    job = jobs.remove_images_job(RUN, "bench", ["img-0", "img-1"], IMAGE, rook_access())
+    assert job["metadata"]["labels"]["bench.crimson.ceph.io/role"] == jobs.ROLE_RBD_CLEANUP
+    assert job["spec"]["ttlSecondsAfterFinished"] == 3600
+    env = {
+        e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["CB_POOL"] == "bench" and env["CB_IMAGES"] == "img-0 img-1"
+    with pytest.raises(ValueError, match="not a valid"):
+        jobs.remove_images_job(RUN, "bench", ["bad name"], IMAGE, rook_access())

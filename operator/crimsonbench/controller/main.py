@@ -24,6 +24,8 @@ from crimsonbench.spec.models import validate_spec
 from crimsonbench.spec.status import Phase
 
 GROUP, VERSION, PLURAL = "bench.crimson.ceph.io", "v1alpha1", "benchmarkruns"
+# kopf fixes a timer's interval when the decorator runs, so this setting is read at import.
+TICK_SECONDS = Settings().tick_seconds
 _state: dict[str, Any] = {}
 
 
@@ -87,7 +89,7 @@ def _apply(ctx: RunContext, patch: kopf.Patch, body: Any, logger: Any) -> None:
         event(body, reason=str(after), message=message[:1000])
 
 
-@kopf.timer(GROUP, VERSION, PLURAL, interval=5.0, initial_delay=0.5, idle=0)
+@kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=0.5, idle=0)
 @RECONCILES.instrument
 def reconcile(
     body: Any,

@@ -31,7 +31,13 @@ class Settings(BaseSettings):
     operator_namespace: str = Field(
         default="crimsonbench", description="Where node topology caches are kept."
     )
-    tick_seconds: float = Field(default=5.0, gt=0, le=300, description="Reconcile interval.")
+    tick_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        le=300,
+        description="Reconcile interval: how soon a finished fio Job is noticed (one GET "
+        "per run per tick).",
+    )
     step_grace_seconds: int = Field(default=120, ge=10, description="Beyond runtime + ramp.")
     rollout_timeout_seconds: int = Field(default=1800, ge=60)
     metrics_port: int = Field(default=9464, ge=0, le=65535)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from crimsonbench.controller import rook
+from crimsonbench.controller import external, rook
 from crimsonbench.controller.run_context import RunContext, now, target_key
 from crimsonbench.controller.steps_stage import jobs_namespace, run_prefill, run_steps
 from crimsonbench.controller.topology import node_topologies
@@ -20,6 +20,8 @@ from crimsonbench.errors import (
     NotReady,
     ParseError,
 )
+from crimsonbench.manifests.jobs import ROLE_RBD_CLEANUP
+from crimsonbench.manifests.naming import LABEL_ROLE
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.status import Phase
@@ -118,11 +120,14 @@ def stage_restore(ctx: RunContext) -> str:
 
 
 def cleanup(ctx: RunContext) -> None:
-    """Leave the cluster as it was found: restore, delete children, release the lease."""
-    ctx.kube.delete_jobs(jobs_namespace(ctx), ctx.selector)
+    """Leave the cluster as it was found: restore, delete children, release the lease.
+    Raises NotReady while the external images are being removed (called again later)."""
+    # every Job but the image removal, which must outlive the fio pods it waits for
+    ctx.kube.delete_jobs(jobs_namespace(ctx), f"{ctx.selector},{LABEL_ROLE}!={ROLE_RBD_CLEANUP}")
     if ctx.spec.target.rook is not None:
         rook.restore_cluster(ctx, _plan_or_none(ctx))
         rook.remove_pool(ctx)
+    external.remove_images(ctx)
     ctx.kube.release_lease(ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder)
     ctx.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
 

@@ -47,6 +47,7 @@ PREFILL_DEADLINE_SECONDS = 6 * 3600  # default; prefill_deadline_seconds() is ti
 MIN_PREFILL_MIB_S = 5.0  # slowest prefill rate before we call it hung (as local mode)
 FIO_MEMORY_BASE_MIB = 128
 FIO_MEMORY_PER_PROCESS_MIB = 256  # librbd + fio buffers of one fio process
+ROLE_RBD_CLEANUP = "rbd-cleanup"  # the one Job of a run that outlives the run's other Jobs
 CONFIGMAP_LIMIT = 1_000_000  # keys + values; the API server allows 1 MiB per ConfigMap
 
 _JOB_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")  # ConfigMap keys; also safe in the sh script
@@ -443,6 +444,61 @@ def ceph_commands_job(
         script=CEPH_CONFIG_SCRIPT + "set -x\n" + "\n".join(lines) + "\n",
     )
     # Cleanup runs after the run is gone, so nobody deletes this Job: let the TTL do it.
+    job["spec"]["ttlSecondsAfterFinished"] = 3600
+    return job
+
+
+# Removes the run's images (CB_IMAGES) from CB_POOL; absent ones are fine. fio pods of a
+# deleted Job may still hold a watch for a few seconds, so `rbd rm` is retried for a while.
+REMOVE_IMAGES_SCRIPT = """\
+for img in ${CB_IMAGES:-}; do
+  tries=0
+  while rbd --name "$user" info "$CB_POOL/$img" > /dev/null 2>&1; do
+    rbd --name "$user" rm --no-progress "$CB_POOL/$img" && break
+    tries=$((tries + 1))
+    [ "$tries" -lt 30 ] || exit 1
+    sleep 2
+  done
+done
+"""
+
+
+def remove_images_job(
+    run: str,
+    pool: str,
+    images: Sequence[str],
+    image: str,
+    ceph_access: CephAccess,
+    *,
+    deadline_seconds: int = 300,
+    image_pull_policy: str = "IfNotPresent",
+    host_network: bool = False,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """A Job removing the run's RBD images: on external clusters nothing else does (on Rook
+    the run's CephBlockPool goes, and its images with it)."""
+    if not images:
+        raise ValueError("no images to remove")
+    job = _fio_job(
+        name=dns_name(run, "rbd", "cleanup"),
+        labels_=labels(run, ROLE_RBD_CLEANUP),
+        configmap="",
+        names=[],
+        node=None,
+        image=image,
+        access=ceph_access,
+        cpu_count=1,
+        memory="256Mi",
+        deadline=deadline_seconds,
+        image_pull_policy=image_pull_policy,
+        host_network=host_network,
+        tolerations=tolerations,
+        extra_env=[
+            {"name": "CB_POOL", "value": pool},
+            {"name": "CB_IMAGES", "value": " ".join(_checked_name(i) for i in images)},
+        ],
+        script=CEPH_CONFIG_SCRIPT + REMOVE_IMAGES_SCRIPT,
+    )
     job["spec"]["ttlSecondsAfterFinished"] = 3600
     return job
 
