@@ -12,8 +12,9 @@ from crimsonbench.plan.steps import image_names
 
 def remove_images(ctx: RunContext) -> None:
     """NotReady until the removal Job has finished; a failed one is reported, not retried
-    (the images are named in the condition, to remove by hand)."""
-    if ctx.spec.target.external is None or ctx.spec.keep_images:
+    (the images are named in the condition, to remove by hand). Done once per run
+    (status.imagesRemoved), so the Job is deleted when it has succeeded."""
+    if ctx.spec.target.external is None or ctx.spec.keep_images or ctx.get("imagesRemoved"):
         return
     images = image_names(ctx.spec)
     job = remove_images_job(
@@ -41,3 +42,5 @@ def remove_images(ctx: RunContext) -> None:
         )
         return
     ctx.condition("ImagesRemoved", True, "Removed", f"{len(images)} RBD images removed")
+    ctx.set(imagesRemoved=True)  # remembered, so the Job can go now
+    ctx.kube.delete_jobs(ns, f"job-name={name}")

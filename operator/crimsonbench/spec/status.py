@@ -85,6 +85,7 @@ class BenchmarkRunStatus(_Model):
     stage: str = Field(default="", description="Reconcile stage (lease, topology, patch, ...).")
     failure: str = Field(default="", description="Why the run fails once the cluster is restored.")
     prefilled: bool = False
+    images_removed: bool = Field(default=False, description="External cluster: images removed.")
     patched_generation: int = Field(default=0, description="CephCluster generation we patched.")
     rollout_since: float = Field(default=0.0, description="When the rollout wait began (epoch s).")
     metrics_source: str = Field(default="", description="metrics.k8s.io, or none.")
