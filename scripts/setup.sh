@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 need=()
 for cmd in ceph-mon:ceph-mon ceph-mgr:ceph-mgr ceph-osd:ceph-osd ceph:ceph-common rbd:ceph-common \
-           fio:fio lscpu:util-linux losetup:mount; do
+           fio:fio lscpu:util-linux losetup:mount promtool:prometheus; do
   command -v "${cmd%%:*}" >/dev/null 2>&1 || need+=("${cmd##*:}")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -15,7 +15,7 @@ if [ "${#need[@]}" -gt 0 ]; then
   echo "setup: installing Debian packages: ${need[*]} (and ceph-base)"
   "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=900 update -q
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=900 \
-    install -y -q ceph-mon ceph-mgr ceph-osd ceph-common ceph-base fio util-linux mount >/dev/null
+    install -y -q ceph-mon ceph-mgr ceph-osd ceph-common ceph-base fio util-linux mount prometheus >/dev/null
 fi
 
 python=${PYTHON:-python3}
