@@ -73,10 +73,10 @@ def expected_labels(target: Target, panel: dict[str, Any]) -> set[str]:
     labels = set(_LEGEND_LABELS.findall(target.legend))
     if target.table:
         for tr in panel.get("transformations", []):
-            opts = tr.get("options", {})
+            opts = tr.get("options") or {}
             labels.update(opts.get("fields", []))
             labels.update(c["targetField"] for c in opts.get("conversions", []))
-        if x := panel.get("options", {}).get("xField"):
+        if x := (panel.get("options") or {}).get("xField"):
             labels.add(x)
     return labels
 

@@ -111,8 +111,9 @@ def render(base: str, at: float, start: float, out: Path) -> int:
     """Draw every panel of every dashboard into one PNG; returns the number of panels."""
     boards = [json.loads((HERE / name).read_text()) for name in DASHBOARDS]
     drawn = [(b, p) for b in boards for p in b["panels"] if p["type"] != "row"]
-    fig = Figure(figsize=(11, 2.6 * len(drawn)))
-    axes = fig.subplots(len(drawn), 1)
+    heights = [0.45 if p["type"] in ("stat", "bargauge") else 1.0 for _, p in drawn]
+    fig = Figure(figsize=(11, 2.8 * sum(heights)))
+    axes = fig.subplots(len(drawn), 1, gridspec_kw={"height_ratios": heights})
     for ax, (board, panel) in zip(axes, drawn, strict=True):
         values = q.resolve_variables(base, board, at)
         draw_panel(ax, panel, _results(base, panel, values, at, start), start)
