@@ -109,7 +109,8 @@ def test_fio_job_is_guaranteed_and_bounded() -> None:
     assert {"name": "CEPH_CONF", "value": "/etc/ceph/ceph.conf"} in container["env"]
     assert container["command"][:2] == ["sh", "-c"]
     assert container["command"][4:] == [j.name for j in step.jobs]
-    assert "taskset" not in json.dumps(job)
+    # the whole fio process is pinned (taskset), its job processes too (cpus_allowed)
+    assert {"name": "CB_CPUS", "value": plan.cpu.client_cpuset} in container["env"]
     assert all(f"cpus_allowed={plan.cpu.client_cpuset}" in j.job_file for j in step.jobs)
     labels = job["metadata"]["labels"]
     assert labels["app.kubernetes.io/name"] == "crimsonbench"

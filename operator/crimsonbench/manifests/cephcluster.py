@@ -291,9 +291,12 @@ def _diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equality that tells 1, 1.0 and True apart (they serialize differently)."""
+    """Equality that tells 1, 1.0 and True apart, and 0.0 from -0.0 (they serialize
+    differently)."""
     if type(a) is not type(b):
         return False
+    if isinstance(a, float):
+        return repr(a) == repr(b)
     if isinstance(a, Mapping):
         return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple):

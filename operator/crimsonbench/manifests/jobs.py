@@ -7,7 +7,7 @@ not retried behind the operator's back), activeDeadlineSeconds = fio runtime + r
 grace, no ttlSecondsAfterFinished (the operator reads the log, then deletes the Job), no
 service account token, non-root (uid/gid 167, the `ceph` user of Ceph's images), no
 privilege escalation, all capabilities dropped, RuntimeDefault seccomp. fio's
-cpus_allowed (in the job file) does the pinning; no taskset, no extra capability.
+cpus_allowed (in the job file) and taskset pin fio; no extra capability needed.
 
 fio results travel through the pod log: the container prints each fio JSON file between
 `==> <job>.json <==` delimiter lines once every fio process has ended (parse_step_log
@@ -287,10 +287,14 @@ done
 """
 
 # Runs after CEPH_CONFIG_SCRIPT. "$@" are the job names; one fio per job file, in parallel.
+# CB_CPUS (a step's client CPU set) pins each whole fio process, as local mode does: the
+# job files' cpus_allowed pins only the job processes, not fio's own main thread.
 FIO_SCRIPT = f"""\
+pin=""
+if [ -n "${{CB_CPUS:-}}" ]; then pin="taskset -c $CB_CPUS"; fi
 pids=""
 for name in "$@"; do
-  fio --output-format=json --output="{RESULTS_DIR}/$name.json" "{JOBS_DIR}/$name.fio" \\
+  $pin fio --output-format=json --output="{RESULTS_DIR}/$name.json" "{JOBS_DIR}/$name.fio" \\
     > "{RESULTS_DIR}/$name.log" 2>&1 &
   pids="$pids $!"
 done
@@ -352,6 +356,7 @@ def fio_step_job(
         image_pull_policy=image_pull_policy,
         host_network=host_network,
         tolerations=tolerations,
+        extra_env=[{"name": "CB_CPUS", "value": cpus}],
     )
 
 
