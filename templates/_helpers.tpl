@@ -1,0 +1,86 @@
+{{/* Names and labels shared by every template. */}}
+
+{{- define "crimsonbench.name" -}}
+{{- .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* <release> when it contains the chart name, else <release>-<chart>. */}}
+{{- define "crimsonbench.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 54 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 54 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The operator's objects: Deployment, ServiceAccount, RBAC, Service (<fullname>-operator). */}}
+{{- define "crimsonbench.operatorName" -}}
+{{- printf "%s-operator" (include "crimsonbench.fullname" .) -}}
+{{- end -}}
+
+{{- define "crimsonbench.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "crimsonbench.operatorName" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "crimsonbench.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "crimsonbench.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{- define "crimsonbench.labels" -}}
+{{ include "crimsonbench.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: crimsonbench
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The `release` label kube-prometheus-stack selects on, plus the object's own labels. */}}
+{{- define "crimsonbench.monitoringLabels" -}}
+{{- with .root.Values.metrics.prometheusRelease }}
+release: {{ . | quote }}
+{{- end }}
+{{- with .extra }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "crimsonbench.peering" -}}
+{{- if gt (int .Values.replicas) 1 -}}
+{{- default (include "crimsonbench.fullname" .) .Values.kopf.peeringName -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "crimsonbench.image" -}}
+{{- printf "%s:%s" .repository (default .appVersion .tag) -}}
+{{- end -}}
+
+{{/* kopf run's arguments (the container command is kopf, or a shell for the priority). */}}
+{{- define "crimsonbench.kopfArgs" -}}
+- run
+- -m
+- crimsonbench.controller.main
+{{- if .Values.watchNamespace }}
+- --namespace={{ .Values.watchNamespace }}
+{{- else }}
+- --all-namespaces
+{{- end }}
+{{- with include "crimsonbench.peering" . }}
+- --peering={{ . }}
+{{- else }}
+- --standalone
+{{- end }}
+- --liveness=http://0.0.0.0:{{ .Values.health.port }}/healthz
+- --log-format={{ .Values.kopf.logFormat }}
+{{- if .Values.kopf.verbose }}
+- --verbose
+{{- end }}
+{{- range .Values.kopf.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
