@@ -33,7 +33,11 @@ RUN python3 -m venv /opt/crimsonbench \
 FROM ${BASE} AS operator
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/* \
+ && echo 'crimsonbench:x:65532:65532::/nonexistent:/usr/sbin/nologin' >> /etc/passwd \
+ && echo 'crimsonbench:x:65532:' >> /etc/group
+# A passwd entry for the uid: kopf names itself after the user (getpass.getuser()), which
+# fails for a uid without one (found by the real-node e2e).
 COPY --from=operator-build /opt/crimsonbench /opt/crimsonbench
 ENV PATH=/opt/crimsonbench/bin:$PATH \
     PYTHONUNBUFFERED=1 \

@@ -32,8 +32,14 @@ _state: dict[str, Any] = {}
 @kopf.on.login()
 def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     """In-cluster service account first, else the kubeconfig named by KUBECONFIG now
-    (the kubernetes library reads KUBECONFIG once, at import)."""
-    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    (the kubernetes library reads KUBECONFIG once, at import).
+
+    In-cluster goes through the kubernetes client, which honours KUBERNETES_SERVICE_HOST
+    and _PORT; kopf's own service-account login always dials kubernetes.default.svc, a
+    name a hostNetwork pod cannot resolve (found by the real-node e2e)."""
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return kopf.login_via_client(**kwargs)
+    return kopf.login_with_kubeconfig(**kwargs)
 
 
 def _load_client_config() -> None:
