@@ -1,5 +1,5 @@
 # The two commands of the README. Both install what they need first.
-.PHONY: demo test lint
+.PHONY: demo test lint manifests
 
 demo:  ## run the quick example against a throwaway local Ceph cluster
 	./scripts/setup.sh
@@ -8,3 +8,7 @@ demo:  ## run the quick example against a throwaway local Ceph cluster
 test:  ## the whole test suite: static checks, unit, property and real-Ceph tests
 	./scripts/setup.sh
 	./scripts/test.sh
+
+manifests:  ## regenerate files derived from others (CRD, chart RBAC, plain manifests)
+	.venv/bin/python -m crimsonbench.spec.crd > crds/benchmarkrun.yaml
+	e2e/render-manifests.sh

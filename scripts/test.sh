@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"
 status=0
-echo "== ruff";          ruff check operator tests bench e2e || status=1
+echo "== ruff";          ruff check operator tests bench e2e dashboards || status=1
 echo "== mypy";          mypy || status=1
 echo "== import-linter"; lint-imports || status=1
 echo "== pytest"
