@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Install what crimsonbench needs on a fresh Debian machine, idempotently:
-# Ceph (mon, mgr, osd, client tools) and fio from Debian, then the Python package in .venv.
+# Ceph (mon, mgr, osd, client tools) and fio from Debian, prometheus (dashboard tests),
+# containerd + runc (the real-node e2e's kubelet), podman + debootstrap (its images), then
+# the Python package in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 for cmd in ceph-mon:ceph-mon ceph-mgr:ceph-mgr ceph-osd:ceph-osd ceph:ceph-common rbd:ceph-common \
-           fio:fio lscpu:util-linux losetup:mount promtool:prometheus; do
+           fio:fio lscpu:util-linux losetup:mount promtool:prometheus \
+           containerd:containerd runc:runc podman:podman debootstrap:debootstrap; do
   command -v "${cmd%%:*}" >/dev/null 2>&1 || need+=("${cmd##*:}")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -15,7 +18,8 @@ if [ "${#need[@]}" -gt 0 ]; then
   echo "setup: installing Debian packages: ${need[*]} (and ceph-base)"
   "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=900 update -q
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=900 \
-    install -y -q ceph-mon ceph-mgr ceph-osd ceph-common ceph-base fio util-linux mount prometheus >/dev/null
+    install -y -q ceph-mon ceph-mgr ceph-osd ceph-common ceph-base fio util-linux mount prometheus \
+    containerd runc podman debootstrap >/dev/null
 fi
 
 python=${PYTHON:-python3}

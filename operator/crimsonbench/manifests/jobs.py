@@ -393,6 +393,8 @@ def prefill_job(
             {"name": "CB_IMAGES", "value": " ".join(_checked_name(i) for i in plan.images)},
             {"name": "CB_IMAGE_BYTES", "value": str(size_bytes(spec.client.image_size))},
         ]
+    if plan.cpu.client_cpuset:  # pinned like the steps: prefill shares the node with the OSDs
+        env.append({"name": "CB_CPUS", "value": plan.cpu.client_cpuset})
     return _fio_job(
         name=prefill_job_name(run),
         labels_=labels(run, "prefill", None, node),
