@@ -20,6 +20,7 @@ from typing import Any
 import kubernetes.client
 import pytest
 from harness import (
+    ENVIRONMENTAL,
     ROOK_VERSION,
     BinariesUnavailable,
     ControlPlane,
@@ -30,17 +31,6 @@ from harness import (
 ROOT = Path(__file__).resolve().parents[1]
 CRD_PATH = ROOT / "crds" / "benchmarkrun.yaml"
 
-# The build failed because of the machine, not the script: skipping is right there.
-_ENVIRONMENTAL = (
-    "dial tcp",
-    "no such host",
-    "connection refused",
-    "i/o timeout",
-    "TLS handshake timeout",
-    "403 Forbidden",
-    "no space left on device",
-    "Go is not installed",
-)
 
 SUMMARY: dict[str, Any] = {}
 
@@ -85,7 +75,7 @@ def control_plane() -> Iterator[ControlPlane]:
     try:
         bin_dir = ensure_binaries()
     except BinariesUnavailable as exc:
-        if any(m in str(exc) for m in _ENVIRONMENTAL):
+        if any(m in str(exc) for m in ENVIRONMENTAL):
             _skip(f"no Kubernetes control plane on this machine: {exc}")
         raise
     t0 = time.monotonic()

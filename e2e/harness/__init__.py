@@ -1,6 +1,7 @@
 """Test harness for a real Kubernetes control plane (no kubelet, no registry)."""
 
 from harness.controlplane import (
+    ENVIRONMENTAL,
     BinariesUnavailable,
     ControlPlane,
     NotReadyError,
@@ -9,6 +10,7 @@ from harness.controlplane import (
 from harness.rook import ROOK_VERSION, RookUnavailable, rook_crds_yaml
 
 __all__ = [
+    "ENVIRONMENTAL",
     "ROOK_VERSION",
     "BinariesUnavailable",
     "ControlPlane",

@@ -48,6 +48,20 @@ SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 NODE_NAME = "localhost"  # the kubelet's node name: logs and exec reach it on loopback
 
 
+# Substrings of build errors caused by the machine (no Go, no module proxy, full disk), not
+# by our scripts: tests skip on these, with the reason printed, and fail on anything else.
+ENVIRONMENTAL = (
+    "Go is not installed",
+    "dial tcp",
+    "no such host",
+    "connection refused",
+    "i/o timeout",
+    "TLS handshake timeout",
+    "403 Forbidden",
+    "no space left on device",
+)
+
+
 class BinariesUnavailable(RuntimeError):
     """The control-plane binaries are not built and cannot be built on this machine."""
 

@@ -26,6 +26,7 @@ from crimsonbench.local.cluster import LocalCluster
 from crimsonbench.plan.types import OsdCpus
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec
 from harness.controlplane import REPO, BinariesUnavailable, ControlPlane, ensure_binaries, free_port
+from harness.helm import ensure_helm
 from harness.images import (
     FIO_IMAGE,
     OPERATOR_IMAGE,
@@ -60,12 +61,10 @@ def prerequisites() -> str:
 
 
 def helm_binary() -> Path:
-    proc = subprocess.run(
-        ["bash", str(REPO / "e2e" / "build-helm.sh")], capture_output=True, text=True, check=False
-    )
-    if proc.returncode != 0:
-        raise StackUnavailable(f"helm cannot be built here: {proc.stderr.strip()[-500:]}")
-    return Path(proc.stdout.strip().splitlines()[-1])
+    try:
+        return ensure_helm()
+    except RuntimeError as exc:
+        raise StackUnavailable(f"helm cannot be built here: {str(exc)[-500:]}") from exc
 
 
 def render_chart(values: dict[str, Any], namespace: str) -> list[dict[str, Any]]:

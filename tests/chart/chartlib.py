@@ -4,7 +4,6 @@ with the reason printed, only when Go is missing or the proxy cannot be reached.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -22,40 +21,12 @@ CACHE = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crim
 FULL_VALUES = Path(__file__).with_name("values-full.yaml")
 PROMETHEUS_OPERATOR_VERSION = "v0.85.0"
 
-# The build failed because of the machine (no Go, no proxy), not because of the script.
-_ENVIRONMENTAL = (
-    "Go is not installed",
-    "dial tcp",
-    "no such host",
-    "connection refused",
-    "i/o timeout",
-    "TLS handshake timeout",
-    "403 Forbidden",
-    "no space left on device",
-)
-
 Render = Callable[..., list[dict[str, Any]]]
 
 
 def _skip(reason: str) -> None:
     print(f"\ntests/chart skipped: {reason}", file=sys.stderr)
     pytest.skip(reason)
-
-
-def ensure_helm(timeout: float = 30 * 60) -> Path:
-    """The helm binary, built once per machine (one build at a time)."""
-    if shutil.which("go") is None and not any(CACHE.glob("helm/*/bin/helm")):
-        raise RuntimeError("Go is not installed, so helm cannot be built (e2e/build-helm.sh)")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / "helm-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        proc = subprocess.run(
-            ["bash", str(ROOT / "e2e" / "build-helm.sh")],
-            capture_output=True, text=True, timeout=timeout, check=False,
-        )  # fmt: skip
-    if proc.returncode != 0:
-        raise RuntimeError(f"e2e/build-helm.sh failed (rc={proc.returncode}): {proc.stderr}")
-    return Path(proc.stdout.strip().splitlines()[-1])
 
 
 def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:

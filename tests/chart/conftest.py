@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 import yaml
-from chartlib import _ENVIRONMENTAL, Render, _skip, ensure_helm, run_helm
+from chartlib import Render, _skip, run_helm
+from harness.controlplane import ENVIRONMENTAL
+from harness.helm import ensure_helm
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +18,7 @@ def helm() -> Path:
     try:
         return ensure_helm()
     except RuntimeError as exc:
-        if any(m in str(exc) for m in _ENVIRONMENTAL):
+        if any(m in str(exc) for m in ENVIRONMENTAL):
             _skip(f"no helm on this machine: {exc}")
         raise
 

@@ -255,14 +255,21 @@ def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> Non
         assert value == pytest.approx(results[labels["step"]].fio.iops, rel=1e-9)
         assert labels["backend"] == "memstore" and labels["namespace"] == RUN_NS
 
-    # Delete the run: no pod, Job or RBD image left, the lease released.
+    # Finished: every Job it made is gone already (steps, probe, image removal), and so
+    # are the RBD images (external cluster: nothing else removes them).
+    for ns in (RUN_NS, OPERATOR_NS):
+        left = [j.metadata.name for j in s.batch.list_namespaced_job(ns).items]
+        assert left == [], (ns, left)
+    assert s.ceph.cli.rbd("ls", POOL).split() == []
+
+    # Delete the run: no pod, Job or RBD image left.
     s.custom.delete_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, RUN)
     wait_for("run deleted", lambda: not _exists(s), 180, s)
     wait_for("pods gone", lambda: not _leftover_pods(s), 120, s)
     for ns in (RUN_NS, OPERATOR_NS):
         assert s.batch.list_namespaced_job(ns).items == [], ns
     assert s.ceph.cli.ceph("osd", "pool", "ls").split() == [POOL]
-    assert s.ceph.cli.run("rbd", "ls", POOL).split() == []
+    assert s.ceph.cli.rbd("ls", POOL).split() == []
 
 
 def _exists(s: Stack) -> bool:

@@ -43,4 +43,4 @@ def remove_images(ctx: RunContext) -> None:
         return
     ctx.condition("ImagesRemoved", True, "Removed", f"{len(images)} RBD images removed")
     ctx.set(imagesRemoved=True)  # remembered, so the Job can go now
-    ctx.kube.delete_jobs(ns, f"job-name={name}")
+    ctx.kube.delete_job(ns, name)

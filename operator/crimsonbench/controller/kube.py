@@ -144,6 +144,14 @@ class Kube:
         pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
         return str(self.core.read_namespaced_pod_log(pod.metadata.name, namespace))
 
+    def delete_job(self, namespace: str, name: str) -> None:
+        """One Job by name, its pods with it (`job-name` labels only the pods, not Jobs)."""
+        try:
+            self.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
+        except ApiException as exc:
+            if not _missing(exc):
+                raise
+
     def delete_jobs(self, namespace: str, selector: str) -> int:
         jobs = self.batch.list_namespaced_job(namespace, label_selector=selector).items
         for job in jobs:

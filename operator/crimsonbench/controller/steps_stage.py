@@ -136,7 +136,7 @@ def run_steps(ctx: RunContext, plan: RunPlan) -> None:
         result = _finish_step(ctx, step, log_text)
         results[step.id] = result
         _store(ctx, results, len(plan.steps))  # stored before the Job goes: never run twice
-        ctx.kube.delete_jobs(jobs_namespace(ctx), f"job-name={body['metadata']['name']}")
+        ctx.kube.delete_job(jobs_namespace(ctx), body["metadata"]["name"])
         note = state.record(step, result)
         if note:
             ctx.logger.info("%s", note)

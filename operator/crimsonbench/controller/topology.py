@@ -60,7 +60,7 @@ def node_topologies(ctx: RunContext, nodes: list[str]) -> dict[str, Topology]:
             text = ctx.kube.job_log(ns, job_name)
             out[node] = parse_lscpu_json(text)  # ParseError names the command to run
             ctx.kube.ensure_configmap(ns, cache_configmap(node, text))
-            ctx.kube.delete_jobs(ns, f"job-name={job_name}")  # cached: the Job is done with
+            ctx.kube.delete_job(ns, job_name)  # cached: the Job is done with
             continue
         waiting.append(node)
     if waiting:

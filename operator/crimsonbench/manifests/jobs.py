@@ -434,23 +434,46 @@ def ceph_commands_job(
     lines = [
         'ceph --name "$user" ' + " ".join(shlex.quote(str(a)) for a in cmd) for cmd in commands
     ]
+    return _maintenance_job(
+        dns_name(run, "ceph", purpose),
+        labels(run, f"ceph-{purpose}"),
+        CEPH_CONFIG_SCRIPT + "set -x\n" + "\n".join(lines) + "\n",
+        image,
+        ceph_access,
+        deadline_seconds=deadline_seconds,
+        image_pull_policy=image_pull_policy,
+        host_network=host_network,
+        tolerations=tolerations,
+    )
+
+
+def _maintenance_job(
+    name: str,
+    labels_: dict[str, str],
+    script: str,
+    image: str,
+    access: CephAccess,
+    *,
+    env: Sequence[dict[str, Any]] = (),
+    **pod: Any,
+) -> dict[str, Any]:
+    """A one-CPU Job running `script` against Ceph, outside any step. It outlives the run's
+    other Jobs (e.g. cleanup after the run is gone), so nobody deletes it: the TTL does."""
     job = _fio_job(
-        name=dns_name(run, "ceph", purpose),
-        labels_=labels(run, f"ceph-{purpose}"),
+        name=name,
+        labels_=labels_,
         configmap="",
         names=[],
         node=None,
         image=image,
-        access=ceph_access,
+        access=access,
         cpu_count=1,
         memory="256Mi",
-        deadline=deadline_seconds,
-        image_pull_policy=image_pull_policy,
-        host_network=host_network,
-        tolerations=tolerations,
-        script=CEPH_CONFIG_SCRIPT + "set -x\n" + "\n".join(lines) + "\n",
+        deadline=pod.pop("deadline_seconds"),
+        extra_env=env,
+        script=script,
+        **pod,
     )
-    # Cleanup runs after the run is gone, so nobody deletes this Job: let the TTL do it.
     job["spec"]["ttlSecondsAfterFinished"] = 3600
     return job
 
@@ -486,28 +509,21 @@ def remove_images_job(
     the run's CephBlockPool goes, and its images with it)."""
     if not images:
         raise ValueError("no images to remove")
-    job = _fio_job(
-        name=dns_name(run, "rbd", "cleanup"),
-        labels_=labels(run, ROLE_RBD_CLEANUP),
-        configmap="",
-        names=[],
-        node=None,
-        image=image,
-        access=ceph_access,
-        cpu_count=1,
-        memory="256Mi",
-        deadline=deadline_seconds,
-        image_pull_policy=image_pull_policy,
-        host_network=host_network,
-        tolerations=tolerations,
-        extra_env=[
+    return _maintenance_job(
+        dns_name(run, "rbd", "cleanup"),
+        labels(run, ROLE_RBD_CLEANUP),
+        CEPH_CONFIG_SCRIPT + REMOVE_IMAGES_SCRIPT,
+        image,
+        ceph_access,
+        env=[
             {"name": "CB_POOL", "value": pool},
             {"name": "CB_IMAGES", "value": " ".join(_checked_name(i) for i in images)},
         ],
-        script=CEPH_CONFIG_SCRIPT + REMOVE_IMAGES_SCRIPT,
+        deadline_seconds=deadline_seconds,
+        image_pull_policy=image_pull_policy,
+        host_network=host_network,
+        tolerations=tolerations,
     )
-    job["spec"]["ttlSecondsAfterFinished"] = 3600
-    return job
 
 
 def prefill_deadline_seconds(
