@@ -175,6 +175,7 @@ def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
 def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> None:
     s = stack
     first_operator = s.wait_operator_ready(timeout=60).metadata.name
+    pools_before = s.ceph.cli.ceph("osd", "pool", "ls").split()
     watcher = Watcher(s)
     watcher.start()
     t0 = time.monotonic()
@@ -268,7 +269,7 @@ def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> Non
     wait_for("pods gone", lambda: not _leftover_pods(s), 120, s)
     for ns in (RUN_NS, OPERATOR_NS):
         assert s.batch.list_namespaced_job(ns).items == [], ns
-    assert s.ceph.cli.ceph("osd", "pool", "ls").split() == [POOL]
+    assert s.ceph.cli.ceph("osd", "pool", "ls").split() == pools_before
     assert s.ceph.cli.rbd("ls", POOL).split() == []
 
 
