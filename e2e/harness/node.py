@@ -15,8 +15,9 @@ The settings that make Debian's containerd 1.6 + runc 1.1 and kubelet 1.36 work 
   node; the API server reaches it for logs without client certificates).
 
 Host state the kubelet changes is recorded first and put back at teardown: the sysctls
-vm.overcommit_memory, kernel.panic, kernel.panic_on_oops, and the directories it creates
-(/var/lib/kubelet, /var/log/containers, /var/log/pods, /run/containerd, ...). Containers
+vm.overcommit_memory, kernel.panic, kernel.panic_on_oops, the directories it creates
+(/var/lib/kubelet, /var/log/containers, /var/log/pods, /run/containerd, ...) and the
+containers' cgroups (/sys/fs/cgroup/<controller>/k8s.io/...). Containers
 are killed through containerd before it stops; leftover mounts under our directories are
 unmounted. containerd's content store lives in the cache (imported images survive runs).
 """
@@ -71,7 +72,21 @@ def host_state() -> dict[str, object]:
     """What a node could leave changed: sysctls, paths, mounts under /var/lib/kubelet."""
     sysctls = {s: Path("/proc/sys", s).read_text().strip() for s in SYSCTLS}
     paths = {p: os.path.lexists(p) for p in HOST_PATHS}
-    return {"sysctls": sysctls, "paths": paths, "mounts": sorted(_mounts_under("/var/lib/kubelet"))}
+    return {
+        "sysctls": sysctls,
+        "paths": paths,
+        "mounts": sorted(_mounts_under("/var/lib/kubelet")),
+        "cgroups": _pod_cgroups(),
+    }
+
+
+def _pod_cgroups() -> list[str]:
+    """cgroup v1 directories containerd creates for the k8s.io namespace's containers."""
+    out = []
+    for top in sorted(Path("/sys/fs/cgroup").glob("*/k8s.io")):
+        out.append(str(top))
+        out.extend(str(d) for d in sorted(top.iterdir()) if d.is_dir())
+    return out
 
 
 def _mounts_under(prefix: str) -> list[str]:
@@ -155,6 +170,10 @@ class Node:
         for name, value in self.before["sysctls"].items():  # type: ignore[attr-defined]
             with contextlib.suppress(OSError):
                 Path("/proc/sys", name).write_text(value)
+        # deepest first; a cgroup directory goes with rmdir once no task is left in it
+        for cg in sorted(set(_pod_cgroups()) - set(self.before["cgroups"]), reverse=True):  # type: ignore[arg-type]
+            with contextlib.suppress(OSError):
+                os.rmdir(cg)
         for path, existed in self.before["paths"].items():  # type: ignore[attr-defined]
             if not existed and os.path.lexists(path):
                 shutil.rmtree(path, ignore_errors=True)
