@@ -255,6 +255,9 @@ def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> Non
     for labels, value in iops_series:
         assert value == pytest.approx(results[labels["step"]].fio.iops, rel=1e-9)
         assert labels["backend"] == "memstore" and labels["namespace"] == RUN_NS
+    durations = [v for labels, v in metrics["crimsonbench_step_duration_seconds"]
+                 if labels["run"] == RUN]  # fmt: skip
+    assert len(durations) == 6 and all(4 <= d < 120 for d in durations), durations  # 3 s + 1 s
 
     # Finished: every Job it made is gone already (steps, probe, image removal), and so
     # are the RBD images (external cluster: nothing else removes them).

@@ -65,6 +65,19 @@ def prepare_and_check_data(c: LocalCluster) -> None:
     assert c.cli.ceph_json("balancer", "status")["active"] is False
 
 
+def running_config(c: LocalCluster, who: str, key: str, timeout: float = 30.0) -> str:
+    """`ceph config show` (the daemon's running value) answers ENOENT until the mgr has the
+    daemon's report, a few seconds after bring-up: ask again until it knows."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return c.cli.ceph("config", "show", who, key)
+        except ExecutionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
 # A startup-only option and a command from "the plan": both must be in place when the
 # OSDs boot, without a restart.
 SETUP = CephSetup(
@@ -138,7 +151,7 @@ def test_bluestore_on_file_with_ssd_settings(record: Record, nothing_left: Check
         root, pids = c.layout.root, c.pids()
         assert (root / "osd.0" / "block").is_file()  # bluestore created its own file
         # force_ssd: SSD defaults although the VM disk reports rotational (hdd: 65536)
-        deferred = c.cli.ceph("config", "show", "osd.0", "bluestore_prefer_deferred_size")
+        deferred = running_config(c, "osd.0", "bluestore_prefer_deferred_size")
         assert deferred.strip() == "0"
         prepare_and_check_data(c)
     record(c)

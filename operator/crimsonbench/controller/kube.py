@@ -137,6 +137,18 @@ class Kube:
                 return "failed"
         return "running"
 
+    def job_seconds(self, namespace: str, name: str) -> float:
+        """Wall time of a finished Job (startTime -> completionTime); 0 when unknown."""
+        try:
+            st = self.batch.read_namespaced_job_status(name, namespace).status
+        except ApiException as exc:
+            if _missing(exc):
+                return 0.0
+            raise
+        if st is None or st.start_time is None or st.completion_time is None:
+            return 0.0
+        return float((st.completion_time - st.start_time).total_seconds())
+
     def job_log(self, namespace: str, name: str) -> str:
         pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items
         if not pods:

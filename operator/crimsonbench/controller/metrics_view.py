@@ -50,6 +50,11 @@ class RunsView:
             phase=phase,
             steps_total=int(ctx.get("stepsTotal") or 0),
             steps=cached[1],
+            step_seconds={
+                r.step_id: float(r.extra["wall_seconds"])
+                for r in cached[1]
+                if r.extra.get("wall_seconds")
+            },
             failures=1 if phase == Phase.FAILED else 0,
             current_step=current,
             last_progress=self._progressed(key, (phase.value, done, current)),

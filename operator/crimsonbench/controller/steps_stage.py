@@ -94,7 +94,7 @@ def _store(ctx: RunContext, results: dict[str, StepResult], total: int) -> None:
     )
 
 
-def _finish_step(ctx: RunContext, step: Step, log_text: str) -> StepResult:
+def _finish_step(ctx: RunContext, step: Step, log_text: str, wall_seconds: float) -> StepResult:
     outputs = job_manifests.parse_step_log(log_text)
     jobs = [j for text in outputs.values() for j in parse_fio_json(text)]
     fio = combine(jobs)
@@ -107,7 +107,8 @@ def _finish_step(ctx: RunContext, step: Step, log_text: str) -> StepResult:
         step.repeat,
         fio,
         resources,
-        extra={"metrics_source": source},
+        # the Job's start -> completion, as local mode's wall time of a step
+        extra={"metrics_source": source, "wall_seconds": round(wall_seconds, 3)},
     )
 
 
@@ -133,7 +134,8 @@ def run_steps(ctx: RunContext, plan: RunPlan) -> None:
         cm = job_manifests.fio_jobs_configmap(ctx.name, step, namespace=access.namespace)
         what = f"step {index}/{len(plan.steps)} {step.id}"
         log_text = _await_job(ctx, body, cm, what, sample=True)
-        result = _finish_step(ctx, step, log_text)
+        wall = ctx.kube.job_seconds(jobs_namespace(ctx), body["metadata"]["name"])
+        result = _finish_step(ctx, step, log_text, wall)
         results[step.id] = result
         _store(ctx, results, len(plan.steps))  # stored before the Job goes: never run twice
         ctx.kube.delete_job(jobs_namespace(ctx), body["metadata"]["name"])
