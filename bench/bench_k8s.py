@@ -6,7 +6,8 @@
   connect, log read and parse, results write. Goal < 5 s. (The first step is left out: its
   interval starts with the prefill.)
 - fidelity: IOPS of each step's fio in the pod / IOPS of the same job files run by fio on
-  this host (pinned to the same CPU with taskset) against the same cluster. Interleaved:
+  this host (pinned to the same CPU with taskset, the pods' ceph.conf) against the same
+  cluster. Interleaved:
   pod sweep, host sweep, pod sweep, host sweep, ... (--rounds), as the machine is noisy.
 
     .venv/bin/python bench/bench_k8s.py [--rounds 2] [--runtime 5]
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT / "e2e"))
 from harness.stack import KEYRING_SECRET, POOL, RUN_NS, Stack, e2e_stack  # noqa: E402
 
 from crimsonbench.local.topology_probe import local_topology  # noqa: E402
+from crimsonbench.manifests.jobs import CLIENT_OPTIONS  # noqa: E402
 from crimsonbench.manifests.results import read_results_configmaps  # noqa: E402
 from crimsonbench.plan.build import build_plan  # noqa: E402
 from crimsonbench.results.fio_json import combine, parse_fio_json  # noqa: E402
@@ -87,9 +89,16 @@ def pod_sweep(s: Stack, name: str, body: dict[str, Any]) -> tuple[dict[str, floa
 def host_sweep(s: Stack, body: dict[str, Any]) -> dict[str, float]:
     """The plan's own job files, run by fio on this host, one step at a time."""
     plan = build_plan("host", validate_spec(body), local_topology())
-    env = {**os.environ, **s.ceph.client_conf().env}
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        # the ceph.conf the pods write (CEPH_CONFIG_SCRIPT), so only pod vs host differs
+        conf = Path(tmp) / "ceph.conf"
+        client = "\n".join(f"{k} = {v}" for k, v in CLIENT_OPTIONS.items())
+        conf.write_text(
+            f"[global]\nmon_host = [{s.ceph.mon_addr}]\n"
+            f"keyring = {s.ceph.client_conf().keyring}\n\n[client]\n{client}\n"
+        )
+        env = {**os.environ, "CEPH_CONF": str(conf)}
         for step in plan.steps:
             docs = []
             procs = []
