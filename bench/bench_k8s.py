@@ -86,7 +86,15 @@ def pod_sweep(s: Stack, name: str, body: dict[str, Any]) -> tuple[dict[str, floa
     return iops, [b - a for a, b in zip(marks, marks[1:], strict=False)]
 
 
-def host_sweep(s: Stack, body: dict[str, Any]) -> dict[str, float]:
+HOST_CGROUP = Path("/sys/fs/cgroup/cpu/crimsonbench-host-fio")
+
+
+def _own_cgroup() -> None:
+    """In the child before exec: into a cpu cgroup of its own, as a pod's container is."""
+    (HOST_CGROUP / "tasks").write_text(str(os.getpid()))
+
+
+def host_sweep(s: Stack, body: dict[str, Any], own_cgroup: bool = False) -> dict[str, float]:
     """The plan's own job files, run by fio on this host, one step at a time."""
     plan = build_plan("host", validate_spec(body), local_topology())
     out: dict[str, float] = {}
@@ -107,7 +115,8 @@ def host_sweep(s: Stack, body: dict[str, Any]) -> dict[str, float]:
                 path.write_text(job.job_file)
                 procs.append(subprocess.Popen(
                     ["taskset", "-c", CLIENT_CPU, "fio", "--output-format=json", str(path)],
-                    stdout=subprocess.PIPE, text=True, env=env))  # fmt: skip
+                    stdout=subprocess.PIPE, text=True, env=env,
+                    preexec_fn=_own_cgroup if own_cgroup else None))  # fmt: skip
             for proc in procs:
                 text, _ = proc.communicate(timeout=600)
                 docs.extend(parse_fio_json(text))
@@ -120,7 +129,14 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--runtime", type=int, default=5)
     ap.add_argument("--ramp", type=int, default=1)
+    ap.add_argument(
+        "--host-cgroup",
+        action="store_true",
+        help="run the host fio in a cpu cgroup of its own (cgroup v1), like a pod",
+    )
     args = ap.parse_args()
+    if args.host_cgroup:
+        HOST_CGROUP.mkdir(exist_ok=True)
     with e2e_stack() as s:
         print(f"# stack up: {json.dumps({k: round(v, 1) for k, v in s.timings.items()})}")
         body = spec(f"[{s.ceph.mon_addr}]", args.runtime, args.ramp)
@@ -128,13 +144,15 @@ def main() -> None:
         ratios: list[float] = []
         for r in range(args.rounds):
             pods, intervals = pod_sweep(s, f"bench-{r}", body)
-            host = host_sweep(s, body)
+            host = host_sweep(s, body, own_cgroup=args.host_cgroup)
             step_overheads = [i - args.runtime - args.ramp for i in intervals]
             overheads += step_overheads
             round_ratios = [pods[k] / host[k] for k in pods if host.get(k)]
             ratios += round_ratios
             print(f"round {r}: overhead/step " + " ".join(f"{o:.2f}" for o in step_overheads)
                   + " s; pod/host IOPS " + " ".join(f"{x:.3f}" for x in round_ratios))  # fmt: skip
+    if args.host_cgroup:
+        HOST_CGROUP.rmdir()
     print(f"\n## bench_k8s on {platform.node()} ({os.cpu_count()} CPUs), "
           f"runtime {args.runtime}s + ramp {args.ramp}s, {args.rounds} rounds")  # fmt: skip
     print("| figure | median | min | max | goal |")
