@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import kubernetes.client
+import psutil
 import yaml
 
 from harness.controlplane import (
@@ -153,6 +154,7 @@ class Node:
         for c in reversed(self._components):
             c.stop()
         self._components.clear()
+        self._kill_shims()
         for d in (getattr(self, "dir", None),):
             if d is not None:
                 for target in reversed(_mounts_under(str(d))):
@@ -160,6 +162,19 @@ class Node:
         self._restore_host()
         if getattr(self, "dir", None) is not None and self.dir.exists() and not self.keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _kill_shims(self) -> None:
+        """containerd's shims daemonize (own session): any left, with the containers under
+        them, would keep ports and cgroups busy after us. Killed with their children."""
+        if getattr(self, "socket", None) is None:
+            return
+        for proc in psutil.process_iter(["cmdline"]):
+            cmd = proc.info.get("cmdline") or []
+            if any(str(self.socket) in part for part in cmd) and "containerd-shim" in " ".join(cmd):
+                with contextlib.suppress(psutil.Error):
+                    for child in proc.children(recursive=True):
+                        child.kill()
+                    proc.kill()
 
     def _restore_host(self) -> None:
         if not self.before:

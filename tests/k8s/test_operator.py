@@ -37,7 +37,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-METRICS_PORT = _free_port()
+@pytest.fixture()
+def metrics_port() -> int:
+    """Chosen when the operator starts, not at import: a port free at collection time may
+    be taken by the time a module runs (other tests run for minutes in between)."""
+    return _free_port()
+
 
 # An input document shaped like Rook's deploy/examples/cluster.yaml.
 CEPHCLUSTER: dict[str, Any] = {
@@ -134,12 +139,16 @@ def cephcluster(admin: kubernetes.client.ApiClient) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture()
 def operator(
-    control_plane: ControlPlane, admin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    control_plane: ControlPlane,
+    admin: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    metrics_port: int,
 ) -> Callable[[], KopfRunner]:
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig(tmp_path / "kc", token)))
     monkeypatch.setenv("CRIMSONBENCH_OPERATOR_NAMESPACE", OP_NS)
-    monkeypatch.setenv("CRIMSONBENCH_METRICS_PORT", str(METRICS_PORT))
+    monkeypatch.setenv("CRIMSONBENCH_METRICS_PORT", str(metrics_port))
 
     def start() -> KopfRunner:
         return KopfRunner(
@@ -167,7 +176,10 @@ def get_cluster(api: Any) -> dict[str, Any]:
 
 
 def test_patch_wait_restart_and_delete_restores_byte_for_byte(
-    admin: Any, cephcluster: dict[str, Any], operator: Callable[[], KopfRunner]
+    admin: Any,
+    cephcluster: dict[str, Any],
+    operator: Callable[[], KopfRunner],
+    metrics_port: int,
 ) -> None:
     custom = kubernetes.client.CustomObjectsApi(admin)
     original = json.dumps(cephcluster["spec"], sort_keys=True)
@@ -181,7 +193,7 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
             ),
         )
         patched = get_cluster(admin)
-        scrape = urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10)
+        scrape = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
         metrics = scrape.read().decode()
     assert runner.exit_code == 0, runner.output
     cfg = patched["spec"]["cephConfig"]
