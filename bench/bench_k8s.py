@@ -75,9 +75,10 @@ def pod_sweep(s: Stack, name: str, body: dict[str, Any]) -> tuple[dict[str, floa
     cms = s.core.list_namespaced_config_map(
         RUN_NS, label_selector=f"{G}/run={name},{G}/role=results"
     ).items
-    plain = [{"metadata": {"name": c.metadata.name, "annotations": c.metadata.annotations},
-              "data": c.data} for c in cms]  # fmt: skip
-    iops = {r.step_id: r.fio.iops for r in read_results_configmaps(plain)}
+    iops = {
+        r.step_id: r.fio.iops
+        for r in read_results_configmaps([s.api.sanitize_for_serialization(c) for c in cms])
+    }
     s.custom.delete_namespaced_custom_object(G, V, RUN_NS, P, name)
     while any(o["metadata"]["name"] == name for o in
               s.custom.list_namespaced_custom_object(G, V, RUN_NS, P)["items"]):  # fmt: skip

@@ -62,6 +62,12 @@ ENVIRONMENTAL = (
 )
 
 
+def cache_root() -> Path:
+    """Where built binaries and images are cached, outside the repository:
+    $CRIMSONBENCH_CACHE, default ~/.cache/crimsonbench (the build scripts use the same)."""
+    return Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+
+
 class BinariesUnavailable(RuntimeError):
     """The control-plane binaries are not built and cannot be built on this machine."""
 
@@ -88,7 +94,7 @@ def ensure_binaries(
         bin_dir = Path(override)
         _check_bin_dir(bin_dir, extra)
         return bin_dir
-    cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+    cache = cache_root()
     bin_dir = cache / "k8s" / version / "bin"
     components = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", *extra)
     if all((bin_dir / b).is_file() for b in ("etcd", *components)):

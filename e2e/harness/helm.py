@@ -4,22 +4,20 @@
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
-from harness.controlplane import REPO
-
-CACHE = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+from harness.controlplane import REPO, cache_root
 
 
 def ensure_helm(timeout: float = 30 * 60) -> Path:
     """The helm binary (one build at a time); RuntimeError says why there is none."""
-    if shutil.which("go") is None and not any(CACHE.glob("helm/*/bin/helm")):
+    cache = cache_root()
+    if shutil.which("go") is None and not any(cache.glob("helm/*/bin/helm")):
         raise RuntimeError("Go is not installed, so helm cannot be built (e2e/build-helm.sh)")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / "helm-build.lock", "w") as lock:
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "helm-build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         proc = subprocess.run(
             ["bash", str(REPO / "e2e" / "build-helm.sh")],

@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from harness.controlplane import REPO
+from harness.controlplane import REPO, cache_root
 
 PAUSE_IMAGE = "localhost/crimsonbench-pause:1"
 FIO_IMAGE = "localhost/crimsonbench-fio:dev"
@@ -51,8 +51,7 @@ class ImagesUnavailable(RuntimeError):
 
 
 def cache_dir() -> Path:
-    root = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
-    d = root / "images"
+    d = cache_root() / "images"
     d.mkdir(parents=True, exist_ok=True)
     return d
 

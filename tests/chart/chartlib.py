@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
 FULL_VALUES = Path(__file__).with_name("values-full.yaml")
 PROMETHEUS_OPERATOR_VERSION = "v0.85.0"
 

@@ -220,7 +220,10 @@ def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> Non
     cms = s.core.list_namespaced_config_map(
         RUN_NS, label_selector=f"bench.crimson.ceph.io/run={RUN},{ROLE}=results"
     ).items
-    results = {r.step_id: r for r in read_results_configmaps([_plain(c) for c in cms])}
+    results = {
+        r.step_id: r
+        for r in read_results_configmaps([s.api.sanitize_for_serialization(c) for c in cms])
+    }
     assert set(results) == set(step_of_job.values())
     summary = {row["id"]: row for row in status.get("steps", [])}
     seen_steps = set()
@@ -288,12 +291,6 @@ def _exists(s: Stack) -> bool:
 
 def _leftover_pods(s: Stack) -> list[str]:
     return [p.metadata.name for p in s.core.list_namespaced_pod(RUN_NS).items]
-
-
-def _plain(cm: Any) -> dict[str, Any]:
-    meta = cm.metadata
-    return {"metadata": {"name": meta.name, "labels": meta.labels,
-                         "annotations": meta.annotations}, "data": cm.data}  # fmt: skip
 
 
 def _option(doc: dict[str, Any], job: dict[str, Any], key: str) -> str:

@@ -454,6 +454,7 @@ def _maintenance_job(
     image: str,
     access: CephAccess,
     *,
+    deadline_seconds: int,
     env: Sequence[dict[str, Any]] = (),
     **pod: Any,
 ) -> dict[str, Any]:
@@ -469,7 +470,7 @@ def _maintenance_job(
         access=access,
         cpu_count=1,
         memory="256Mi",
-        deadline=pod.pop("deadline_seconds"),
+        deadline=deadline_seconds,
         extra_env=env,
         script=script,
         **pod,
