@@ -46,7 +46,7 @@ def bluestore_8x5(policy: str) -> dict[str, Any]:
             "reactors": 5,
             "cpuPolicy": policy,
             "cpuSet": "0-23,56-79,28-51,84-107",
-            "cephVersion": "20.2.0",
+            "cephVersion": "20.2.4",
         },
         "client": {"cpuSet": "24-27,52-55,80-83,108-111", "images": 8, "imageSize": "10Gi"},
     }

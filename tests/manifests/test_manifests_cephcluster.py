@@ -28,6 +28,7 @@ from crimsonbench.manifests.cephcluster import (
     rook_unsupported,
 )
 from crimsonbench.plan.ceph_options import CRIMSON_GLOBAL
+from crimsonbench.spec.cpuset import format_cpuset
 from crimsonbench.spec.models import validate_spec
 
 OURS = ("cephConfig", "resources", "placement")
@@ -40,16 +41,16 @@ def reference(which: str) -> tuple[Any, Any, dict[str, Any]]:
         nodes = {0: NODE}
     else:
         spec, plan = plan_of(f"blue-8osd-5reactor-{which}", bluestore_8x5(which))
-        original["spec"]["cephVersion"]["image"] = "quay.io/ceph/ceph:v20.2.0"
+        original["spec"]["cephVersion"]["image"] = "quay.io/ceph/ceph:v20.2.4"
         nodes = dict.fromkeys(range(8), NODE)
     return spec, plan, {"original": original, "nodes": nodes}
 
 
 CASES = {
     "a": "cephcluster-a-seastore-1osd-56reactors-osd-19.2.1.yaml",
-    "default": "cephcluster-b-bluestore-8osd-5reactors-default-20.2.0.yaml",
-    "osd": "cephcluster-b-bluestore-8osd-5reactors-osd-20.2.0.yaml",
-    "socket": "cephcluster-b-bluestore-8osd-5reactors-socket-20.2.0.yaml",
+    "default": "cephcluster-b-bluestore-8osd-5reactors-default-20.2.4.yaml",
+    "osd": "cephcluster-b-bluestore-8osd-5reactors-osd-20.2.4.yaml",
+    "socket": "cephcluster-b-bluestore-8osd-5reactors-socket-20.2.4.yaml",
 }
 
 
@@ -104,8 +105,10 @@ def test_reference_b_alien_share(policy: str) -> None:
     assert new["resources"]["osd"]["limits"]["cpu"] == "12"
     for osd in range(8):
         section = new["cephConfig"][f"osd.{osd}"]
-        assert section["crimson_bluestore_num_threads"] == "160"
-        assert section["crimson_cpu_num"] == "5"
+        # tentacle (20.2.4): crimson_seastar_* names; the reactor count is never written
+        assert section["crimson_alien_op_num_threads"] == "160"
+        assert section["crimson_seastar_cpu_cores"] == format_cpuset(plan.cpu.osds[osd].reactors)
+        assert not set(section) & {"crimson_seastar_num_threads", "crimson_cpu_num"}
 
 
 def test_everything_else_is_untouched() -> None:
@@ -205,7 +208,7 @@ def test_layout_from_the_other_option_family_and_from_the_osd_section() -> None:
     spec, plan_b, ctx = reference("osd")
     deployed = cephcluster_patch(ctx["original"], plan_b, spec, None)["cephConfig"]
     for osd in range(8):
-        deployed[f"osd.{osd}"]["crimson_bluestore_num_threads"] = "7"
+        deployed[f"osd.{osd}"]["crimson_alien_op_num_threads"] = "7"
     assert not needs_reprovision(deployed, plan_b)
 
 
@@ -226,13 +229,14 @@ def test_classic_never_needs_reprovision() -> None:
 
 def test_cleanup_commands_leave_original_keys_and_crimson_prerequisites() -> None:
     _, plan, ctx = reference("osd")
-    original = {"osd.3": {"crimson_cpu_set": "1-5"}}
+    original = {"osd.3": {"crimson_seastar_cpu_cores": "1-5"}}
     commands = restore_cleanup_commands(plan, original)
-    assert ["config", "rm", "osd.0", "crimson_cpu_set"] in commands
-    assert ["config", "rm", "osd.3", "crimson_cpu_set"] not in commands  # Rook re-applies it
-    assert ["config", "rm", "osd.3", "crimson_cpu_num"] in commands
+    assert ["config", "rm", "osd.0", "crimson_seastar_cpu_cores"] in commands
+    # Rook re-applies what the original holds
+    assert ["config", "rm", "osd.3", "crimson_seastar_cpu_cores"] not in commands
+    assert ["config", "rm", "osd.3", "crimson_alien_op_num_threads"] in commands
     assert not [c for c in commands if c[2] == "global"]
-    assert len(commands) == 8 * 4 - 1
+    assert len(commands) == 8 * 3 - 1
 
 
 # ---------------------------------------------------------------- merge patches

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from crimsonbench.errors import InvalidSpec
-from crimsonbench.plan.ceph_options import ceph_setup, option_family
+from crimsonbench.plan.ceph_options import ceph_setup, family_from_known_options, option_family
 from crimsonbench.plan.cpu import plan_cpus
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import CephSetup
@@ -39,12 +39,12 @@ def setup(family: str, **fields: object) -> CephSetup:
         (OptionNaming.LEGACY, None, "legacy"),
         (OptionNaming.CURRENT, None, "current"),
         (OptionNaming.LEGACY, "20.2.0", "legacy"),  # an explicit choice wins
-        (OptionNaming.AUTO, "18.2.4", "legacy"),
         (OptionNaming.AUTO, "19.2.1", "legacy"),
-        (OptionNaming.AUTO, "20.1.0", "current"),
+        # tentacle still uses crimson_seastar_* (its crimson.yaml.in and a real 20.2.4 mon)
+        (OptionNaming.AUTO, "20.2.4", "legacy"),
         (OptionNaming.AUTO, "21.0", "current"),
         (OptionNaming.AUTO, "ceph version 19.2.1 (58a7fab8be0a) squid (stable)", "legacy"),
-        (OptionNaming.AUTO, "ceph version 20.2.0 (69f84cc2) tentacle (stable)", "current"),
+        (OptionNaming.AUTO, "ceph version 20.2.4 (69f84cc2) tentacle (stable)", "legacy"),
     ],
 )
 def test_option_family(naming: OptionNaming, version: str | None, family: str) -> None:
@@ -55,6 +55,30 @@ def test_auto_without_a_version_asks_for_one() -> None:
     with pytest.raises(InvalidSpec, match="osd.cephVersion.*osd.optionNaming") as err:
         option_family(OptionNaming.AUTO, None)
     assert err.value.field == "spec.osd.cephVersion"
+
+
+def test_reef_and_older_cannot_pin_reactors() -> None:
+    with pytest.raises(InvalidSpec, match="Ceph 18 has no crimson CPU-set option") as err:
+        option_family(OptionNaming.AUTO, "18.2.7")
+    assert err.value.field == "spec.osd.cephVersion"
+
+
+@pytest.mark.parametrize(
+    ("known", "family"),
+    [
+        ({"crimson_cpu_set", "crimson_cpu_num", "crimson_bluestore_cpu_set"}, "current"),
+        ({"crimson_seastar_cpu_cores", "crimson_seastar_num_threads"}, "legacy"),
+        ({"crimson_seastar_cpu_cores", "crimson_seastar_smp"}, "legacy"),  # squid
+    ],
+)
+def test_family_from_the_options_the_mon_knows(known: set[str], family: str) -> None:
+    assert family_from_known_options(known) == family
+
+
+def test_a_mon_without_a_cpu_set_option_is_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidSpec, match="neither crimson_cpu_set nor") as err:
+        family_from_known_options({"crimson_seastar_smp", "crimson_osd_obc_lru_size"})
+    assert err.value.field == "spec.osd.flavor"
 
 
 def test_auto_with_garbage_version() -> None:
@@ -76,13 +100,11 @@ def test_legacy_bluestore_exact_config() -> None:
         "global": CRIMSON_GLOBAL,
         "osd.0": {
             "crimson_seastar_cpu_cores": "0,2",
-            "crimson_seastar_num_threads": "2",
             "crimson_alien_op_num_threads": "16",
             "crimson_alien_thread_cpu_cores": "1,3,5,7",
         },
         "osd.1": {
             "crimson_seastar_cpu_cores": "4,6",
-            "crimson_seastar_num_threads": "2",
             "crimson_alien_op_num_threads": "16",
             "crimson_alien_thread_cpu_cores": "1,3,5,7",
         },
@@ -97,13 +119,11 @@ def test_current_bluestore_exact_config() -> None:
         "global": CRIMSON_GLOBAL,
         "osd.0": {
             "crimson_cpu_set": "0,2",
-            "crimson_cpu_num": "2",
             "crimson_bluestore_num_threads": "16",
             "crimson_bluestore_cpu_set": "1,3,5,7",
         },
         "osd.1": {
             "crimson_cpu_set": "4,6",
-            "crimson_cpu_num": "2",
             "crimson_bluestore_num_threads": "16",
             "crimson_bluestore_cpu_set": "1,3,5,7",
         },
@@ -117,11 +137,11 @@ def test_native_stores_have_no_alien_options(store: str) -> None:
     s = setup("current", count=1, reactors=3, object_store=store)
     assert s.config == {
         "global": CRIMSON_GLOBAL,
-        "osd.0": {"crimson_cpu_set": "0-2", "crimson_cpu_num": "3"},
+        "osd.0": {"crimson_cpu_set": "0-2"},
     }
 
 
-def test_num_threads_is_left_out_above_the_option_maximum_of_32() -> None:
+def test_the_reactor_count_is_never_written_even_above_its_maximum_of_32() -> None:
     osd = OsdSpec(count=1, reactors=56, cpu_set="0-27,56-83", object_store=ObjectStore.SEASTORE)
     cpu = plan_cpus(REF, osd, ClientSpec())
     for family, key in (("legacy", "crimson_seastar_cpu_cores"), ("current", "crimson_cpu_set")):

@@ -46,8 +46,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-# _NAMES: the option names per family, owned by the planner (one source of truth)
-from crimsonbench.plan.ceph_options import _NAMES, CRIMSON_GLOBAL
+from crimsonbench.plan.ceph_options import COUNT_OPTIONS, CPU_SET_OPTIONS, CRIMSON_GLOBAL
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.cpuset import parse_cpuset
 from crimsonbench.spec.models import BenchmarkRunSpec, Flavor, ObjectStore, size_bytes
@@ -186,11 +185,6 @@ def _with_node_affinity(placement: Mapping[str, Any], hostnames: list[str]) -> d
 
 # ---------------------------------------------------------------- reprovisioning
 
-_LAYOUT_KEYS = {
-    family: (names["cpu_set"], names["cpu_num"]) for family, names in sorted(_NAMES.items())
-}
-
-
 def needs_reprovision(original_cephconfig: Mapping[str, Any], plan: RunPlan) -> bool:
     """True when an OSD's planned crimson reactor layout (CPU set, else reactor count)
     differs from the one in the cephConfig its OSDs were deployed with. Crimson cannot
@@ -219,13 +213,13 @@ def _effective(cephconfig: Mapping[str, Any], section: str) -> dict[str, str]:
 
 
 def _layout(options: Mapping[str, str]) -> tuple[str, frozenset[int] | int] | None:
-    for set_key, _num_key in _LAYOUT_KEYS.values():
+    for set_key in CPU_SET_OPTIONS:
         if set_key in options:
             try:
                 return ("set", parse_cpuset(options[set_key]))
             except ValueError:
                 return ("set", frozenset({-1}))  # unparsable: never equal to a plan
-    for _set_key, num_key in _LAYOUT_KEYS.values():
+    for num_key in COUNT_OPTIONS:
         if num_key in options:
             try:
                 return ("num", int(options[num_key]))

@@ -1,16 +1,33 @@
 """Turn a CpuPlan into Ceph configuration: the crimson options per OSD and crimson's
-cluster-wide prerequisites. Option names changed in tentacle (20), hence two families.
+cluster-wide prerequisites.
 
-legacy  (squid, 19.x; src/common/options/crimson.yaml.in of that era):
-    crimson_seastar_cpu_cores, crimson_seastar_num_threads,
-    crimson_alien_thread_cpu_cores, crimson_alien_op_num_threads
-current (tentacle, 20.x and newer):
-    crimson_cpu_set, crimson_cpu_num, crimson_bluestore_cpu_set, crimson_bluestore_num_threads
+Crimson's CPU option names changed twice; a mon refuses a name it does not know
+("unrecognized config option"), so a wrong name breaks the run. What each release's
+src/common/options/crimson.yaml.in declares (ceph/ceph history):
+
+- reef 18.2: crimson_seastar_smp only, no CPU-set option (reactors pinned with the
+  command line's --cpuset) -> not supported: reactors cannot be pinned through the config.
+- squid 19.2: crimson_seastar_cpu_cores added (PR 55276, Jan 2024), count still
+  crimson_seastar_smp; crimson_alien_thread_cpu_cores, crimson_alien_op_num_threads.
+- tentacle 20.2: crimson_seastar_cpu_cores, crimson_seastar_num_threads (PR 65007, Aug
+  2025, replaced crimson_seastar_smp), crimson_alien_* as before. Read from the 20.2.4
+  source and accepted by a real 20.2.4 mon.
+- main after tentacle (21.x): crimson_cpu_set, crimson_cpu_num, crimson_bluestore_cpu_set,
+  crimson_bluestore_num_threads.
+
+"legacy" names cover squid and tentacle, "current" names Ceph 21 and later. Only the CPU
+set is written, never the reactor count: a set overrides the count in every release (the
+count only sizes unpinned reactors), and the count's name differs between squid and
+tentacle, so leaving it out keeps one legacy family valid for both.
+
+The version table below is the offline default (`crimsonbench plan`); executors ask the
+target which names it knows (family_from_known_options) before they plan.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Literal
 
 from crimsonbench.errors import InvalidSpec
@@ -19,32 +36,25 @@ from crimsonbench.spec.models import Flavor, ObjectStore, OptionNaming, OsdSpec
 
 OptionFamily = Literal["legacy", "current"]
 
-TENTACLE_MAJOR = 20  # first release with the crimson_cpu_* / crimson_bluestore_* names
-
-# crimson_seastar_num_threads and crimson_cpu_num are declared with max 32 and `ceph config
-# set` validates the range. They only matter without pinning ("overridden if the cpu set is
-# set"; Seastar's smp count is deduced from the set), so above 32 they are left unset.
-MAX_NUM_THREADS = 32
-
-# crimson_seastar_smp (reef, 18.x) is NOT set: squid removed it, and `ceph config set`
-# refuses option names the mon does not know ("unrecognized config option"), so setting it
-# would break every squid run. Reef has no crimson CPU-set option at all, so reactors could
-# not be pinned there anyway; reef is out of scope rather than half supported.
+FIRST_LEGACY_MAJOR = 19  # squid: first release with a crimson CPU-set option
+FIRST_CURRENT_MAJOR = 21  # the first release after tentacle: crimson_cpu_* names
 
 _NAMES: dict[str, dict[str, str]] = {
     "legacy": {
         "cpu_set": "crimson_seastar_cpu_cores",
-        "cpu_num": "crimson_seastar_num_threads",
         "alien_set": "crimson_alien_thread_cpu_cores",
         "alien_num": "crimson_alien_op_num_threads",
     },
     "current": {
         "cpu_set": "crimson_cpu_set",
-        "cpu_num": "crimson_cpu_num",
         "alien_set": "crimson_bluestore_cpu_set",
         "alien_num": "crimson_bluestore_num_threads",
     },
 }
+CPU_SET_OPTIONS = tuple(names["cpu_set"] for names in _NAMES.values())
+# The reactor-count options of each generation: never written (see above), but read when
+# deciding whether a deployed OSD's layout differs from a plan.
+COUNT_OPTIONS = ("crimson_cpu_num", "crimson_seastar_num_threads", "crimson_seastar_smp")
 
 # Without these the mons refuse crimson OSDs or their pools (doc/crimson/crimson.rst).
 CRIMSON_GLOBAL = {
@@ -65,7 +75,7 @@ def option_family(naming: OptionNaming, ceph_version: str | None) -> OptionFamil
             "spec.osd.cephVersion",
             "the Ceph version could not be detected, so crimson's option names are unknown; "
             "set osd.cephVersion (e.g. 19.2.1) or osd.optionNaming "
-            "(legacy for squid and older, current for tentacle and newer)",
+            "(legacy for squid and tentacle, current for Ceph 21 and newer)",
         )
     # Also accepts `ceph --version` text: "ceph version 19.2.1 (...) squid (stable)".
     match = re.search(r"(?<![\d.])v?(\d+)\.\d+", ceph_version)
@@ -75,7 +85,28 @@ def option_family(naming: OptionNaming, ceph_version: str | None) -> OptionFamil
             f"{ceph_version!r} is not a Ceph version; write it like 19.2.1, "
             "or set osd.optionNaming to legacy or current",
         )
-    return "current" if int(match.group(1)) >= TENTACLE_MAJOR else "legacy"
+    major = int(match.group(1))
+    if major < FIRST_LEGACY_MAJOR:
+        raise InvalidSpec(
+            "spec.osd.cephVersion",
+            f"Ceph {major} has no crimson CPU-set option (crimson_seastar_cpu_cores came with "
+            "squid, 19.2), so reactors cannot be pinned; use Ceph 19.2 or newer",
+        )
+    return "current" if major >= FIRST_CURRENT_MAJOR else "legacy"
+
+
+def family_from_known_options(known: Collection[str]) -> OptionFamily:
+    """The family whose CPU-set option the target's mon knows (from `ceph config ls`).
+    Asking beats the version table: point releases and vendor builds differ from it."""
+    for family in ("current", "legacy"):
+        if _NAMES[family]["cpu_set"] in known:
+            return family  # type: ignore[return-value]
+    raise InvalidSpec(
+        "spec.osd.flavor",
+        "the cluster's mons know no crimson CPU-set option (neither crimson_cpu_set nor "
+        "crimson_seastar_cpu_cores), so crimson reactors cannot be pinned on it; crimson "
+        "needs Ceph 19.2 (squid) or newer",
+    )
 
 
 def ceph_setup(cpu: CpuPlan, osd: OsdSpec, family: OptionFamily | str) -> CephSetup:
@@ -101,8 +132,6 @@ def _crimson_osd(
     o: OsdCpus, names: dict[str, str], bluestore: bool, cpu: CpuPlan
 ) -> dict[str, str]:
     section = {names["cpu_set"]: o.cpuset}
-    if len(o.reactors) <= MAX_NUM_THREADS:
-        section[names["cpu_num"]] = str(len(o.reactors))
     if bluestore and o.alien:
         section[names["alien_num"]] = str(cpu.alien_threads)
         section[names["alien_set"]] = o.alien_cpuset

@@ -117,8 +117,8 @@ class HyperThreads(StrEnum):
 
 class OptionNaming(StrEnum):
     AUTO = "auto"  # from the Ceph version
-    LEGACY = "legacy"  # crimson_seastar_cpu_cores / crimson_alien_* (squid and older)
-    CURRENT = "current"  # crimson_cpu_set / crimson_bluestore_* (tentacle and newer)
+    LEGACY = "legacy"  # crimson_seastar_cpu_cores / crimson_alien_* (squid, tentacle)
+    CURRENT = "current"  # crimson_cpu_set / crimson_bluestore_* (Ceph 21 and newer)
 
 
 # ---------------------------------------------------------------- target
