@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# Build a real crimson OSD (crimson-osd) from Debian sid's Ceph source package, once, in a
+# sid debootstrap chroot, cached OUTSIDE the repository, keyed by version. No Debian package
+# ships a crimson OSD; sid carries the 20.2.4 (tentacle) source and toolchain that builds it.
+#
+#   e2e/build-crimson.sh [VERSION]     -> prints .../crimson/<VERSION>/bin/crimson-osd
+#
+# Cache layout (CRIMSONBENCH_CACHE, default ~/.cache/crimsonbench):
+#   crimson/<VERSION>/chroot/              sid build chroot (gcc, cmake, ninja, build-deps)
+#   crimson/<VERSION>/chroot/build/src/    extracted ceph-<VERSION> source (patched)
+#   crimson/<VERSION>/chroot/build/obj/    cmake/ninja build dir (kept: ninja resumes here)
+#   crimson/<VERSION>/bin/crimson-osd      the result
+#   crimson/<VERSION>/.done-<stage>        stage markers (an interrupted run resumes)
+#   crimson/<VERSION>/build.log            full log of apt/cmake/ninja
+#
+# Stages: chroot, source, builddeps, patch, configure, compile. Each is bounded by a
+# timeout (CRIMSON_TIMEOUT_<STAGE> seconds). Patches: e2e/crimson/patches/<VERSION>/*.patch,
+# applied in name order, idempotently (a patch already applied is skipped).
+# Memory: ~3.6 GB per compiler at peak; CRIMSON_JOBS (default 2).
+set -euo pipefail
+# Edit this file only by replacing it (write a copy, then mv): a running build reads it lazily.
+
+VERSION=${1:-${CRIMSON_VERSION:-20.2.4}}
+CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
+TOP="$CACHE/crimson/$VERSION"
+BIN="$TOP/bin/crimson-osd"
+if [ -x "$BIN" ]; then echo "$BIN"; exit 0; fi
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+PATCHES="$HERE/crimson/patches/$VERSION"
+MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+SUITE=${CRIMSON_SUITE:-sid}
+JOBS=${CRIMSON_JOBS:-2}
+ROOT="$TOP/chroot"
+SRC=/build/src/ceph-$VERSION  # paths inside the chroot
+OBJ=/build/obj
+LOG="$TOP/build.log"
+mkdir -p "$TOP/bin"
+
+# One build per version at a time.
+exec 9>"$TOP/.lock"
+if ! flock -n 9; then
+  echo "another build of crimson $VERSION holds $TOP/.lock; waiting" >&2
+  flock 9
+  if [ -x "$BIN" ]; then echo "$BIN"; exit 0; fi
+fi
+
+log() { printf '[build-crimson %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+mounted=()
+cleanup() {
+  local rc=$?
+  local i
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+    umount "${mounted[$i]}" 2>/dev/null || umount -l "${mounted[$i]}" 2>/dev/null || true
+  done
+  [ "$rc" -eq 0 ] || log "failed (rc=$rc); log: $LOG; re-run to resume"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+mount_chroot() {
+  local m
+  for m in proc sys dev; do
+    # A mount leaked by a killed run is adopted, so this run's trap removes it.
+    if mountpoint -q "$ROOT/$m"; then mounted+=("$ROOT/$m"); continue; fi
+    mkdir -p "$ROOT/$m"
+    case $m in
+      proc) mount -t proc proc "$ROOT/proc" ;;
+      sys) mount -t sysfs sysfs "$ROOT/sys" ;;
+      dev) mount --bind /dev "$ROOT/dev" ;;
+    esac
+    mounted+=("$ROOT/$m")
+  done
+  cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
+}
+
+# Run a command in the chroot with a clean environment.
+in_chroot() {
+  chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+APT=(apt-get -o DPkg::Lock::Timeout=900 -o Acquire::Check-Valid-Until=false
+  -o Acquire::Retries=5 -y --no-install-recommends)
+
+# run_stage NAME TIMEOUT: run stage_NAME in a child bash under `timeout`, skip it when done,
+# time it, mark it done.
+run_stage() {
+  local name=$1 limit=$2
+  if [ -e "$TOP/.done-$name" ]; then log "stage $name: done before"; return 0; fi
+  log "stage $name: start (timeout ${limit}s)"
+  local t0=$SECONDS
+  echo "=== stage $name $(date -Is)" >>"$LOG"
+  timeout -k 30 "$limit" bash -c "set -euo pipefail; $(stage_env); stage_$name"
+  log "stage $name: done in $((SECONDS - t0))s"
+  touch "$TOP/.done-$name"
+}
+
+stage_chroot() {
+  if [ -d "$ROOT" ] && [ ! -e "$TOP/.done-chroot" ]; then
+    log "removing a half-made chroot"
+    umount "$ROOT/proc" "$ROOT/sys" 2>/dev/null || true
+    rm -rf --one-file-system "$ROOT"
+  fi
+  debootstrap --variant=minbase "$SUITE" "$ROOT" "$MIRROR" >>"$LOG" 2>&1
+  cat >"$ROOT/etc/apt/sources.list" <<EOF
+deb $MIRROR $SUITE main
+deb-src $MIRROR $SUITE main
+EOF
+  # sid's Release file may be past its Valid-Until date.
+  echo 'Acquire::Check-Valid-Until "false";' >"$ROOT/etc/apt/apt.conf.d/99no-valid-until"
+  cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
+  chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+    "${APT[@]}" update >>"$LOG" 2>&1
+  chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+    "${APT[@]}" install dpkg-dev xz-utils ca-certificates >>"$LOG" 2>&1
+}
+
+stage_source() {
+  mkdir -p "$ROOT/build/dl" "$ROOT/build/src"
+  in_chroot "${APT[@]}" update >>"$LOG" 2>&1
+  # Only the upstream tarball is needed (the .debian.tar.xz has been seen to 404).
+  local uris orig
+  uris=$(in_chroot apt-get -o Acquire::Check-Valid-Until=false source --print-uris ceph 2>>"$LOG")
+  echo "$uris" >>"$LOG"
+  orig=$(echo "$uris" | awk -v v="ceph_$VERSION" '$2 ~ "^"v"[^-]*\\.orig\\.tar" {gsub("\x27","",$1); print $1; exit}')
+  if [ -z "$orig" ]; then
+    log "sid's ceph source is not $VERSION:"
+    echo "$uris" | grep -o "ceph_[^ ]*dsc" >&2 || true
+    return 1
+  fi
+  local name=${orig##*/}
+  local file="$ROOT/build/dl/${name//%2b/+}"
+  if [ ! -s "$file.ok" ]; then
+    log "downloading $orig"
+    curl -fsSL --retry 5 -C - -o "$file" "$orig" 2>>"$LOG" || wget -c -O "$file" "$orig" >>"$LOG" 2>&1
+    echo ok >"$file.ok"
+  fi
+  log "extracting ${file##*/}"
+  rm -rf "$ROOT/build/src/ceph-$VERSION" "$ROOT/build/src/tmp"
+  mkdir -p "$ROOT/build/src/tmp"
+  tar -C "$ROOT/build/src/tmp" -xf "$file"
+  local top
+  top=$(ls "$ROOT/build/src/tmp")
+  mv "$ROOT/build/src/tmp/$top" "$ROOT/build/src/ceph-$VERSION"
+  rmdir "$ROOT/build/src/tmp"
+}
+
+stage_builddeps() {
+  in_chroot "${APT[@]}" update >>"$LOG" 2>&1
+  in_chroot "${APT[@]}" build-dep ceph >>"$LOG" 2>&1
+  # ninja and cmake are in ceph's build-deps; these make sure.
+  in_chroot "${APT[@]}" install ninja-build cmake g++ python3 >>"$LOG" 2>&1
+}
+
+stage_patch() {
+  local p
+  [ -d "$PATCHES" ] || { log "no patches for $VERSION"; return 0; }
+  for p in "$PATCHES"/*.patch; do
+    [ -e "$p" ] || continue
+    if patch -d "$ROOT$SRC" -p1 -R --dry-run -s -f <"$p" >/dev/null 2>&1; then
+      log "  patch ${p##*/}: already applied"
+    else
+      log "  patch ${p##*/}"
+      patch -d "$ROOT$SRC" -p1 -N -s -f <"$p" >>"$LOG" 2>&1
+    fi
+  done
+}
+
+CMAKE_ARGS=(
+  -G Ninja -DCMAKE_BUILD_TYPE=Release
+  -DWITH_CRIMSON=ON -DWITH_SYSTEM_BOOST=ON
+  -DWITH_TESTS=OFF -DWITH_MANPAGE=OFF -DWITH_MGR_DASHBOARD_FRONTEND=OFF
+  -DWITH_RADOSGW=OFF -DWITH_RBD=OFF -DWITH_KRBD=OFF -DWITH_RBD_MIRROR=OFF -DWITH_RBD_RWL=OFF
+  -DWITH_RBD_SSD_CACHE=OFF -DWITH_CEPHFS=OFF -DWITH_CEPHFS_JAVA=OFF -DWITH_LIBCEPHFS=OFF
+  -DWITH_CEPHFS_SHELL=OFF -DWITH_FUSE=OFF -DWITH_MGR=OFF -DWITH_SPDK=OFF -DWITH_DPDK=OFF
+  -DWITH_JAEGER=OFF -DWITH_LTTNG=OFF -DWITH_BABELTRACE=OFF -DWITH_RDMA=OFF -DWITH_QATLIB=OFF
+  -DWITH_QATZIP=OFF -DWITH_RADOSGW_SELECT_PARQUET=OFF
+  -DWITH_CCACHE=OFF -DWITH_LIBRADOSSTRIPER=OFF -DWITH_LIBCEPHSQLITE=OFF -DWITH_UADK=OFF
+  -DWITH_BLUESTORE_PMEM=OFF -DWITH_SYSTEM_PMDK=OFF -DWITH_RBD_MIGRATION_FORMAT_QCOW_V1=OFF
+  # Journald.cc is compiled into crimson-common even without systemd: keep it on.
+  -DWITH_SYSTEMD=ON
+  # The version string comes from src/.git_version in the tarball (sha + "20.2.4"), so
+  # `crimson-osd --version` matches Debian's daemons.
+)
+
+stage_configure() {
+  mkdir -p "$ROOT$OBJ"
+  in_chroot sh -c "cd $OBJ && cmake ${CMAKE_ARGS[*]@Q} $SRC" >>"$LOG" 2>&1
+}
+
+stage_compile() {
+  log "ninja -j$JOBS crimson-osd in $ROOT$OBJ (cold: ~1 h on 2 idle cores)"
+  # ninja's [N/M] progress and any compiler error go to stderr and the log.
+  in_chroot sh -c "cd $OBJ && ninja -j$JOBS crimson-osd" 2>&1 | tee -a "$LOG" \
+    | grep --line-buffered -E '^\[[0-9]+/[0-9]+\]|error|FAILED|ninja:' >&2
+  local out="$ROOT$OBJ/bin/crimson-osd"
+  [ -x "$out" ] || { log "no $out after ninja"; return 1; }
+  cp "$out" "$BIN.tmp"
+  mv "$BIN.tmp" "$BIN"
+}
+
+t_all=$SECONDS
+log "crimson-osd $VERSION -> $BIN (log: $LOG)"
+# Each stage runs in a child bash under `timeout`; mounts are made here, in the parent, so
+# the EXIT trap sees (and undoes) them whatever happens to the child.
+stage_env() {
+  declare -p ROOT TOP LOG SRC OBJ VERSION PATCHES MIRROR SUITE JOBS BIN APT CMAKE_ARGS
+  declare -f log in_chroot stage_chroot stage_source stage_builddeps stage_patch \
+    stage_configure stage_compile
+}
+
+run_stage chroot "${CRIMSON_TIMEOUT_CHROOT:-1800}"
+mount_chroot
+run_stage source "${CRIMSON_TIMEOUT_SOURCE:-3600}"
+run_stage builddeps "${CRIMSON_TIMEOUT_BUILDDEPS:-5400}"
+# Always (idempotent): a patch added to fix a compile error applies on the next run.
+rm -f "$TOP/.done-patch"
+run_stage patch "${CRIMSON_TIMEOUT_PATCH:-300}"
+run_stage configure "${CRIMSON_TIMEOUT_CONFIGURE:-1800}"
+run_stage compile "${CRIMSON_TIMEOUT_COMPILE:-28800}"
+log "built in $((SECONDS - t_all))s"
+echo "$BIN"
