@@ -1,0 +1,229 @@
+"""Knee search: run only the iodepths needed to find the most throughput under a
+latency limit, instead of the whole sweep; plus fio's steady-state options for a step.
+
+next_iodepth is a pure function of what was observed so far, so a runner (local or the
+operator) can call it after every step, also after a restart: no hidden state.
+
+The search bisects the sweep's iodepth list between `lo`, the deepest iodepth seen that
+meets the limit while throughput still rose, and `hi`, the shallowest one seen past the
+knee: latency over the limit, or saturation: throughput up by no more than
+min_gain_pct since `lo` while latency rose (a deeper queue adds latency, not work). When
+lo and hi are neighbours in the list the answer is the most throughput among the
+observed iodepths that meet the limit (ties go to the shallower one), the same rule as
+results.rules.knee over a full sweep. With 10 iodepths that is at most 5 steps instead
+of 10.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from crimsonbench.errors import ParseError
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One finished step: throughput (IOPS, or MiB/s) and the latency the limit is on
+    (mean or a percentile, ms; the caller chooses)."""
+
+    throughput: float
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class KneeDecision:
+    """Either run next_iodepth, or done: knee_iodepth (None if no iodepth meets the
+    limit), with the reason in words."""
+
+    next_iodepth: int | None
+    knee_iodepth: int | None
+    reason: str
+
+    @property
+    def done(self) -> bool:
+        return self.next_iodepth is None
+
+
+def next_iodepth(
+    iodepths: Sequence[int],
+    observed: Mapping[int, Observation],
+    latency_limit_ms: float,
+    min_gain_pct: float = 5.0,
+) -> KneeDecision:
+    """The next iodepth to run, or the knee once the bracket is closed.
+
+    iodepths: the sweep's list (any order, each once); observed: iodepth -> Observation
+    of the steps run so far (others are ignored); min_gain_pct <= 0 turns the saturation
+    rule off (then only the latency limit bounds the search)."""
+    depths = sorted(set(iodepths))
+    if len(depths) != len(iodepths):
+        raise ValueError(f"iodepths repeats values: {list(iodepths)}")
+    if not depths:
+        raise ValueError("no iodepths to search")
+    if latency_limit_ms <= 0:
+        raise ValueError(f"latency limit {latency_limit_ms} ms must be positive")
+    seen = {i: observed[d] for i, d in enumerate(depths) if d in observed}
+    if 0 not in seen:
+        return KneeDecision(depths[0], None, "start at the shallowest iodepth")
+
+    lo: int | None = None
+    hi, why = len(depths), "the deepest iodepth meets the limit"
+    for i in sorted(seen):
+        obs = seen[i]
+        if not _meets(obs, latency_limit_ms):
+            hi, why = i, f"qd{depths[i]} latency {obs.latency_ms:.3g} ms > {latency_limit_ms:g} ms"
+            break
+        if lo is not None and min_gain_pct > 0 and _saturated(seen[lo], obs, min_gain_pct):
+            gain = _gain_pct(seen[lo], obs)
+            hi, why = (
+                i,
+                (
+                    f"saturated: qd{depths[lo]} -> qd{depths[i]} throughput {gain:+.1f}% "
+                    f"(<= {min_gain_pct:g}%) while latency rose"
+                ),
+            )
+            break
+        lo = i
+    if lo is None:
+        return KneeDecision(None, None, f"no iodepth meets the limit: {why}")
+    if hi - lo > 1:
+        return KneeDecision(
+            depths[(lo + hi) // 2], None, f"bisect qd{depths[lo]}..{_name(depths, hi)}"
+        )
+    ok = [(d, o) for d, o in observed.items() if d in depths and _meets(o, latency_limit_ms)]
+    best = max(sorted(ok), key=lambda x: x[1].throughput)  # sorted: the shallower on ties
+    return KneeDecision(None, best[0], f"knee qd{best[0]}; bracket closed: {why}")
+
+
+def _meets(obs: Observation, limit: float) -> bool:
+    # NaN latency (fio reported none) or no throughput never qualifies
+    return obs.latency_ms <= limit and obs.throughput > 0
+
+
+def _gain_pct(a: Observation, b: Observation) -> float:
+    return (b.throughput / a.throughput - 1.0) * 100.0
+
+
+def _saturated(a: Observation, b: Observation, min_gain_pct: float) -> bool:
+    return _gain_pct(a, b) <= min_gain_pct and b.latency_ms > a.latency_ms
+
+
+def _name(depths: Sequence[int], i: int) -> str:
+    return f"qd{depths[i]}" if i < len(depths) else "end"
+
+
+def full_sweep_knee(observed: Mapping[int, Observation], latency_limit_ms: float) -> int | None:
+    """What a full sweep concludes: the most throughput under the limit (shallower on
+    ties), for comparing a search against it."""
+    ok = sorted((d, o) for d, o in observed.items() if _meets(o, latency_limit_ms))
+    return max(ok, key=lambda x: x[1].throughput)[0] if ok else None
+
+
+def search(
+    iodepths: Sequence[int],
+    measure: Mapping[int, Observation],
+    latency_limit_ms: float,
+    min_gain_pct: float = 5.0,
+) -> tuple[list[int], KneeDecision]:
+    """Drive next_iodepth against known results (a table, a simulation): the iodepths
+    run in order, and the final decision."""
+    seen: dict[int, Observation] = {}
+    ran: list[int] = []
+    for _ in range(len(iodepths) + 1):
+        decision = next_iodepth(iodepths, seen, latency_limit_ms, min_gain_pct)
+        if decision.done:
+            return ran, decision
+        assert decision.next_iodepth is not None
+        if decision.next_iodepth in seen:
+            raise AssertionError(f"search asked for qd{decision.next_iodepth} twice")
+        seen[decision.next_iodepth] = measure[decision.next_iodepth]
+        ran.append(decision.next_iodepth)
+    raise AssertionError("search did not finish within len(iodepths) steps")
+
+
+# ---------------------------------------------------------------- steady state
+
+Criterion = Literal["iops", "iops_slope", "bw", "bw_slope"]
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """fio's steady-state detection for a step: fio ends a job once `criterion` stays
+    under `limit` over a rolling `duration_s` window (sampled once per second), after
+    `ramp_s`. The step's runtime becomes an upper bound. *_slope: least-squares slope
+    of the window; iops/bw: every sample within limit of the window's mean; percent:
+    limit in % of that mean. fio applies it per process (per group with group_reporting),
+    so each of a step's processes may stop at a different time."""
+
+    criterion: Criterion = "iops_slope"
+    limit: float = 0.1
+    percent: bool = True
+    duration_s: int = 30
+    ramp_s: int = 10
+
+
+def steady_state_options(ss: SteadyState, runtime_s: int) -> dict[str, str]:
+    """Job-file options (to add to [global] with time_based=1 and runtime=runtime_s)."""
+    if ss.limit <= 0 or not math.isfinite(ss.limit):
+        raise ValueError(f"steady-state limit {ss.limit} must be a positive number")
+    if ss.duration_s < 2:
+        raise ValueError("steady-state duration must be at least 2 s (one sample per second)")
+    if ss.ramp_s < 0:
+        raise ValueError("steady-state ramp must not be negative")
+    if ss.ramp_s + ss.duration_s > runtime_s:
+        raise ValueError(
+            f"ss_ramp {ss.ramp_s} s + ss_dur {ss.duration_s} s exceed the runtime "
+            f"{runtime_s} s: steady state could never be attained"
+        )
+    return {
+        "steadystate": f"{ss.criterion}:{ss.limit:g}{'%' if ss.percent else ''}",
+        "ss_dur": f"{ss.duration_s}s",
+        "ss_ramp": f"{ss.ramp_s}s",
+    }
+
+
+@dataclass(frozen=True)
+class SteadyStateResult:
+    """fio's `steadystate` section of one job (or group).
+
+    setting: what was asked ("iops_slope:0.100000%"); observed: the criterion's value
+    over the last window ("1.65%" of the mean for a slope); stopped_after_ms: how long
+    the job ran (job_runtime): with attained, when steady state was reached and fio
+    ended the job; without, the full runtime. window_iops: the last window's samples."""
+
+    setting: str
+    attained: bool
+    observed: str
+    duration_s: int
+    max_deviation: float
+    slope: float
+    iops_mean: float
+    bw_mean_bytes: float
+    window_iops: tuple[float, ...]
+    stopped_after_ms: int
+
+
+def parse_steady_state(job: Mapping[str, Any]) -> SteadyStateResult | None:
+    """From one entry of a fio JSON document's "jobs"; None when ss was not used."""
+    sec = job.get("steadystate")
+    if not isinstance(sec, Mapping):
+        return None
+    data = sec.get("data") or {}
+    try:
+        return SteadyStateResult(
+            setting=str(sec["ss"]),
+            attained=bool(sec["attained"]),
+            observed=str(sec.get("criterion", "")),
+            duration_s=int(sec["duration"]),
+            max_deviation=float(sec.get("max_deviation", math.nan)),
+            slope=float(sec.get("slope", math.nan)),
+            iops_mean=float(data.get("iops_mean", math.nan)),
+            bw_mean_bytes=float(data.get("bw_mean", math.nan)),
+            window_iops=tuple(float(v) for v in data.get("iops") or ()),
+            stopped_after_ms=int(job.get("job_runtime", 0)),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ParseError(f"fio steadystate section not understood: {exc!r}") from None
