@@ -149,8 +149,8 @@ def main() -> int:
         steps_search += c_search
         steps_full += c_full
         per_curve.append((name, 100 * (1 - c_search / c_full), len(limits_for(curve)), bad))
-    for name, saved, n_limits, bad in per_curve:
-        print(f"  {name:45s} {n_limits:2d} limits, steps saved {saved:5.1f}%, misses {bad}")
+    for name, pct_saved, n_limits, bad in per_curve:
+        print(f"  {name:45s} {n_limits:2d} limits, steps saved {pct_saved:5.1f}%, misses {bad}")
     n_cases = sum(totals.values())
     print(
         f"  ALL: {n_cases} cases, steps {steps_search}/{steps_full} "
@@ -165,7 +165,7 @@ def main() -> int:
     vs_full: dict[str, int] = {}
     search_vs_true: dict[str, int] = {}
     full_vs_true: dict[str, int] = {}
-    saved: list[float] = []
+    saved_frac: list[float] = []
     for curve in curves.values():
         for limit in limits_for(curve):
             truth = full_sweep_knee(curve, limit)
@@ -177,8 +177,8 @@ def main() -> int:
                 b = classify(curve, full, truth, args.min_gain)
                 search_vs_true[a] = search_vs_true.get(a, 0) + 1
                 full_vs_true[b] = full_vs_true.get(b, 0) + 1
-                saved.append(1 - n / len(curve))
-    print(f"  time saved mean {100 * statistics.fmean(saved):.1f}%")
+                saved_frac.append(1 - n / len(curve))
+    print(f"  time saved mean {100 * statistics.fmean(saved_frac):.1f}%")
     for what, counts in (
         ("search vs full sweep, same noisy values", vs_full),
         ("search (noisy) vs the noiseless knee", search_vs_true),
