@@ -6,27 +6,22 @@ finished run's series can simply be dropped from the state when it expires.
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
 import importlib.metadata
-import json
 import platform
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from crimsonbench.results.store import RESULT_FILE, STEPS_DIR, ResultStore
+from crimsonbench.results.fio_eta import total_live_iops
+from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.status import Phase
 
 RUN_LABELS = ("run", "namespace", "backend", "flavor", "policy", "reactors", "osds")
 STEP_LABELS = (*RUN_LABELS, "workload", "iodepth", "step")
-# Key of the list of CPU-affinity violations in a local step's affinity.json.
-VIOLATIONS_KEY = "violations"
 
 
 @dataclass
@@ -206,17 +201,15 @@ def new_registry(collector: RunCollector, *more: Collector) -> CollectorRegistry
 
 
 def state_from_store(root: Path) -> list[RunState]:
-    """A local run's state, read from its results directory (see local.runner)."""
+    """A local run's state, read from its results directory (see results.store)."""
     store = ResultStore(root)
     try:
         info = store.read_run_info()
     except (OSError, ValueError, KeyError):
         return []  # not written yet
-    status = _read_json(root / "status.json")
+    status = store.read_status()
     results = store.load_results()
-    current = str(status.get("currentStep") or "")
-    step_dir = root / STEPS_DIR / current if current else None
-    running = step_dir is not None and not (step_dir / RESULT_FILE).exists()
+    running = store.running_step()
     return [
         RunState(
             info=info,
@@ -225,36 +218,9 @@ def state_from_store(root: Path) -> list[RunState]:
             steps=results,
             step_seconds={r.step_id: float(r.extra.get("wall_seconds", 0.0)) for r in results},
             failures=1 if status.get("phase") == Phase.FAILED.value else 0,
-            current_step=current if running else "",
-            last_progress=_last_progress(root, status),
-            cpu_overlap=_cpu_overlap(root),
-            live_iops=_live_iops(step_dir) if running and step_dir is not None else None,
+            current_step=running,
+            last_progress=store.last_progress(),
+            cpu_overlap=store.affinity_violations(),
+            live_iops=total_live_iops(store.eta_tails(running)) if running else None,
         )
     ]
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _last_progress(root: Path, status: dict[str, Any]) -> float:
-    """status.json's updatedAt (phase changes, step starts) or the newest finished step."""
-    times = [p.stat().st_mtime for p in root.glob(f"{STEPS_DIR}/*/{RESULT_FILE}")]
-    with contextlib.suppress(TypeError, ValueError):
-        times.append(dt.datetime.fromisoformat(status["updatedAt"]).timestamp())
-    return max(times, default=0.0)
-
-
-def _cpu_overlap(root: Path) -> bool:
-    """local.step_exec records the affinity it saw per step, with any violations."""
-    return any(_read_json(p).get(VIOLATIONS_KEY) for p in root.glob(f"{STEPS_DIR}/*/affinity.json"))
-
-
-def _live_iops(step_dir: Path) -> float:
-    from crimsonbench.local.fio_procs import eta_files_iops  # local mode only
-
-    return eta_files_iops(step_dir.glob("fio-*.eta"))

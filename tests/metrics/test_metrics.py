@@ -4,7 +4,6 @@ and from the operator's reconcile statistics, through prometheus_client's real e
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 
 import pytest
@@ -50,13 +49,11 @@ def _results_dir(root: Path, phase: str, current: str, violations: list[str]) ->
     store = ResultStore(root)
     store.write_run_info(RunInfo("quick", "classic", "memstore", 1, 0, "none", "dual"))
     store.write_step(_step(0, "randread4k", 1, 2000.0))
-    (store.step_dir("000-randread4k-qd001-r1") / "affinity.json").write_text(
-        json.dumps({"osd.0": {"11": "0"}, "fio": {"12": "1"}, "violations": []})
-    )
-    running = store.step_dir(current)
-    (running / "fio-img0.eta").write_text(ETA)
-    (running / "fio-img1.eta").write_text(ETA.replace("2690", "1.5k"))
-    (running / "affinity.json").write_text(json.dumps({"violations": violations}))
+    store.write_affinity("000-randread4k-qd001-r1", {"osd.0": {"11": "0"}, "fio": {"12": "1"}}, [])
+    # fio writes the status lines itself, where the store tells it to
+    store.fio_paths(current, "img0").eta.write_text(ETA)
+    store.fio_paths(current, "img1").eta.write_text(ETA.replace("2690", "1.5k"))
+    store.write_affinity(current, {}, violations)
     status = {
         "phase": phase,
         "stepsDone": 1,
@@ -64,7 +61,7 @@ def _results_dir(root: Path, phase: str, current: str, violations: list[str]) ->
         "currentStep": current,
         "updatedAt": dt.datetime(2030, 1, 1, tzinfo=dt.UTC).isoformat(),
     }
-    (root / "status.json").write_text(json.dumps(status))
+    store.write_status(status)
     return store
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import psutil
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.plan.types import FioJob
+from crimsonbench.results.store import FioPaths
 
 log = logging.getLogger(__name__)
 
@@ -28,40 +28,7 @@ class FioProcess:
     stderr: Path
     popen: subprocess.Popen[bytes]
 
-    @property
-    def eta(self) -> Path:
-        return self.output.with_suffix(".eta")
-
-
-# fio's status line: "Jobs: 1 (f=1): [r(1)][45.5%][r=10.5MiB/s][r=2690 IOPS][eta 00m:06s]"
-_ETA_IOPS = re.compile(
-    r"\[(?:r=(?P<r>[\d.]+)(?P<rk>[kM]?))?,?(?:w=(?P<w>[\d.]+)(?P<wk>[kM]?))? IOPS\]"
-)
-_SCALE = {"": 1.0, "k": 1e3, "M": 1e6}
-
-
-def live_iops(eta_text: str) -> float:
-    """IOPS from the last status line fio printed (0 before the first one)."""
-    for line in reversed(eta_text.splitlines()):
-        m = _ETA_IOPS.search(line)
-        if m:
-            r = float(m["r"] or 0) * _SCALE[m["rk"] or ""]
-            w = float(m["w"] or 0) * _SCALE[m["wk"] or ""]
-            return r + w
-    return 0.0
-
-
-def eta_files_iops(paths: Iterable[Path]) -> float:
-    """Live IOPS summed over fio processes, from the tail of each one's status-line file."""
-    total = 0.0
-    for path in paths:
-        try:
-            with path.open("rb") as fh:
-                fh.seek(max(path.stat().st_size - 4096, 0))
-                total += live_iops(fh.read().decode(errors="replace").replace("\r", "\n"))
-        except OSError:
-            continue
-    return total
+    eta: Path
 
 
 def _pin(cpus: frozenset[int]):  # type: ignore[no-untyped-def]
@@ -78,25 +45,26 @@ class FioGroup:
     """All fio processes of a step. Use as a context manager: leaving it kills leftovers."""
 
     def __init__(
-        self, jobs: Sequence[FioJob], step_dir: Path, cpus: frozenset[int], env: dict[str, str]
+        self,
+        jobs: Sequence[FioJob],
+        paths: Callable[[str], FioPaths],
+        cpus: frozenset[int],
+        env: dict[str, str],
     ) -> None:
         self._jobs = jobs
-        self._dir = step_dir
+        self._paths = paths  # job name -> where its files go (the results store decides)
         self._cpus = cpus
         self._env = env
         self.procs: list[FioProcess] = []
 
     def __enter__(self) -> FioGroup:
-        self._dir.mkdir(parents=True, exist_ok=True)
         for job in self._jobs:
-            job_path = self._dir / f"{job.name}.fio"
-            job_path.write_text(job.job_file)
-            out = self._dir / f"fio-{job.name}.json"
-            err = self._dir / f"fio-{job.name}.stderr"
-            eta = self._dir / f"fio-{job.name}.eta"
+            paths = self._paths(job.name)
+            paths.job_file.write_text(job.job_file)
+            out, err, eta = paths.output, paths.stderr, paths.eta
             # The eta line each second is our live IOPS readout; the JSON goes to --output.
             args = ["fio", "--output-format=json", f"--output={out}", "--eta=always",
-                    "--eta-newline=1", str(job_path)]  # fmt: skip
+                    "--eta-newline=1", str(paths.job_file)]  # fmt: skip
             with err.open("wb") as err_fh, eta.open("wb") as eta_fh:
                 popen = subprocess.Popen(
                     args,
@@ -105,7 +73,7 @@ class FioGroup:
                     env=self._env,
                     preexec_fn=_pin(self._cpus),  # noqa: PLW1509 - no threads hold locks here
                 )
-            self.procs.append(FioProcess(job, out, err, popen))
+            self.procs.append(FioProcess(job, out, err, popen, eta))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -121,9 +89,6 @@ class FioGroup:
             with contextlib.suppress(psutil.NoSuchProcess):
                 out.extend(c.pid for c in psutil.Process(p.popen.pid).children(recursive=True))
         return out
-
-    def live_iops(self) -> float:
-        return eta_files_iops(p.eta for p in self.procs)
 
     def wait(self, deadline_s: float, tick: Callable[[], None] | None = None) -> None:
         """Wait for every fio; raise ExecutionError naming the job that failed or hung."""

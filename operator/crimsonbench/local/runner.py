@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
-import json
 import logging
 import os
 import platform
-import shutil
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +24,7 @@ from crimsonbench.local.step_exec import StepContext, run_step
 from crimsonbench.local.topology_probe import local_topology
 from crimsonbench.local.versions import installed_ceph_version
 from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.sweep_state import SweepState
@@ -64,9 +63,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def _exclusive(results_dir: Path) -> Iterator[None]:
+def _exclusive(store: ResultStore) -> Iterator[None]:
     """One run per results directory: a second run would mix its steps into the first's."""
-    with (results_dir / ".lock").open("a+") as fh:
+    results_dir = store.root
+    with store.lock_path.open("a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -126,30 +126,27 @@ class LocalRun:
         )
 
     def _check_same_spec(self) -> None:
-        spec_file = self.dir / "spec.json"
         mine = self.spec.model_dump(mode="json", by_alias=True)
-        if spec_file.exists() and json.loads(spec_file.read_text()) != mine:
+        found = self.store.read_spec()
+        if found is not None and found != mine:
             raise InvalidSpec(
                 "--results",
                 f"{self.dir} holds results of a different spec; "
                 "pick another directory or pass --fresh to start over",
             )
-        self.dir.mkdir(parents=True, exist_ok=True)
-        spec_file.write_text(json.dumps(mine, indent=1))
+        self.store.write_spec(mine)
 
     def execute(self) -> Outcome:
         self.dir.mkdir(parents=True, exist_ok=True)
-        with _exclusive(self.dir):
+        with _exclusive(self.store):
             return self._execute()
 
     def _execute(self) -> Outcome:
         if self.fresh:  # under the lock, so a run still going keeps its results
-            for entry in self.dir.iterdir():
-                if entry.name != ".lock":
-                    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            self.store.clear()
         self._check_same_spec()
         plan = self._plan = self.plan()  # InvalidSpec before anything is started
-        (self.dir / "plan.json").write_text(json.dumps(_plan_summary(plan), indent=1))
+        self.store.write_plan(plan_summary(plan))
         # The report reads the spec from run.json: which workloads are bandwidth, the rules.
         spec_json = self.spec.model_dump(mode="json", by_alias=True)
         self.store.write_run_info(self.info(installed_ceph_version()), {"spec": spec_json})
@@ -227,7 +224,7 @@ class LocalRun:
         self.events.step_started(step, len(state.done), total)
         self._write_status(self._plan, outcome, current=step.id)
         try:
-            result = run_step(step, self.store.step_dir(step.id), ctx)
+            result = run_step(step, self.store, ctx)
         except ExecutionError as exc:
             raise ExecutionError(f"step {step.id} failed: {exc}") from exc
         self.store.write_step(result)
@@ -253,28 +250,8 @@ class LocalRun:
             "skipped": outcome.skipped,
             "updatedAt": dt.datetime.now(dt.UTC).isoformat(),
         }
-        tmp = self.dir / "status.json.tmp"
-        tmp.write_text(json.dumps(status, indent=1))
-        tmp.replace(self.dir / "status.json")
+        self.store.write_status(status)
 
 
 def _fio_env(cluster: LocalCluster) -> dict[str, str]:
     return {**os.environ, **cluster.client_conf().env}
-
-
-def _plan_summary(plan: RunPlan) -> dict[str, object]:
-    return {
-        "cpu": {
-            "policy": plan.cpu.policy,
-            "hyper_threads": plan.cpu.hyper_threads,
-            "client": plan.cpu.client_cpuset,
-            "alien_threads": plan.cpu.alien_threads,
-            "osds": {
-                f"osd.{o.osd_id}": {"cpus": o.cpuset, "alien": o.alien_cpuset}
-                for o in plan.cpu.osds
-            },
-        },
-        "ceph_config": plan.ceph.config,
-        "ceph_commands": [list(c) for c in plan.ceph.commands],
-        "steps": [s.id for s in plan.steps],
-    }

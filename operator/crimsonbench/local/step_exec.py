@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.local.sampler import ResourceSampler
 from crimsonbench.plan.types import CpuPlan, Step
+from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.resources import summarize_samples
+from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import StepResult
 from crimsonbench.spec.cpuset import format_cpuset
 
@@ -65,16 +66,16 @@ def check_affinity(
     return report, problems
 
 
-def run_step(step: Step, step_dir: Path, ctx: StepContext) -> StepResult:
+def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     started = time.monotonic()
-    with FioGroup(step.jobs, step_dir, frozenset(ctx.cpu.client), ctx.env) as fio:
+    paths = partial(store.fio_paths, step.id)
+    with FioGroup(step.jobs, paths, frozenset(ctx.cpu.client), ctx.env) as fio:
         osd_pids = lambda: list(ctx.osd_pids().values())  # noqa: E731
         with ResourceSampler(osd_pids, fio.pids, ctx.sample_interval) as sampler:
             time.sleep(min(1.0, ctx.deadline_s / 4))  # let fio fork its workers
             affinity, problems = check_affinity(ctx, fio.pids())
             # Written before failing: crimsonbench.metrics reports the violations.
-            record = {**affinity, "violations": problems}
-            (step_dir / "affinity.json").write_text(json.dumps(record, indent=1))
+            store.write_affinity(step.id, affinity, problems)
             if problems:
                 raise ExecutionError(
                     "OSD and client CPU sets overlap or leak: " + "; ".join(problems[:8])
@@ -83,12 +84,12 @@ def run_step(step: Step, step_dir: Path, ctx: StepContext) -> StepResult:
             # A dead OSD fails the step at once instead of after fio's own timeouts.
             def tick() -> None:
                 ctx.health_check()
-                ctx.live(fio.live_iops())
+                ctx.live(total_live_iops(store.eta_tails(step.id)))
 
             fio.wait(ctx.deadline_s, tick=tick)
         ctx.health_check()
     samples = sampler.samples
-    (step_dir / "samples.json").write_text(json.dumps([s.__dict__ for s in samples]))
+    store.write_samples(step.id, samples)
     jobs = []
     for proc in fio.procs:
         jobs.extend(parse_fio_json(proc.output.read_text()))

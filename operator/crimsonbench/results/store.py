@@ -1,10 +1,19 @@
 """The results directory: everything a report needs, as JSON files, so a run can resume
-and reports can be recomputed from the files alone.
+and reports can be recomputed from the files alone. This module owns every file name in
+it; the local runner, `crimsonbench fetch` (a Kubernetes run), the metrics collector and
+the reports all go through ResultStore.
 
-    <root>/run.json                     RunInfo and the executor's extra dict
-    <root>/steps/<step_id>/result.json  StepResult.to_dict(); present = step complete
-    <root>/steps/<step_id>/fio-*.json   fio's raw output, one per fio process
-    <root>/steps/<step_id>/samples.json the resource samples taken during the step
+    <root>/spec.json                      the BenchmarkRun spec the results belong to
+    <root>/plan.json                      what the planner decided (CPU sets, options, steps)
+    <root>/run.json                       RunInfo and the executor's extra dict
+    <root>/status.json                    phase, progress, current step (as the operator's)
+    <root>/.lock                          held by the one run writing here
+    <root>/steps/<step_id>/result.json    StepResult.to_dict(); present = step complete
+    <root>/steps/<step_id>/fio-<job>.json fio's raw output, one per fio process
+    <root>/steps/<step_id>/fio-<job>.eta  fio's status lines (live IOPS while it runs)
+    <root>/steps/<step_id>/<job>.fio      the job file fio ran
+    <root>/steps/<step_id>/samples.json   the resource samples taken during the step
+    <root>/steps/<step_id>/affinity.json  CPU affinity seen on every thread, and violations
 
 Every file is written to a temporary name and renamed into place, so a run killed
 mid-write never leaves a half-written result.json that would count as complete.
@@ -13,14 +22,16 @@ mid-write never leaves a half-written result.json that would count as complete.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import logging
 import math
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +40,73 @@ from crimsonbench.results.types import FioSummary, ResourceSample, RunInfo, Step
 log = logging.getLogger(__name__)
 
 RUN_FILE = "run.json"
+SPEC_FILE = "spec.json"
+PLAN_FILE = "plan.json"
+STATUS_FILE = "status.json"
+LOCK_FILE = ".lock"
 STEPS_DIR = "steps"
 RESULT_FILE = "result.json"
 SAMPLES_FILE = "samples.json"
+AFFINITY_FILE = "affinity.json"
+VIOLATIONS_KEY = "violations"  # the list of CPU-affinity violations in affinity.json
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 _FIO_FLOATS = frozenset(f.name for f in fields(FioSummary) if f.type == "float")
 
 
+class NotAResultsDirectory(ValueError):
+    """The directory holds no results (the message says what it lacks)."""
+
+
 class ResultStore:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+
+    def check_readable(self) -> None:
+        """Raise NotAResultsDirectory unless this looks like a results directory."""
+        if not self.root.is_dir():
+            raise NotAResultsDirectory(f"{self.root} is not a directory")
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            raise NotAResultsDirectory(f"{self.root} is not readable (permissions)")
+        if not (self.root / RUN_FILE).exists() and not (self.root / STEPS_DIR).is_dir():
+            raise NotAResultsDirectory(
+                f"{self.root} is not a results directory: it has neither {RUN_FILE} nor "
+                f"{STEPS_DIR}/ (give the directory `crimsonbench run` or `fetch` wrote)"
+            )
+
+    def clear(self) -> None:
+        """Delete every result (the lock stays: its holder is the caller)."""
+        if not self.root.is_dir():
+            return
+        for entry in self.root.iterdir():
+            if entry.name != LOCK_FILE:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / LOCK_FILE
+
+    # ------------------------------------------------------------ spec, plan, status
+
+    def write_spec(self, spec: Mapping[str, Any]) -> Path:
+        return _write_json(self.root / SPEC_FILE, dict(spec))
+
+    def read_spec(self) -> dict[str, Any] | None:
+        """The spec the results belong to, or None when none was written yet."""
+        return _read_optional(self.root / SPEC_FILE)
+
+    def write_plan(self, summary: Mapping[str, Any]) -> Path:
+        return _write_json(self.root / PLAN_FILE, dict(summary))
+
+    def read_plan(self) -> dict[str, Any] | None:
+        return _read_optional(self.root / PLAN_FILE)
+
+    def write_status(self, status: Mapping[str, Any]) -> Path:
+        return _write_json(self.root / STATUS_FILE, dict(status))
+
+    def read_status(self) -> dict[str, Any]:
+        """status.json, or {} while none was written (or it is being replaced)."""
+        return _read_optional(self.root / STATUS_FILE) or {}
 
     # ------------------------------------------------------------ the run
 
@@ -101,12 +168,86 @@ class ResultStore:
     def fio_outputs(self, step_id: str) -> list[Path]:
         return sorted((self.root / STEPS_DIR / _safe(step_id, "step id")).glob("fio-*.json"))
 
+    def fio_paths(self, step_id: str, job: str) -> FioPaths:
+        """Where one fio process of a step keeps its job file, output and status lines."""
+        d = self.step_dir(step_id)
+        name = _safe(job, "fio job name")
+        return FioPaths(
+            job_file=d / f"{name}.fio",
+            output=d / f"fio-{name}.json",
+            stderr=d / f"fio-{name}.stderr",
+            eta=d / f"fio-{name}.eta",
+        )
+
+    def eta_tails(self, step_id: str, size: int = 4096) -> list[str]:
+        """The last `size` bytes of every fio status-line file of a step (live IOPS)."""
+        out = []
+        for path in sorted((self.root / STEPS_DIR / _safe(step_id, "step id")).glob("fio-*.eta")):
+            try:
+                with path.open("rb") as fh:
+                    fh.seek(max(path.stat().st_size - size, 0))
+                    out.append(fh.read().decode(errors="replace").replace("\r", "\n"))
+            except OSError:
+                continue
+        return out
+
     def write_samples(self, step_id: str, samples: Sequence[ResourceSample]) -> Path:
         return _write_json(self.step_dir(step_id) / SAMPLES_FILE, [asdict(s) for s in samples])
 
     def read_samples(self, step_id: str) -> list[ResourceSample]:
         path = self.root / STEPS_DIR / _safe(step_id, "step id") / SAMPLES_FILE
         return [ResourceSample(**s) for s in json.loads(path.read_text())]
+
+    def write_affinity(
+        self, step_id: str, observed: Mapping[str, Any], violations: Sequence[str]
+    ) -> Path:
+        record = {**observed, VIOLATIONS_KEY: list(violations)}
+        return _write_json(self.step_dir(step_id) / AFFINITY_FILE, record)
+
+    def read_affinity(self, step_id: str) -> dict[str, Any]:
+        path = self.root / STEPS_DIR / _safe(step_id, "step id") / AFFINITY_FILE
+        return _read_optional(path) or {}
+
+    def affinity_violations(self) -> bool:
+        """True when any step saw an OSD and a fio thread share CPUs (or leave their sets)."""
+        for path in self.root.glob(f"{STEPS_DIR}/*/{AFFINITY_FILE}"):
+            if (_read_optional(path) or {}).get(VIOLATIONS_KEY):
+                return True
+        return False
+
+    def running_step(self) -> str:
+        """The id of the step status.json says is running, if its result is not in yet."""
+        current = str(self.read_status().get("currentStep") or "")
+        if not current or not _SAFE_NAME.match(current):
+            return ""
+        done = (self.root / STEPS_DIR / current / RESULT_FILE).exists()
+        return "" if done else current
+
+    def last_progress(self) -> float:
+        """Unix time of the newest of: a finished step's result, status.json's updatedAt."""
+        times = [p.stat().st_mtime for p in self.root.glob(f"{STEPS_DIR}/*/{RESULT_FILE}")]
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            times.append(dt.datetime.fromisoformat(self.read_status()["updatedAt"]).timestamp())
+        return max(times, default=0.0)
+
+
+@dataclass(frozen=True)
+class FioPaths:
+    job_file: Path
+    output: Path
+    stderr: Path
+    eta: Path
+
+
+def _read_optional(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring %s: %s", path, exc)
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _read_result(path: Path) -> StepResult | None:
