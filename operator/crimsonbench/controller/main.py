@@ -20,10 +20,10 @@ from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.settings import Settings
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, ParseError
 from crimsonbench.metrics import RunCollector, new_registry
+from crimsonbench.spec.api import GROUP, PLURAL, VERSION
 from crimsonbench.spec.models import validate_spec
 from crimsonbench.spec.status import Phase
 
-GROUP, VERSION, PLURAL = "bench.crimson.ceph.io", "v1alpha1", "benchmarkruns"
 # kopf fixes a timer's interval when the decorator runs, so this setting is read at import.
 TICK_SECONDS = Settings().tick_seconds
 _state: dict[str, Any] = {}

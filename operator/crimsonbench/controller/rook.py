@@ -18,7 +18,7 @@ from crimsonbench.manifests.cephcluster import (
     restore_patch,
 )
 from crimsonbench.manifests.jobs import ceph_commands_job, cephblockpool
-from crimsonbench.manifests.naming import LABEL_RUN, label_value
+from crimsonbench.manifests.naming import GROUP, LABEL_RUN, label_value
 from crimsonbench.plan.types import RunPlan
 
 ORIGINAL_KEY = "cephcluster-spec.json"
@@ -66,8 +66,8 @@ def recorded_original(ctx: RunContext, cluster: dict[str, Any]) -> dict[str, Any
         "metadata": {
             "name": original_name(ctx),
             "namespace": ctx.namespace,
-            "labels": {"bench.crimson.ceph.io/run": ctx.name},
-            "annotations": {"bench.crimson.ceph.io/cephcluster": where},
+            "labels": {LABEL_RUN: label_value(ctx.name)},
+            "annotations": {f"{GROUP}/cephcluster": where},
             "ownerReferences": [ctx.owner_reference()],
         },
         "data": {ORIGINAL_KEY: json.dumps(cluster.get("spec") or {})},

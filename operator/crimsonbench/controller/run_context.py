@@ -12,6 +12,7 @@ from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.settings import Settings
 from crimsonbench.manifests.naming import LABEL_RUN, label_value
 from crimsonbench.plan.types import RunPlan
+from crimsonbench.spec.api import API_VERSION, KIND
 from crimsonbench.spec.models import BenchmarkRunSpec
 
 
@@ -43,8 +44,8 @@ class RunContext:
     def owner_reference(self) -> dict[str, Any]:
         """Children in the run's namespace go away with the run (garbage collector)."""
         return {
-            "apiVersion": "bench.crimson.ceph.io/v1alpha1",
-            "kind": "BenchmarkRun",
+            "apiVersion": API_VERSION,
+            "kind": KIND,
             "name": self.name,
             "uid": self.uid,
             "controller": True,

@@ -8,11 +8,12 @@ import re
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests.jobs import topology_probe_job
+from crimsonbench.manifests.naming import GROUP
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import Topology
 
 CACHE_KEY = "lscpu.json"
-LABEL_TOPOLOGY = "bench.crimson.ceph.io/topology"
+LABEL_TOPOLOGY = f"{GROUP}/topology"
 
 
 def cache_name(node: str) -> str:
@@ -27,7 +28,7 @@ def cache_configmap(node: str, lscpu_json: str) -> dict[str, object]:
         "metadata": {
             "name": cache_name(node),
             "labels": {"app.kubernetes.io/name": "crimsonbench", LABEL_TOPOLOGY: "lscpu"},
-            "annotations": {"bench.crimson.ceph.io/node": node},
+            "annotations": {f"{GROUP}/node": node},
         },
         "data": {CACHE_KEY: lscpu_json},
     }

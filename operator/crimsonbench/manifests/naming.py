@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-GROUP = "bench.crimson.ceph.io"
+from crimsonbench.spec.api import GROUP
+
 APP = "crimsonbench"
 
 LABEL_NAME = "app.kubernetes.io/name"

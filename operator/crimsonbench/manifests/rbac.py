@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from crimsonbench.manifests.naming import APP, LABEL_NAME
+from crimsonbench.spec.api import GROUP, PLURAL
 
 DEFAULT_NAMESPACE = "crimsonbench"
 DEFAULT_NAME = "crimsonbench-operator"
@@ -24,11 +25,11 @@ READ = ["get", "list", "watch"]
 
 # (apiGroup, resources, verbs, why)
 RULES: tuple[tuple[str, tuple[str, ...], list[str], str], ...] = (
-    ("bench.crimson.ceph.io", ("benchmarkruns",), [*READ, "patch", "update"],
+    (GROUP, (PLURAL,), [*READ, "patch", "update"],
      "the runs: watch them, add/remove the finalizer"),
-    ("bench.crimson.ceph.io", ("benchmarkruns/status",), ["get", "patch", "update"],
+    (GROUP, (f"{PLURAL}/status",), ["get", "patch", "update"],
      "progress, results and conditions"),
-    ("bench.crimson.ceph.io", ("benchmarkruns/finalizers",), ["update"],
+    (GROUP, (f"{PLURAL}/finalizers",), ["update"],
      "owner references with blockOwnerDeletion on children"),
     ("ceph.rook.io", ("cephclusters",), [*READ, "patch"],
      "read the cluster, patch cephConfig/resources/placement and restore them"),

@@ -11,13 +11,9 @@ from typing import Any
 
 import yaml
 
+from crimsonbench.spec.api import GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION
 from crimsonbench.spec.models import BenchmarkRunSpec
 from crimsonbench.spec.status import BenchmarkRunStatus
-
-GROUP = "bench.crimson.ceph.io"
-VERSION = "v1alpha1"
-KIND = "BenchmarkRun"
-PLURAL = "benchmarkruns"
 
 # JSON-schema keywords a structural Kubernetes schema does not accept.
 _DROP = {"title", "additionalProperties:false", "$defs", "discriminator"}
@@ -91,8 +87,8 @@ def build_crd() -> dict[str, Any]:
                 "kind": KIND,
                 "listKind": f"{KIND}List",
                 "plural": PLURAL,
-                "singular": KIND.lower(),
-                "shortNames": ["br"],
+                "singular": SINGULAR,
+                "shortNames": list(SHORT_NAMES),
                 "categories": ["ceph", "benchmark"],
             },
             "scope": "Namespaced",
