@@ -1,4 +1,9 @@
-"""crimsonbench: the command line. Thin: parse, call the planner/runner/reports, print."""
+"""crimsonbench: the command line. Thin: parse, call the planner/runner/reports, print.
+
+Every failure the user can cause (a bad spec, a bad path, an unreachable cluster) ends in
+one readable message and a non-zero exit: 2 for bad input, 1 for a run that failed,
+130 for an interrupted run. Tracebacks are for bugs only.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -16,6 +22,7 @@ from crimsonbench.errors import CrimsonBenchError, InvalidSpec
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import RunPlan, Topology
+from crimsonbench.results.store import NotAResultsDirectory, ResultStore
 from crimsonbench.spec.models import load_spec
 
 app = typer.Typer(
@@ -24,19 +31,57 @@ app = typer.Typer(
     help="CPU-pinned fio sweeps against Ceph Crimson and classic OSDs.",
 )
 console = Console(stderr=True)
+EXIT_BAD_INPUT = 2
+
+
+class Output(StrEnum):
+    """What `report`/`run` print on stdout: the files written, or the final table."""
+
+    PATHS = "paths"
+    MARKDOWN = "markdown"
+    CSV = "csv"
+    JSON = "json"
+
+
+class BadInput(Exception):
+    """A path or option the user gave cannot be used (the message says why)."""
+
+
+@contextmanager
+def _guard() -> Iterator[None]:
+    """Map every expected failure to a message and an exit code."""
+    try:
+        yield
+    except InvalidSpec as exc:
+        _error(str(exc), EXIT_BAD_INPUT)
+    except (BadInput, NotAResultsDirectory) as exc:
+        _error(str(exc), EXIT_BAD_INPUT)
+    except CrimsonBenchError as exc:
+        _error(str(exc), 1)
+
+
+def _error(message: str, code: int) -> None:
+    for i, line in enumerate(message.splitlines() or [message]):
+        prefix = "[bold red]error:[/] " if i == 0 else "       "
+        console.print(prefix + line, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
 
 
 def _topology(lscpu_json: Path | None) -> Topology:
     if lscpu_json is not None:
-        return parse_lscpu_json(lscpu_json.read_text())
+        try:
+            return parse_lscpu_json(lscpu_json.read_text())
+        except OSError as exc:
+            raise BadInput(f"--lscpu-json {lscpu_json}: {exc.strerror}") from exc
     from crimsonbench.local.topology_probe import local_topology
 
     return local_topology()
 
 
-def _fail(exc: CrimsonBenchError) -> None:
-    console.print(f"[bold red]error:[/] {exc}")
-    raise typer.Exit(2 if isinstance(exc, InvalidSpec) else 1)
+def _store(path: Path) -> ResultStore:
+    store = ResultStore(path)
+    store.check_readable()
+    return store
 
 
 def plan_table(plan: RunPlan) -> Table:
@@ -53,28 +98,30 @@ def plan_table(plan: RunPlan) -> Table:
     return table
 
 
+def _stdout() -> Console:
+    # Not a terminal (CI logs, `| tee`): never wrap or cut a column at 80 characters.
+    return Console() if sys.stdout.isatty() else Console(width=400, soft_wrap=True)
+
+
 @app.command()
 def plan(
-    spec_file: Path = typer.Argument(..., exists=True, help="BenchmarkRun YAML"),
+    spec_file: Path = typer.Argument(..., help="BenchmarkRun YAML"),
     lscpu_json: Path | None = typer.Option(
         None, help="Plan for another machine: output of `lscpu -e --json` taken there."
     ),
     ceph_version: str | None = typer.Option(None, help="Ceph version of the target."),
 ) -> None:
     """Show what a run would do: CPU layout, Ceph options, steps. Touches nothing."""
-    try:
+    with _guard():
         name, spec = load_spec(spec_file)
         run_plan = build_plan(name, spec, _topology(lscpu_json), ceph_version)
-    except CrimsonBenchError as exc:
-        _fail(exc)
-        return
-    out = Console()
+    out = _stdout()
     out.print(plan_table(run_plan))
     for section, options in run_plan.ceph.config.items():
         for key, value in options.items():
-            out.print(f"ceph config set {section} {key} {value}")
+            out.print(f"ceph config set {section} {key} {value}", highlight=False)
     for cmd in run_plan.ceph.commands:
-        out.print("ceph " + " ".join(cmd))
+        out.print("ceph " + " ".join(cmd), highlight=False)
     per_step = len(run_plan.steps[0].jobs) if run_plan.steps else 0
     step_s = spec.sweep.runtime_seconds + spec.sweep.ramp_seconds
     out.print(
@@ -110,7 +157,10 @@ def _metrics(port: int | None, results_dir: Path) -> Iterator[None]:
     from crimsonbench.metrics import RunCollector, new_registry, state_from_store
 
     registry = new_registry(RunCollector(lambda: state_from_store(results_dir)))
-    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    try:
+        server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    except OSError as exc:
+        raise BadInput(f"--metrics-port {port}: {exc.strerror}") from exc
     console.print(f"metrics: http://127.0.0.1:{server.server_port}/metrics")
     try:
         yield
@@ -119,9 +169,26 @@ def _metrics(port: int | None, results_dir: Path) -> Iterator[None]:
         thread.join(timeout=5)
 
 
+def _print_table(store: ResultStore, output: Output, written: list[Path]) -> None:
+    """The final table on stdout in the chosen format (paths: the files written)."""
+    from crimsonbench.reports.report import final_table
+
+    if output == Output.PATHS:
+        for path in written:
+            typer.echo(path)
+        return
+    text = final_table(store.root, output.value)
+    if output == Output.MARKDOWN and sys.stdout.isatty():
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(text))
+    else:
+        sys.stdout.write(text)
+
+
 @app.command()
 def run(
-    spec_file: Path = typer.Argument(..., exists=True, help="BenchmarkRun YAML (target.local)"),
+    spec_file: Path = typer.Argument(..., help="BenchmarkRun YAML (target.local)"),
     results: Path | None = typer.Option(
         None, help="Results directory; default results/<name>. Finished steps are kept."
     ),
@@ -129,55 +196,133 @@ def run(
     metrics_port: int | None = typer.Option(
         None, help="Serve Prometheus metrics on this port while running (0 = any free port)."
     ),
+    output: Output = typer.Option(Output.MARKDOWN, help="How to print the final table."),
 ) -> None:
     """Run the sweep on this machine against a throwaway real Ceph cluster."""
     from crimsonbench.local.runner import LocalRun
     from crimsonbench.progress import RichEvents
     from crimsonbench.reports.report import write_report
 
-    try:
+    with _guard():
         name, spec = load_spec(spec_file)
         results_dir = results or Path("results") / name
+        if results_dir.exists() and not results_dir.is_dir():
+            raise BadInput(f"--results {results_dir} is a file, not a directory")
         with RichEvents(console) as events:
             runner = LocalRun(name, spec, results_dir, events, fresh=fresh)
             with _metrics(metrics_port, results_dir):
                 outcome = runner.execute()
-    except CrimsonBenchError as exc:
-        _fail(exc)
-        return
     if outcome.results:
         paths = write_report(outcome.results_dir)
         console.print(f"report: {outcome.results_dir / 'report'} ({len(paths)} files)")
-        summary = outcome.results_dir / "report" / "summary.md"
-        if summary.exists():
-            from rich.markdown import Markdown
-
-            Console().print(Markdown(summary.read_text()))
+        _print_table(ResultStore(outcome.results_dir), output, paths)
     if outcome.phase.value != "Completed":
         raise typer.Exit(130 if "interrupted" in outcome.message else 1)
 
 
 @app.command()
-def report(results_dir: Path = typer.Argument(..., exists=True, file_okay=False)) -> None:
+def report(
+    results_dir: Path = typer.Argument(..., help="A results directory (run or fetch wrote it)."),
+    output: Output = typer.Option(Output.PATHS, help="What to print on stdout."),
+) -> None:
     """Recompute tables, CSV/JSON and plots from a results directory (no cluster needed)."""
     from crimsonbench.reports.report import write_report
 
-    for path in write_report(results_dir):
-        typer.echo(path)
+    with _guard():
+        store = _store(results_dir)
+        written = write_report(store.root)
+        _print_table(store, output, written)
 
 
 @app.command()
 def compare(
-    results_dirs: list[Path] = typer.Argument(..., exists=True, file_okay=False),
+    results_dirs: list[Path] = typer.Argument(..., help="Two or more results directories."),
     out: Path = typer.Option(Path("comparison"), help="Output directory."),
 ) -> None:
     """Compare two or more runs side by side (policy vs policy, backend vs backend)."""
     from crimsonbench.reports.report import write_comparison
 
-    if len(results_dirs) < 2:
-        raise typer.BadParameter("give at least two results directories")
-    for path in write_comparison(results_dirs, out):
-        typer.echo(path)
+    with _guard():
+        if len(results_dirs) < 2:
+            raise BadInput("compare needs at least two results directories")
+        stores = [_store(d) for d in results_dirs]
+        if out.exists() and not out.is_dir():
+            raise BadInput(f"--out {out} is a file, not a directory")
+        for path in write_comparison([s.root for s in stores], out):
+            typer.echo(path)
+
+
+@app.command()
+def fetch(
+    run_name: str = typer.Argument(..., metavar="RUN", help="BenchmarkRun name (or ns/name)."),
+    namespace: str = typer.Option("default", "--namespace", "-n"),
+    results: Path | None = typer.Option(None, help="Results directory; default results/<run>."),
+    kubeconfig: Path | None = typer.Option(None, help="Default: $KUBECONFIG or ~/.kube/config."),
+    context: str | None = typer.Option(None, help="kubeconfig context."),
+) -> None:
+    """Write a Kubernetes run's results as a local results directory (for report/compare)."""
+    with _guard():
+        if "/" in run_name:
+            namespace, run_name = run_name.split("/", 1)
+        try:
+            from kubernetes import client, config
+
+            from crimsonbench.controller.fetch import FetchError, fetch_run, write_results_dir
+        except ImportError as exc:
+            raise BadInput(
+                f"fetch needs the kubernetes client ({exc.name}): "
+                "pip install 'crimsonbench[operator]'"
+            ) from exc
+        try:
+            api = config.new_client_from_config(
+                config_file=str(kubeconfig) if kubeconfig else None, context=context
+            )
+        except (config.ConfigException, OSError) as exc:
+            raise BadInput(f"cannot load the kubeconfig: {exc}") from exc
+        with api:
+            try:
+                fetched = fetch_run(api, namespace, run_name)
+            except FetchError as exc:
+                raise BadInput(str(exc)) from exc
+            except client.exceptions.ApiException as exc:
+                raise BadInput(f"the API server refused: {exc.status} {exc.reason}") from exc
+            except OSError as exc:  # urllib3 wraps connection errors in these
+                raise BadInput(f"cannot reach the API server: {exc}") from exc
+        target = results or Path("results") / run_name
+        store = ResultStore(target)
+        if store.read_spec() not in (None, fetched.spec):
+            raise BadInput(f"{target} holds results of another spec; pick another --results")
+        write_results_dir(fetched, store)
+    if fetched.note:
+        console.print(f"[yellow]warning:[/] {fetched.note}")
+    console.print(f"{len(fetched.results)} steps of {namespace}/{run_name} in {target}")
+    typer.echo(target)
+
+
+@app.command(name="operator")
+def run_operator(
+    namespace: list[str] = typer.Option(
+        [], "--namespace", "-n", help="Watch these namespaces (default: all)."
+    ),
+    liveness: str | None = typer.Option(None, help="e.g. http://0.0.0.0:8080/healthz"),
+) -> None:
+    """Run the operator in this process against the kubeconfig's cluster (development;
+    the image runs `kopf run -m crimsonbench.controller.main`)."""
+    with _guard():
+        try:
+            import kopf
+
+            import crimsonbench.controller.main  # noqa: F401  (registers the handlers)
+        except ImportError as exc:
+            raise BadInput(
+                f"the operator needs {exc.name}: pip install 'crimsonbench[operator]'"
+            ) from exc
+    kopf.run(
+        clusterwide=not namespace,
+        namespaces=namespace,
+        liveness_endpoint=liveness,
+        standalone=True,
+    )
 
 
 if __name__ == "__main__":

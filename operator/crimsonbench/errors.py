@@ -12,12 +12,16 @@ class CrimsonBenchError(Exception):
 
 
 class InvalidSpec(CrimsonBenchError):
-    """The spec cannot be run as written; retrying will not help."""
+    """The spec cannot be run as written; retrying will not help.
 
-    def __init__(self, field: str, message: str) -> None:
+    `field` and `message` are the first problem; `problems` holds every one found (a
+    spec with three bad fields says so at once instead of one at a time)."""
+
+    def __init__(self, field: str, message: str, *, more: tuple[tuple[str, str], ...] = ()) -> None:
         self.field = field
         self.message = message
-        super().__init__(f"{field}: {message}")
+        self.problems = ((field, message), *more)
+        super().__init__("\n".join(f"{f}: {m}" if f else m for f, m in self.problems))
 
 
 class NotReady(CrimsonBenchError):

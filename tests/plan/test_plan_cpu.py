@@ -12,7 +12,7 @@ from crimsonbench.errors import InvalidSpec
 from crimsonbench.plan.cpu import plan_cpus
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import CpuPlan, Topology
-from crimsonbench.spec.models import ClientSpec, OsdSpec
+from crimsonbench.spec.models import ClientSpec, OsdSpec, validate_spec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lscpu"
 
@@ -293,8 +293,14 @@ def test_bluestore_without_a_free_cpu_for_aliens() -> None:
 
 
 def test_bad_cpu_list_in_the_spec_is_reported_for_its_field() -> None:
+    # refused when the spec is parsed, before any planning
     with raises("spec.osd.alienCpuSet", "runs backwards"):
-        plan(object_store="bluestore", alien_cpu_set="9-3")
+        validate_spec(
+            {
+                "target": {"local": {}},
+                "osd": {"objectStore": "bluestore", "alienCpuSet": "9-3"},
+            }
+        )
 
 
 def test_alien_cpu_set_covering_every_osd_cpu_leaves_no_reactor() -> None:

@@ -22,8 +22,11 @@ from crimsonbench.errors import (
 )
 from crimsonbench.manifests.jobs import ROLE_RBD_CLEANUP
 from crimsonbench.manifests.naming import LABEL_ROLE
+from crimsonbench.manifests.results import run_configmap
 from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan
+from crimsonbench.results.types import RunInfo
 from crimsonbench.spec.status import Phase
 
 ORDER = ("lease", "topology", "patch", "rollout", "prefill", "steps", "restore")
@@ -73,6 +76,7 @@ def stage_lease(ctx: RunContext) -> str:
 def stage_topology(ctx: RunContext) -> str:
     node_topologies(ctx, list(dict.fromkeys(nodes_of(ctx))))  # NotReady until probed
     plan = plan_for(ctx)  # InvalidSpec here names the field (e.g. cpuSet vs this node)
+    _record_run_info(ctx, plan)
     ctx.set(stepsTotal=len(plan.steps), progress=f"0/{len(plan.steps)}")
     ctx.condition(
         "Planned",
@@ -81,6 +85,20 @@ def stage_topology(ctx: RunContext) -> str:
         f"{len(plan.cpu.osds)} OSDs planned, fio on {plan.cpu.client_cpuset}",
     )
     return "patch"
+
+
+def _record_run_info(ctx: RunContext, plan: RunPlan) -> None:
+    """What ran, for `crimsonbench fetch` (a results directory like a local run's)."""
+    info = RunInfo.from_spec(
+        ctx.name,
+        ctx.spec,
+        ceph_version=rook.ceph_version(ctx) or "",
+        host=ctx.spec.client.node or "",
+        started=str(ctx.get("startedAt") or now()),
+    )
+    cm = run_configmap(ctx.name, info, plan_summary(plan), namespace=ctx.namespace)
+    cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]
+    ctx.kube.replace_configmap(ctx.namespace, cm)
 
 
 def stage_patch(ctx: RunContext) -> str:

@@ -11,16 +11,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, fields
 from typing import Any
 
 from crimsonbench.manifests.naming import GROUP, dns_name, labels, metadata
 from crimsonbench.results.rules import average_repeats, by_workload, peak, should_stop
 from crimsonbench.results.sweep_state import latency_target_missed
-from crimsonbench.results.types import StepResult
+from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.models import BenchmarkRunSpec, SweepSpec
 from crimsonbench.spec.status import BenchmarkRunStatus, StepSummary, WorkloadPeak
 
 RESULTS_KEY = "results.json"
+RUN_INFO_KEY = "run.json"  # RunInfo of the run, as results.store writes it
+PLAN_KEY = "plan.json"  # plan.summary.plan_summary of the run
 ANNOTATION_PART = f"{GROUP}/part"
 ANNOTATION_PARTS = f"{GROUP}/parts"
 ANNOTATION_STEPS = f"{GROUP}/steps"
@@ -125,6 +128,39 @@ def _nan_to_none(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_nan_to_none(v) for v in value]
     return value
+
+
+# ---------------------------------------------------------------- what ran
+
+
+def run_configmap_name(run: str) -> str:
+    name = f"{run}-run"
+    return name if len(name) <= 253 else dns_name(run, "run", max_len=253)
+
+
+def run_configmap(
+    run: str, info: RunInfo, plan: Mapping[str, Any], *, namespace: str | None = None
+) -> dict[str, Any]:
+    """`<run>-run`: what ran (RunInfo: flavor, store, Ceph version, start) and the plan
+    (CPU sets, Ceph options, steps), written once the run is planned, so that
+    `crimsonbench fetch` can rebuild the results directory a local run writes."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata(run_configmap_name(run), namespace, labels(run, "run-info"), None),
+        "data": {
+            RUN_INFO_KEY: json.dumps(asdict(info), sort_keys=True),
+            PLAN_KEY: json.dumps(plan, sort_keys=True),
+        },
+    }
+
+
+def read_run_configmap(cm: Mapping[str, Any]) -> tuple[RunInfo, dict[str, Any]]:
+    """The inverse of run_configmap: (RunInfo, plan summary)."""
+    data = cm.get("data") or {}
+    raw = json.loads(data[RUN_INFO_KEY])
+    known = {f.name for f in fields(RunInfo)}
+    return RunInfo(**{k: v for k, v in raw.items() if k in known}), json.loads(data[PLAN_KEY])
 
 
 # ---------------------------------------------------------------- .status

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from crimsonbench.reports.compare import Run, comparison_markdown, overlay_figures
 from crimsonbench.reports.plots import cpu_per_step, response_curve, save_png
-from crimsonbench.reports.tables import markdown_table, to_csv, to_json
+from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
 from crimsonbench.results.rules import (
     average_repeats,
     best_under_target,
@@ -58,6 +58,23 @@ def write_report(store_dir: Path) -> list[Path]:
     written.insert(0, _write(out / "summary.md", "\n".join(parts)))
     log.info("report of %d steps in %s", len(results), out)
     return written
+
+
+def final_table(store_dir: Path, fmt: str) -> str:
+    """The run's table for stdout: markdown (one table per workload, repeats averaged, in
+    the published layout), csv or json (every step, every figure)."""
+    store = ResultStore(store_dir)
+    results = store.load_results()
+    if fmt == "csv":
+        return to_csv(results)
+    if fmt == "json":
+        return to_json(results)
+    _, extra = _run_info(store)
+    bw = _bandwidth_workloads(extra, {r.workload for r in results})
+    parts = []
+    for workload, table in workload_tables(results, bw, percentiles=True).items():
+        parts.append(f"## {workload}\n\n{table}")
+    return "\n".join(parts) or "no finished steps\n"
 
 
 def write_comparison(dirs: Sequence[Path], out: Path) -> list[Path]:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,8 +26,9 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from crimsonbench.errors import InvalidSpec
+from crimsonbench.spec.api import API_VERSION, KIND
 from crimsonbench.spec.cpuset import CPUSET_PATTERN, format_cpuset, parse_cpuset
-from crimsonbench.spec.rules import Rule, cel_rules, first_violation
+from crimsonbench.spec.rules import Rule, cel_rules, violations
 
 DEFAULT_IODEPTHS = (1, 2, 4, 8, 16, 24, 32, 40, 52, 64)
 RECORDED_PERCENTILES = (50.0, 99.0, 99.9)  # fio's percentile_list in every step job file
@@ -60,7 +62,14 @@ FIO_OPTION_ALLOWLIST = (
 SIZE_PATTERN = r"^[1-9][0-9]*(Mi|Gi|Ti)$"
 BLOCK_SIZE_PATTERN = r"^[1-9][0-9]*[kKmM]?$"
 _SIZE_UNITS = {"Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
-CpuSetStr = Annotated[str, Field(pattern=CPUSET_PATTERN, max_length=4096)]
+def _parsable_cpuset(value: str) -> str:
+    parse_cpuset(value)  # ValueError: backwards range, id above the kernel's limit
+    return value
+
+
+CpuSetStr = Annotated[
+    str, Field(pattern=CPUSET_PATTERN, max_length=4096), AfterValidator(_parsable_cpuset)
+]
 SizeStr = Annotated[str, Field(pattern=SIZE_PATTERN)]
 BlockSizeStr = Annotated[str, Field(pattern=BLOCK_SIZE_PATTERN)]
 
@@ -81,15 +90,16 @@ class _Model(BaseModel):
 
 
 def _enforce(rules: tuple[Rule, ...], obj: Any) -> Any:
-    broken = first_violation(rules, obj)
-    if broken is not None:
-        raise _rule_error(broken.field, broken.message)
+    broken = violations(rules, obj)
+    if broken:
+        raise _rule_error(*[(r.field, r.message) for r in broken])
     return obj
 
 
-def _rule_error(field: str, message: str) -> PydanticCustomError:
-    # ctx carries the field inside the model so validate_spec can name it exactly.
-    return PydanticCustomError("spec_rule", message, {"field": field})
+def _rule_error(*problems: tuple[str, str]) -> PydanticCustomError:
+    # ctx carries every (field inside the model, message) so validate_spec names them all.
+    field, message = problems[0]
+    return PydanticCustomError("spec_rule", message, {"field": field, "problems": problems})
 
 
 class Flavor(StrEnum):
@@ -526,20 +536,12 @@ class BenchmarkRunSpec(_Model):
             both = parse_cpuset(self.osd.cpu_set) & parse_cpuset(self.client.cpu_set)
             if both:
                 raise _rule_error(
-                    "client.cpuSet",
-                    f"osd.cpuSet and client.cpuSet share CPUs {format_cpuset(both)}; fio must "
-                    "run on CPUs the OSDs do not use, so remove them from one of the two",
+                    (
+                        "client.cpuSet",
+                        f"osd.cpuSet and client.cpuSet share CPUs {format_cpuset(both)}; fio "
+                        "must run on CPUs the OSDs do not use, so remove them from one of the two",
+                    )
                 )
-        for field, value in (
-            ("osd.cpuSet", self.osd.cpu_set),
-            ("osd.alienCpuSet", self.osd.alien_cpu_set),
-            ("client.cpuSet", self.client.cpu_set),
-        ):
-            if value is not None:
-                try:
-                    parse_cpuset(value)
-                except ValueError as exc:  # backwards range, id above the kernel limit
-                    raise _rule_error(field, str(exc)) from None
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -553,15 +555,22 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
 
 
 def validate_spec(data: dict[str, Any]) -> BenchmarkRunSpec:
-    """Parse a spec dict; raise InvalidSpec naming the camelCase field and the fix."""
+    """Parse a spec dict; raise InvalidSpec naming every bad camelCase field and its fix."""
     try:
         return BenchmarkRunSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(err["loc"])
-        inner = (err.get("ctx") or {}).get("field", "") if err["type"] == "spec_rule" else ""
-        path = ".".join(p for p in ("spec", _field_path(loc), inner) if p)
-        raise InvalidSpec(path, _friendly(err)) from None
+        problems: list[tuple[str, str]] = []
+        for err in exc.errors():
+            outer = _field_path(tuple(err["loc"]))
+            if err["type"] == "spec_rule":
+                for inner, message in err["ctx"]["problems"]:
+                    path = ".".join(p for p in ("spec", outer, inner) if p)
+                    problems.append((path, message))
+            else:
+                path = ".".join(p for p in ("spec", outer) if p)
+                problems.append((path, _friendly(err)))
+        (field, message), *more = problems
+        raise InvalidSpec(field, message, more=tuple(more)) from None
 
 
 _PATTERN_HINTS = {
@@ -584,11 +593,42 @@ def _friendly(err: Any) -> str:
 
 
 def load_spec(path: str | Path) -> tuple[str, BenchmarkRunSpec]:
-    """Read a BenchmarkRun YAML (the same file kubectl would apply). Returns (name, spec)."""
-    doc = yaml.safe_load(Path(path).read_text())
-    if not isinstance(doc, dict) or doc.get("kind") != "BenchmarkRun":
-        raise InvalidSpec("kind", f"{path} is not a BenchmarkRun manifest (kind: BenchmarkRun)")
-    name = (doc.get("metadata") or {}).get("name")
+    """Read a BenchmarkRun YAML (the same file kubectl would apply). Returns (name, spec).
+    Every problem is an InvalidSpec naming the line or the field."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidSpec(str(path), f"cannot read the file: {exc}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidSpec(str(path), _yaml_problem(exc)) from None
+    if not isinstance(doc, dict):
+        raise InvalidSpec(
+            str(path),
+            "is not a BenchmarkRun manifest: expected a YAML mapping with kind, metadata and spec",
+        )
+    if doc.get("kind") != KIND:
+        found = f"kind {doc['kind']!r}" if "kind" in doc else "no kind"
+        raise InvalidSpec("kind", f"{path} has {found}; a BenchmarkRun manifest says kind: {KIND}")
+    if doc.get("apiVersion") not in (None, API_VERSION):
+        raise InvalidSpec(
+            "apiVersion", f"{doc['apiVersion']!r} is not served; write apiVersion: {API_VERSION}"
+        )
+    name = (
+        (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
+    )
     if not name:
-        raise InvalidSpec("metadata.name", "give the run a name")
-    return str(name), validate_spec(doc.get("spec") or {})
+        raise InvalidSpec("metadata.name", "give the run a name (metadata: {name: ...})")
+    spec = doc.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise InvalidSpec("spec", f"must be a mapping of fields, not {type(spec).__name__}")
+    return str(name), validate_spec(spec)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """ "line L, column C: what is wrong", from PyYAML's marks (0-based)."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    return f"{where}not valid YAML ({problem})"

@@ -31,8 +31,6 @@ def cel_rules(rules: tuple[Rule, ...]) -> dict[str, Any]:
     return {"x-kubernetes-validations": [r.schema() for r in rules]}
 
 
-def first_violation(rules: tuple[Rule, ...], obj: Any) -> Rule | None:
-    for rule in rules:
-        if not rule.check(obj):
-            return rule
-    return None
+def violations(rules: tuple[Rule, ...], obj: Any) -> list[Rule]:
+    """Every rule obj breaks, in declaration order."""
+    return [rule for rule in rules if not rule.check(obj)]

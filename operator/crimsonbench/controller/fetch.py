@@ -1,0 +1,134 @@
+"""`crimsonbench fetch`: a BenchmarkRun's results, read from the API, written as the same
+results directory a local run writes, so `report` and `compare` work unchanged.
+
+What is read: the BenchmarkRun (spec, status), its `<run>-run` ConfigMap (RunInfo and
+plan) and its `<run>-results-N` ConfigMaps (every finished step). A run still going, or
+one that failed, gives what exists; `FetchedRun.note` says so.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from crimsonbench.errors import CrimsonBenchError
+from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
+from crimsonbench.manifests.results import (
+    read_results_configmaps,
+    read_run_configmap,
+    run_configmap_name,
+)
+from crimsonbench.results.store import ResultStore
+from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.spec.api import GROUP, PLURAL, VERSION
+from crimsonbench.spec.models import validate_spec
+from crimsonbench.spec.status import Phase
+
+
+class FetchError(CrimsonBenchError):
+    """The run or its results cannot be read (the message says which and why)."""
+
+
+@dataclass(frozen=True)
+class FetchedRun:
+    name: str
+    namespace: str
+    spec: dict[str, Any]  # as the API returns it (camelCase, defaults filled in)
+    status: dict[str, Any]
+    info: RunInfo
+    plan: dict[str, Any] | None
+    results: list[StepResult]
+
+    @property
+    def phase(self) -> str:
+        return str(self.status.get("phase") or Phase.PENDING.value)
+
+    @property
+    def note(self) -> str:
+        """'' for a completed run; else what a reader of partial results must know."""
+        total = int(self.status.get("stepsTotal") or 0)
+        done = f"{len(self.results)} of {total or '?'} steps"
+        if self.phase == Phase.COMPLETED.value:
+            return ""
+        if self.phase == Phase.FAILED.value:
+            return f"run {self.name} failed ({self.status.get('message', '')}); {done} fetched"
+        return f"run {self.name} is {self.phase}, not finished: {done} fetched so far"
+
+
+def fetched_run(
+    run: Mapping[str, Any],
+    run_configmap: Mapping[str, Any] | None,
+    results_configmaps: Sequence[Mapping[str, Any]],
+) -> FetchedRun:
+    """Pure: the API objects of a run -> what the results directory needs."""
+    meta = run.get("metadata") or {}
+    name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+    spec = dict(run.get("spec") or {})
+    status = dict(run.get("status") or {})
+    plan: dict[str, Any] | None = None
+    if run_configmap is not None:
+        info, plan = read_run_configmap(run_configmap)
+    else:  # planned before this operator version, or never planned
+        info = RunInfo.from_spec(name, validate_spec(spec), started=status.get("startedAt", ""))
+    try:
+        results = read_results_configmaps(results_configmaps)
+    except (ValueError, KeyError) as exc:
+        raise FetchError(
+            f"the results ConfigMaps of {namespace}/{name} are damaged: {exc}"
+        ) from exc
+    return FetchedRun(name, namespace, spec, status, info, plan, results)
+
+
+def write_results_dir(run: FetchedRun, store: ResultStore) -> None:
+    """The layout of a local run's results directory (results.store), from a fetched run."""
+    store.root.mkdir(parents=True, exist_ok=True)
+    store.write_spec(run.spec)
+    if run.plan is not None:
+        store.write_plan(run.plan)
+    store.write_run_info(run.info, {"spec": run.spec, "source": f"{run.namespace}/{run.name}"})
+    for result in run.results:
+        store.write_step(result)
+    s = run.status
+    store.write_status(
+        {
+            "phase": run.phase,
+            "message": s.get("message", ""),
+            "stepsDone": len(run.results),
+            "stepsTotal": int(s.get("stepsTotal") or 0),
+            "progress": s.get("progress", ""),
+            "currentStep": s.get("currentStep", ""),
+            "updatedAt": s.get("finishedAt") or dt.datetime.now(dt.UTC).isoformat(),
+        }
+    )
+
+
+def fetch_run(api: Any, namespace: str, name: str) -> FetchedRun:
+    """Read a run through a kubernetes.client.ApiClient (the kubeconfig's user)."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    try:
+        run: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]
+            GROUP, VERSION, namespace, PLURAL, name
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            raise FetchError(
+                f"no BenchmarkRun {name} in namespace {namespace} "
+                f"(kubectl get benchmarkruns -n {namespace})"
+            ) from exc
+        raise FetchError(f"cannot read BenchmarkRun {namespace}/{name}: {exc.reason}") from exc
+    serialize = api.sanitize_for_serialization
+    try:
+        found = core.read_namespaced_config_map(run_configmap_name(name), namespace)
+        run_cm = serialize(found)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise FetchError(f"cannot read the run's ConfigMap: {exc.reason}") from exc
+        run_cm = None
+    selector = f"{LABEL_RUN}={label_value(name)},{LABEL_ROLE}=results"
+    cms = core.list_namespaced_config_map(namespace, label_selector=selector).items
+    return fetched_run(run, run_cm, [serialize(c) for c in cms])
