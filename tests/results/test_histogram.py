@@ -333,17 +333,7 @@ def test_long_double_rounding_is_what_decides_ties() -> None:
 )
 def test_merged_percentile_is_the_ranked_sample(parts: list[dict[int, int]], p: float) -> None:
     """Against the definition: sort every sample's bucket value, take the rank-th."""
-    hists = [
-        LatencyHistogram(
-            bins=tuple(sorted(b.items())),
-            samples=sum(b.values()),
-            min_ns=0,
-            max_ns=0,
-            mean_ns=0.0,
-            stddev_ns=0.0,
-        )
-        for b in parts
-    ]
+    hists = [LatencyHistogram.from_buckets(b) for b in parts]
     merged = LatencyHistogram.merge(hists)
     values = sorted(bin_value(i) for b in parts for i, c in b.items() for _ in range(c))
     assert merged.samples == len(values)

@@ -19,6 +19,7 @@ Plain JSON (no bins) is still read by step_latency, marked approximate.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,7 +77,8 @@ def bin_index(value_ns: int) -> int:
 
 _BIN_VALUES = np.array([bin_value(i) for i in range(PLAT_NR)], dtype=np.int64)
 # json+ keys are the representative values printed with %llu: look the strings up directly
-_KEY_INDEX: dict[str, int] = {str(int(v)): i for i, v in enumerate(_BIN_VALUES)}
+_KEYS: list[str] = [str(int(v)) for v in _BIN_VALUES]
+_KEY_INDEX: dict[str, int] = {k: i for i, k in enumerate(_KEYS)}
 
 
 def _round_int(m: int, exp: int, bits: int) -> tuple[int, int]:
@@ -164,11 +166,14 @@ _SUMMARY_FIELDS = {
 class LatencyHistogram:
     """One direction's completion latencies: fio's non-zero buckets plus its moments.
 
-    bins: (bucket index, count), ascending. samples/min/max/mean/stddev are fio's exact
-    figures (clat_ns N, min, max, mean, stddev), which the buckets only approximate.
+    index/counts: the non-zero buckets (bucket index, count), index ascending.
+    samples/min/max/mean/stddev are fio's exact figures (clat_ns N, min, max, mean,
+    stddev), which the buckets only approximate. Build one with from_clat, merge or
+    from_buckets (which sorts and checks).
     """
 
-    bins: tuple[tuple[int, int], ...]
+    index: tuple[int, ...]
+    counts: tuple[int, ...]
     samples: int
     min_ns: int
     max_ns: int
@@ -176,10 +181,43 @@ class LatencyHistogram:
     stddev_ns: float
 
     def __post_init__(self) -> None:
-        total = sum(c for _, c in self.bins)
+        if len(self.index) != len(self.counts):
+            raise ValueError("index and counts differ in length")
+        try:
+            total = sum(self.counts)
+        except TypeError:
+            raise ParseError(f"bucket counts are not numbers: {self.counts[:5]}...") from None
         if total != self.samples:
             # fio's percentile loop would run off the end: its figures are undefined then
             raise ParseError(f"histogram holds {total} samples but N is {self.samples}")
+
+    @property
+    def bins(self) -> tuple[tuple[int, int], ...]:
+        """(bucket index, count) pairs, ascending."""
+        return tuple(zip(self.index, self.counts, strict=True))
+
+    @classmethod
+    def from_buckets(
+        cls,
+        buckets: Mapping[int, int],
+        min_ns: int = 0,
+        max_ns: int = 0,
+        mean_ns: float = 0.0,
+        stddev_ns: float = 0.0,
+    ) -> LatencyHistogram:
+        """From {bucket index: count}; N is their sum."""
+        pairs = sorted((i, c) for i, c in buckets.items() if c)
+        if any(not 0 <= i < PLAT_NR or c < 0 for i, c in pairs):
+            raise ValueError(f"bucket indexes must be in 0..{PLAT_NR - 1}, counts >= 0")
+        return cls(
+            index=tuple(i for i, _ in pairs),
+            counts=tuple(c for _, c in pairs),
+            samples=sum(c for _, c in pairs),
+            min_ns=min_ns,
+            max_ns=max_ns,
+            mean_ns=mean_ns,
+            stddev_ns=stddev_ns,
+        )
 
     # ------------------------------------------------------------ reading
 
@@ -193,11 +231,21 @@ class LatencyHistogram:
         if not isinstance(raw, dict):
             raise ParseError(f"{where}: no bins; was fio run with --output-format=json+?")
         try:
-            pairs = sorted((_key_index(k), int(v)) for k, v in raw.items())
-        except (TypeError, ValueError) as exc:
-            raise ParseError(f"{where}.bins: {exc}") from None
+            # fast path: every key a known bucket value, in fio's (ascending) order
+            index = tuple(map(_KEY_INDEX.__getitem__, raw))
+            counts = tuple(raw.values())
+        except KeyError:
+            index, counts = (), ()
+        if not index or index != tuple(sorted(index)) or 0 in counts or len(index) != len(raw):
+            try:
+                pairs = sorted((_key_index(k), int(v)) for k, v in raw.items())
+            except (TypeError, ValueError) as exc:
+                raise ParseError(f"{where}.bins: {exc}") from None
+            index = tuple(i for i, c in pairs if c)
+            counts = tuple(c for _, c in pairs if c)
         return cls(
-            bins=tuple((i, c) for i, c in pairs if c),
+            index=index,
+            counts=counts,
             samples=n,
             min_ns=_int(section, "min", where),
             max_ns=_int(section, "max", where),
@@ -215,7 +263,7 @@ class LatencyHistogram:
             "max": self.max_ns,
             "mean": self.mean_ns,
             "stddev": self.stddev_ns,
-            "bins": {str(bin_value(i)): c for i, c in self.bins},
+            "bins": dict(zip(map(_KEYS.__getitem__, self.index), self.counts, strict=True)),
         }
 
     # ------------------------------------------------------------ merging
@@ -230,17 +278,20 @@ class LatencyHistogram:
             return EMPTY
         if len(hists) == 1:
             return hists[0]
-        dense = np.zeros(PLAT_NR, dtype=np.int64)
-        for h in hists:
-            if h.bins:
-                idx, cnt = zip(*h.bins, strict=True)
-                dense[list(idx)] += cnt
-        nz = np.flatnonzero(dense)
         n, mean, s = 0, 0.0, 0.0
         for h in hists:
             n, mean, s = _sum_stat(n, mean, s, h.samples, h.mean_ns, h.stddev_ns)
+        idx = np.fromiter(itertools.chain.from_iterable(h.index for h in hists), np.int64)
+        cnt = np.fromiter(itertools.chain.from_iterable(h.counts for h in hists), np.int64)
+        if n < 2**53:  # float weights add integers exactly below 2**53
+            dense = np.bincount(idx, weights=cnt, minlength=PLAT_NR).astype(np.int64)
+        else:
+            dense = np.zeros(PLAT_NR, dtype=np.int64)
+            np.add.at(dense, idx, cnt)
+        nz = np.flatnonzero(dense)
         return cls(
-            bins=tuple(zip(nz.tolist(), dense[nz].tolist(), strict=True)),
+            index=tuple(nz.tolist()),
+            counts=tuple(dense[nz].tolist()),
             samples=n,
             min_ns=min(h.min_ns for h in hists),
             max_ns=max(h.max_ns for h in hists),
@@ -257,19 +308,18 @@ class LatencyHistogram:
     def percentiles(self, percentiles: Sequence[float] = DEFAULT_PERCENTILES) -> dict[float, int]:
         if not self.samples:
             raise ValueError("no samples: fio reports no percentiles then")
-        idx = np.fromiter((i for i, _ in self.bins), dtype=np.int64, count=len(self.bins))
-        cum = np.cumsum(np.fromiter((c for _, c in self.bins), dtype=np.int64))
+        cum = np.cumsum(np.array(self.counts, dtype=np.int64))
         ranks = [percentile_rank(p, self.samples) for p in percentiles]
         # first bucket whose running count reaches the rank (ranks <= N = cum[-1])
-        pos = np.searchsorted(cum, ranks, side="left")
-        return {p: int(_BIN_VALUES[idx[k]]) for p, k in zip(percentiles, pos.tolist(), strict=True)}
+        pos = np.searchsorted(cum, ranks, side="left").tolist()
+        return {p: int(_BIN_VALUES[self.index[k]]) for p, k in zip(percentiles, pos, strict=True)}
 
     def histogram_moments(self) -> tuple[float, float]:
         """(mean, sample stddev) in ns from the bucket representatives."""
         if not self.samples:
             return math.nan, math.nan
-        idx, cnt = (np.array(a, dtype=np.int64) for a in zip(*self.bins, strict=True))
-        values = _BIN_VALUES[idx].astype(np.float64)
+        values = _BIN_VALUES[np.array(self.index, dtype=np.int64)].astype(np.float64)
+        cnt = np.array(self.counts, dtype=np.float64)
         mean = float(np.dot(values, cnt)) / self.samples
         if self.samples < 2:
             return mean, 0.0
@@ -295,7 +345,7 @@ class LatencyHistogram:
         )
 
 
-EMPTY = LatencyHistogram(bins=(), samples=0, min_ns=0, max_ns=0, mean_ns=0.0, stddev_ns=0.0)
+EMPTY = LatencyHistogram((), (), samples=0, min_ns=0, max_ns=0, mean_ns=0.0, stddev_ns=0.0)
 
 
 def _sum_stat(
