@@ -7,7 +7,9 @@ oracles are fio's own merges of the very same samples:
   percentile code on; our merge of the read and write bins must give the same bins and
   the same percentiles, number for number;
 - client/server with 3 fio servers: the client's "All clients" entry is fio's merge of
-  the three processes (fio 3.33 prints its N/min/max/mean/stddev, not percentiles).
+  the three processes. fio 3.33 prints its N/min/max/mean/stddev only; fio 3.39 (Debian
+  trixie, run in a chroot by the capture script) also its bins and percentiles, which
+  our merge of the three processes' bins must reproduce exactly.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ def test_fixtures_were_captured() -> None:
     assert set(MIXED_ORACLES) <= names
     assert len(list((JP / "sweep").glob("*.json"))) >= 14
     assert (JP / "file-clients-3.txt").exists()
+    assert (JP / "fio339-clients-3.txt").exists()
 
 
 # ---------------------------------------------------------------- fio's bucket mapping
@@ -135,8 +138,9 @@ def test_default_list_of_17_percentiles_too() -> None:
     )
 
 
-def test_client_output_per_process_percentiles_too() -> None:
-    d = doc("file-clients-3.txt")
+@pytest.mark.parametrize("name", ["file-clients-3.txt", "fio339-clients-3.txt"])
+def test_client_output_per_process_percentiles_too(name: str) -> None:
+    d = doc(name)
     per = [j for j in d["client_stats"] if j["jobname"] != "All clients"]
     assert len(per) == 3
     for _, _, clat in _sections({"jobs": per}):
@@ -189,6 +193,26 @@ def test_merge_across_fio_processes_matches_fios_all_clients() -> None:
     got = pooled(merged)
     assert (got.samples, got.min_ns, got.max_ns) == (want["N"], want["min"], want["max"])
     assert got.mean_ns == pytest.approx(want["mean"], abs=1e-6, rel=1e-12)
+
+
+def test_merge_across_fio_processes_is_fio_339s_all_clients() -> None:
+    """Three fio processes (iodepth 1/4/16), one set of samples: fio's percentiles of
+    all of them vs ours from the per-process bins."""
+    d = doc("fio339-clients-3.txt")
+    assert d["fio version"] == "fio-3.39"
+    per = [j for j in d["client_stats"] if j["jobname"] != "All clients"]
+    (everyone,) = [j for j in d["client_stats"] if j["jobname"] == "All clients"]
+    assert len(per) == 3
+    merged = step_histograms([{"jobs": [j]} for j in per])
+    checked = 0
+    for direction, ours in (*merged.items(), ("mixed", pooled(merged))):
+        want = everyone[direction]["clat_ns"]
+        assert ours.bins == LatencyHistogram.from_clat(want).bins, direction
+        assert ours.percentiles(list(fio_percentiles(want))) == fio_percentiles(want)
+        assert (ours.samples, ours.min_ns, ours.max_ns) == (want["N"], want["min"], want["max"])
+        assert ours.mean_ns == pytest.approx(want["mean"], abs=1e-6, rel=1e-12)
+        checked += len(want["percentile"])
+    assert checked == 15  # read, write, mixed x p50/p90/p99/p99.9/p99.99
 
 
 def test_the_old_weighted_mean_of_percentiles_is_not_the_merged_percentile() -> None:
