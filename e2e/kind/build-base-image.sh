@@ -57,5 +57,9 @@ step "docker build $ref" 1800 docker build --network none --force-rm "${extra[@]
   --build-arg "ROOTFS=$rootfs" --build-arg "PAUSE_IMAGE=$PAUSE_IMAGE" \
   --label "crimsonbench.kind-version=$KIND_VERSION" --label "crimsonbench.pause-image=$PAUSE_IMAGE" \
   -t "$ref" -f "$KIND_DIR/base/Dockerfile" "$ctx"
+# older base images (other inputs) are never used again
+for old in $(docker images --format '{{.Repository}}:{{.Tag}}' crimsonbench/kind-base); do
+  [ "$old" = "$ref" ] || docker rmi "$old" >/dev/null 2>&1 || true
+done
 log "$(docker image inspect --format '{{.Size}}' "$ref" | awk '{printf "%d MB", $1 / 1e6}')  $ref"
 echo "$ref"

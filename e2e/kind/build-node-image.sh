@@ -83,7 +83,9 @@ while read -r want; do
     || die "image $want missing after import; have: $(echo "$imported" | tr '\n' ' ')"
 done < "${archive%.tar}.tags"
 in_node pkill -x containerd
-step "containerd stopped" 60 docker exec "$c" bash -c 'while pgrep -x containerd >/dev/null; do sleep 0.5; done'
+# (it stays a zombie: `sleep` is PID 1 and reaps nothing)
+step "containerd stopped" 60 docker exec "$c" bash -c \
+  'while ps -C containerd -o stat= | grep -qv "^Z"; do sleep 0.5; done'
 in_node bash -c 'rm -rf /tmp/* /run/containerd'
 
 step "docker commit $ref" 600 docker commit \
@@ -93,7 +95,9 @@ step "docker commit $ref" 600 docker commit \
   --change "LABEL crimsonbench.k8s-version=$K8S_VERSION" \
   --change "LABEL crimsonbench.etcd-image-tag=$ETCD_IMAGE_TAG" \
   --change "LABEL crimsonbench.toolbox-image=$TOOLBOX_IMAGE" \
-  --change "LABEL crimsonbench.images=$(tr '\n' ' ' < "${archive%.tar}.tags")" \
+  --change "LABEL crimsonbench.images=\"$(tr '\n' ' ' < "${archive%.tar}.tags" | sed 's/ $//')\"" \
   "$c" "$ref"
+# the images this one replaced (older node, base and component images): untagged now
+docker image prune -f >/dev/null
 log "$(docker image inspect --format '{{.Size}}' "$ref" | awk '{printf "%d MB", $1 / 1e6}')  $ref in $((SECONDS - t0))s"
 echo "$ref"

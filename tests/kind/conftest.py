@@ -1,0 +1,48 @@
+"""A kind cluster (1 control plane + 2 workers) from images built here (e2e/harness/kind.py),
+once per session. The first run builds everything (kind CLI, base image, component images,
+node image: ~15-25 min on the loaded 2-core VM); later runs reuse the cache.
+
+Skipped, with the reason printed, only where the machine cannot run it (not root, no Go,
+package mirror or module proxy unreachable); a build of our own files that fails, or a
+cluster that does not come up, fails. The teardown asserts the host is as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+import pytest
+from harness.kind import KindCluster, KindUnavailable, kind_cluster
+
+TIMINGS: dict[str, float] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kind: a real kind cluster from our own node image, in our own dockerd (root, slow)",
+    )
+
+
+@pytest.fixture(scope="session")
+def kind() -> Iterator[KindCluster]:
+    # host /dev in the workers: loop devices attached later appear in them (Rook's OSDs)
+    ctx = kind_cluster(workers=2, cpu_manager=True, host_dev=True)
+    try:
+        cluster = ctx.__enter__()
+    except KindUnavailable as exc:
+        print(f"\ntests/kind skipped: {exc}", file=sys.stderr)
+        pytest.skip(f"kind cannot run here: {exc}")
+    yield cluster
+    try:
+        ctx.__exit__(None, None, None)  # deletes the cluster, asserts the host is clean
+    finally:
+        TIMINGS.update(cluster.timings)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if TIMINGS:
+        terminalreporter.section("kind")
+        terminalreporter.write_line(json.dumps({k: round(v, 1) for k, v in TIMINGS.items()}))
