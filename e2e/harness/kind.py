@@ -88,8 +88,18 @@ def prerequisites() -> str:
     return ""
 
 
+# what debootstrap and apt say when the package mirror cannot be reached
+_MIRROR_DOWN = (
+    "Failed getting release file",
+    "Temporary failure resolving",
+    "Could not resolve",
+    "Couldn't download packages",
+    "Unable to connect to",
+)
+
+
 def _environmental(text: str) -> bool:
-    return any(marker in text for marker in ENVIRONMENTAL)
+    return any(marker in text for marker in (*ENVIRONMENTAL, *_MIRROR_DOWN))
 
 
 def _script(name: str, env: dict[str, str], timeout: float) -> str:
