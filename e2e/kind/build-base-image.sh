@@ -24,11 +24,13 @@ PACKAGES+=,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps
 PACKAGES+=,containerd,runc,containernetworking-plugins
 
 ensure_dockerd
-trap stop_dockerd_if_started EXIT
 
 PAUSE_IMAGE="registry.k8s.io/pause:$(kubeadm_const PauseVersion)"
+# crictl's Go build (cold ~2 min) overlaps debootstrap (cold ~2-4 min)
+in_background crictl go_tool crictl sigs.k8s.io/cri-tools "$CRICTL_VERSION" \
+  sigs.k8s.io/cri-tools/cmd/crictl "-X sigs.k8s.io/cri-tools/pkg/version.Version=$CRICTL_VERSION"
 rootfs=$(rootfs_image node "$PACKAGES")
-crictl=$(go_tool crictl sigs.k8s.io/cri-tools "$CRICTL_VERSION" sigs.k8s.io/cri-tools/cmd/crictl)
+collect crictl
 kind_files="$(kind_module_dir)/images/base/files"
 
 key=$( {
@@ -45,7 +47,7 @@ if [ "$FORCE" != 1 ] && docker image inspect "$ref" >/dev/null 2>&1; then
 fi
 
 ctx=$(mktemp -d)
-trap 'rm -rf "$ctx"; stop_dockerd_if_started' EXIT
+on_exit "rm -rf '$ctx'"
 cp -r --no-preserve=mode "$kind_files" "$ctx/kind"
 cp "$crictl" "$ctx/crictl"
 mkdir "$ctx/crimsonbench"

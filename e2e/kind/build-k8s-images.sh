@@ -27,7 +27,6 @@ PY=${PYTHON:-$REPO/.venv/bin/python}
 SLIM_PACKAGES=iptables,nftables,conntrack,iproute2,curl,jq,ca-certificates,busybox
 
 ensure_dockerd
-trap stop_dockerd_if_started EXIT
 
 bin=$(K8S_VERSION=$K8S_VERSION \
       K8S_COMPONENTS="kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl kubeadm" \
@@ -36,11 +35,13 @@ etcd_version=$("$bin/etcd" --version | awk '/^etcd Version:/ {print $3}')
 [ -n "$etcd_version" ] || die "cannot read the version of $bin/etcd"
 pause_image="registry.k8s.io/pause:$(kubeadm_const PauseVersion)"
 coredns_version=$(kubeadm_const CoreDNSVersion)
-coredns=$(go_tool coredns github.com/coredns/coredns "${COREDNS_MODULE_VERSION:-$coredns_version}" \
-          github.com/coredns/coredns)
+# CoreDNS's Go build (cold ~7 min here) overlaps the slim rootfs's debootstrap
+in_background coredns go_tool coredns github.com/coredns/coredns \
+  "${COREDNS_MODULE_VERSION:-$coredns_version}" github.com/coredns/coredns
 [ -x "$PY" ] || die "no $PY (scripts/setup.sh makes the venv): the pause image comes from e2e/harness/images.py"
 pause_tar=$(PYTHONPATH="$REPO/e2e" "$PY" -c 'from harness.images import pause_archive; print(pause_archive())')
 slim=$(rootfs_image slim "$SLIM_PACKAGES")
+collect coredns
 
 key=$( {
   echo "$K8S_VERSION $slim $pause_image $coredns_version"
@@ -59,7 +60,7 @@ mkdir -p "$out_dir"
 kindnet_image="crimsonbench/kindnet:$(sha256sum "$KIND_DIR"/images/kindnet/* | sha256sum | cut -c1-12)"
 tags=()
 ctx=$(mktemp -d "$CACHE/kind/images/ctx.XXXXXX")   # same filesystem as the cache: hard links
-trap 'rm -rf "$ctx"; stop_dockerd_if_started' EXIT
+on_exit "rm -rf '$ctx'"
 build() { # TAG DOCKERFILE CONTEXT [BUILD-ARG...]
   local tag=$1 file=$2 dir=$3; shift 3
   local args=()
@@ -96,5 +97,7 @@ mv "$out.tmp" "$out"
 printf '%s\n' "${tags[@]}" > "${out%.tar}.tags"
 printf 'ETCD_IMAGE_TAG=%s\nKINDNET_IMAGE=%s\nPAUSE_IMAGE=%s\nTOOLBOX_IMAGE=%s\n' \
   "$etcd_version-0" "$kindnet_image" "$pause_image" "$toolbox_image" > "${out%.tar}.env"
+# archives of older inputs are never used again (~560 MB each)
+find "$out_dir" -maxdepth 1 -name 'images-*' ! -name "images-$key.*" -delete
 log "$(du -h "$out" | cut -f1)  $out"
 echo "$out"

@@ -18,12 +18,11 @@ LOG_TAG=node-image
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ensure_dockerd
-trap stop_dockerd_if_started EXIT
 t0=$SECONDS
 
 # --- base image and component images, side by side (each logs to stderr with its tag)
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"; stop_dockerd_if_started' EXIT
+on_exit "rm -rf '$tmp'"
 "$KIND_DIR/build-base-image.sh" > "$tmp/base" & base_pid=$!
 "$KIND_DIR/build-k8s-images.sh" > "$tmp/images" & images_pid=$!
 rc=0
@@ -52,7 +51,7 @@ if [ "$FORCE" != 1 ] && [ "$have" = "$key" ]; then
 fi
 
 c="crimsonbench-nodebuild-$$"
-trap 'docker rm -f -v "$c" >/dev/null 2>&1 || true; rm -rf "$tmp"; stop_dockerd_if_started' EXIT
+on_exit "docker rm -f -v '$c' >/dev/null 2>&1"
 step "start build container" 120 docker run -d --name "$c" --network none \
   --security-opt seccomp=unconfined --entrypoint sleep "$base" infinity
 in_node() { docker exec "$c" "$@"; }

@@ -11,6 +11,15 @@ FORCE=${FORCE:-0}
 export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 log() { echo "[${LOG_TAG:-kind}] $*" >&2; }
+
+# on_exit CMD: run CMD when the script exits, last registered first (one EXIT trap for all).
+# Functions called in $(...) run in a subshell: what they register runs when it ends.
+_ON_EXIT=()
+on_exit() { _ON_EXIT+=("$1"); trap _run_on_exit EXIT; }
+_run_on_exit() {
+  local i
+  for ((i = ${#_ON_EXIT[@]} - 1; i >= 0; i--)); do eval "${_ON_EXIT[i]}" || true; done
+}
 die() { log "ERROR: $*"; exit 1; }
 
 # step NAME TIMEOUT CMD...: run CMD bounded by TIMEOUT seconds, log its duration.
@@ -33,6 +42,7 @@ ensure_dockerd() {
   if ! DOCKER_HOST=$("$KIND_DIR/dockerd.sh" status); then
     DOCKER_HOST=$("$KIND_DIR/dockerd.sh" start)
     STARTED_DOCKERD=1
+    on_exit stop_dockerd_if_started
   fi
   export DOCKER_HOST
   PATH="$("$KIND_DIR/dockerd.sh" bin):$PATH"
@@ -76,8 +86,7 @@ rootfs_image() {
     mirror=${mirror:-http://deb.debian.org/debian}
     rootfs=$(mktemp -d "$CACHE/kind/rootfs/$name.XXXXXX")
     # debootstrap mounts proc/sys inside the target: never rm through them
-    # shellcheck disable=SC2064
-    trap "umount_under '$rootfs'; rm -rf --one-file-system '$rootfs' '$tar.tmp'" EXIT
+    on_exit "umount_under '$rootfs'; rm -rf --one-file-system '$rootfs' '$tar.tmp'"
     step "debootstrap $name ($SUITE, $mirror)" 1200 \
       debootstrap --variant=minbase --include="$packages" "$SUITE" "$rootfs" "$mirror"
     umount_under "$rootfs"
@@ -86,7 +95,6 @@ rootfs_image() {
     step "tar $name rootfs" 600 tar --numeric-owner --xattrs -C "$rootfs" -cf "$tar.tmp" .
     mv "$tar.tmp" "$tar"
     rm -rf --one-file-system "$rootfs"
-    trap - EXIT
   fi
   step "docker import $ref" 600 docker import "$tar" "$ref"
   echo "$ref"
@@ -99,26 +107,26 @@ umount_under() {
   done
 }
 
-# go_tool NAME MODULE VERSION PACKAGE: a static Go binary, built once into
+# go_tool NAME MODULE VERSION PACKAGE [LDFLAGS]: a static Go binary, built once into
 # $CACHE/kind/tools/NAME/VERSION/NAME; prints its path. A scratch module that requires
 # MODULE@VERSION: `go install pkg@version` asks the proxy for the module's version list,
 # which it answers 403 for some modules here (sigs.k8s.io/cri-tools).
 go_tool() {
-  local name=$1 module=$2 version=$3 pkg=$4
+  local name=$1 module=$2 version=$3 pkg=$4 ldflags=${5:-}
   local out="$CACHE/kind/tools/$name/$version"
   if [ ! -x "$out/$name" ]; then
     command -v go >/dev/null || die "Go is not installed (needed for $module)"
     mkdir -p "$out"
     local work
     work=$(mktemp -d)
+    on_exit "rm -rf '$work'"
     (
       cd "$work"
       go mod init crimsonbench.local/tool >/dev/null 2>&1
       go mod edit -require="$module@$version"
       step "go build $pkg@$version" 1800 env CGO_ENABLED=0 \
-        go build -trimpath -ldflags "-s -w" -o "$out/$name.tmp" "$pkg"
-    ) || { rm -rf "$work"; exit 1; }
-    rm -rf "$work"
+        go build -trimpath -ldflags "-s -w $ldflags" -o "$out/$name.tmp" "$pkg"
+    )
     mv "$out/$name.tmp" "$out/$name"
   fi
   echo "$out/$name"
@@ -142,4 +150,24 @@ kubeadm_const() {
         | python3 -c 'import json, sys; d = json.load(sys.stdin); print(d.get("Dir") or d["Error"])')
   [ -d "$dir" ] || die "go mod download k8s.io/kubernetes@$K8S_VERSION: $dir"
   sed -n "s/^[[:space:]]*$1 = \"\\([^\"]*\\)\".*/\\1/p" "$dir/cmd/kubeadm/app/constants/constants.go" | head -n1
+}
+
+# in_background VAR FUNCTION ARGS...: start FUNCTION ARGS in the background (its stdout to a
+# file); `collect VAR` waits for it and sets VAR to its last line of output.
+in_background() {
+  local var=$1; shift
+  local out
+  out=$(mktemp)
+  "$@" > "$out" &
+  local pid=$!
+  on_exit "kill $pid 2>/dev/null; rm -f '$out'"
+  printf -v "_BG_PID_$var" '%s' "$pid"
+  printf -v "_BG_OUT_$var" '%s' "$out"
+}
+collect() {
+  local var=$1 pid out rc=0
+  pid=$(eval echo "\$_BG_PID_$var"); out=$(eval echo "\$_BG_OUT_$var")
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 0 ] || die "background build of $var failed (rc=$rc)"
+  printf -v "$var" '%s' "$(tail -n1 "$out")"
 }
