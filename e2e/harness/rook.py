@@ -1,4 +1,6 @@
-"""Rook's real CRDs, fetched at test time through the Go module proxy (never committed)."""
+"""Rook from the Go module proxy (never committed): its real CRDs and operator chart, read
+from the module at test time; its operator binary and a Rook + Ceph image built locally
+(e2e/build-rook.sh, e2e/rook/build-image.sh; cached outside the repository)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,31 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from harness.controlplane import REPO
+
 ROOK_VERSION = "v1.17.8"
+# Ceph in the image e2e/rook/build-image.sh builds: reef from Debian trixie (Rook v1.17
+# needs Ceph >= 18.2; bookworm's pacific is too old).
+CEPH_VERSION = "18.2.7"
+ROOK_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CEPH_VERSION}"
+BUILD_ROOK = REPO / "e2e" / "build-rook.sh"
+BUILD_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-image.sh"
+
+# Build failures caused by the machine (package mirrors or the module proxy unreachable,
+# disk full), not by our files: callers skip on these and fail on anything else.
+ENVIRONMENTAL_BUILD = (
+    "Go is not installed",
+    "dial tcp",
+    "no such host",
+    "Could not resolve",
+    "Temporary failure resolving",
+    "Failed to fetch",
+    "Max retries exceeded",
+    "Network is unreachable",
+    "Unable to locate package",
+    "403 Forbidden",
+    "no space left on device",
+)
 
 
 class RookUnavailable(RuntimeError):
@@ -55,3 +81,46 @@ def rook_crds_yaml(version: str = ROOK_VERSION) -> Path:
     if not path.is_file():
         raise RookUnavailable(f"github.com/rook/rook@{version} has no {path.name} at {path}")
     return path
+
+
+def rook_chart(dest: Path, version: str = ROOK_VERSION) -> Path:
+    """Rook's own operator chart (deploy/charts/rook-ceph) copied to dest/rook-ceph with its
+    `library` dependency in charts/ (helm refuses a chart whose dependency is missing, and
+    the module cache is read-only). Returns the chart directory."""
+    charts = rook_module_dir(version) / "deploy" / "charts"
+    chart = dest / "rook-ceph"
+    shutil.copytree(charts / "rook-ceph", chart)
+    shutil.copytree(charts / "library", chart / "charts" / "library")
+    for path in (chart, *chart.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)  # the module cache's files are 0444
+    return chart
+
+
+def _run_build(script: Path, what: str, timeout: float) -> Path:
+    """Run a build script that prints its result path last; RookUnavailable for failures the
+    machine causes, RuntimeError (a real failure) for anything else."""
+    try:
+        proc = subprocess.run(
+            ["bash", str(script)], capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise RookUnavailable(f"{what} took over {timeout:.0f}s on this machine") from exc
+    if proc.returncode != 0:
+        msg = f"{script.relative_to(REPO)} failed (rc={proc.returncode}):\n{proc.stderr[-4000:]}"
+        if any(m in proc.stderr for m in ENVIRONMENTAL_BUILD):
+            raise RookUnavailable(msg)
+        raise RuntimeError(msg)
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def rook_binary(timeout: float = 60 * 60) -> Path:
+    """The `rook` binary of ROOK_VERSION (e2e/build-rook.sh; cold several minutes, then cached)."""
+    return _run_build(BUILD_ROOK, "building rook", timeout)
+
+
+def rook_image_archive(timeout: float = 90 * 60) -> Path:
+    """A docker-archive of ROOK_IMAGE (e2e/rook/build-image.sh: debootstrap trixie + podman;
+    cold ≈ 10 min, unchanged → seconds)."""
+    if os.geteuid() != 0:
+        raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
+    return _run_build(BUILD_ROOK_IMAGE, "building the Rook image", timeout)

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Build one Rook + Ceph image (Rook's operator binary and Ceph reef from Debian trixie) on a
+# machine where no container registry is reachable, and save it as a docker-archive for
+# `ctr -n k8s.io images import`. Everything is cached OUTSIDE the repository.
+#
+#   e2e/rook/build-image.sh          -> prints the archive path
+#   FORCE=1 ...                      -> redo every step (debootstrap, import, build, save)
+#   VERIFY=0 ...                     -> skip the smoke test
+#   ROOK_VERSION=v1.17.8 CEPH_VERSION=18.2.7 SUITE=trixie   (the defaults)
+#
+# Steps (each bounded by a timeout, each skipped when its output is current):
+#   1. e2e/build-rook.sh                          -> the rook binary (cached)
+#   2. debootstrap --variant=minbase $SUITE       -> $CACHE/rook/base-$SUITE.tar
+#   3. podman import                              -> localhost/rook-base:$SUITE
+#   4. podman build e2e/rook/image/Containerfile  -> localhost/rook-ceph:$ROOK-$CEPH
+#   5. podman save --format docker-archive        -> $CACHE/images/rook-ceph-$ROOK-$CEPH.tar
+#   6. smoke test: rook version, ceph --version (= CEPH_VERSION), ceph-volume, lsblk, ...
+# An unchanged rebuild (same Containerfile, scripts, rook binary, base) prints the archive
+# at once: the inputs' digest is kept next to it.
+#
+# Why the flags (as in e2e/build-images.sh; measured on the e2e VM, cgroup v1 hybrid, no
+# CAP_SYS_RESOURCE): --runtime runc (crun refuses hybrid cgroups), --ulimit (raising nofile
+# above the hard limit needs CAP_SYS_RESOURCE), --network host for the build and none for the
+# smoke test (podman's default network adds NETAVARK iptables chains that outlive it).
+# A podman store of our own, so the product images' store can be wiped independently.
+set -euo pipefail
+
+ROOK_VERSION=${ROOK_VERSION:-v1.17.8}
+CEPH_VERSION=${CEPH_VERSION:-18.2.7}
+SUITE=${SUITE:-trixie}
+CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
+IMAGES="$CACHE/images"
+WORK="$CACHE/rook"
+FORCE=${FORCE:-0}
+VERIFY=${VERIFY:-1}
+BASE_IMAGE="localhost/rook-base:$SUITE"
+IMAGE="localhost/rook-ceph:$ROOK_VERSION-$CEPH_VERSION"
+ARCHIVE="$IMAGES/rook-ceph-$ROOK_VERSION-$CEPH_VERSION.tar"
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CONTEXT_SRC="$HERE/image"
+
+log() { echo "[build-rook-image] $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+step() { # NAME TIMEOUT CMD...
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS rc=0
+  log "$name ..."
+  timeout --kill-after=30 "$limit" "$@" >&2 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    [ "$rc" -eq 124 ] && log "$name timed out after ${limit}s"
+    die "$name failed (rc=$rc) after $((SECONDS - t0))s"
+  fi
+  log "$name done in $((SECONDS - t0))s"
+}
+
+[ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, rootful podman)"
+mkdir -p "$IMAGES" "$WORK"
+
+# ------------------------------------------------------------------ 1. rook binary
+ROOK_BIN=$(ROOK_VERSION=$ROOK_VERSION bash "$HERE/../build-rook.sh") || die "e2e/build-rook.sh failed"
+ROOK_BIN=${ROOK_BIN##*$'\n'}
+
+# ------------------------------------------------------------------ bcrypt wheel
+# (why: see the Containerfile) pinned by hash; PyPI through the host's pip, which trusts the
+# host's CA bundle (a TLS-intercepting proxy's CA, where there is one)
+BCRYPT_WHEEL=bcrypt-3.2.2-cp36-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+BCRYPT_SHA256=2b02d6bfc6336d1094276f3f588aa1225a598e27f8e3388f4db9948cb707b521
+WHEELS="$WORK/wheels"
+if ! echo "$BCRYPT_SHA256  $WHEELS/$BCRYPT_WHEEL" | sha256sum --check --status 2>/dev/null; then
+  pip=()
+  for cand in "$HERE/../../.venv/bin/python" python3; do
+    if "$cand" -m pip --version >/dev/null 2>&1; then pip=("$cand" -m pip); break; fi
+  done
+  [ "${#pip[@]}" -gt 0 ] || die "no pip to download $BCRYPT_WHEEL (scripts/setup.sh makes .venv)"
+  step "pip download bcrypt 3.2.2" 300 "${pip[@]}" download --no-deps --only-binary :all: \
+    --platform manylinux2014_x86_64 --python-version 3.13 --implementation cp --abi abi3 \
+    -d "$WHEELS" "bcrypt==3.2.2"
+  echo "$BCRYPT_SHA256  $WHEELS/$BCRYPT_WHEEL" | sha256sum --check --status \
+    || die "$WHEELS/$BCRYPT_WHEEL does not have sha256 $BCRYPT_SHA256"
+fi
+
+BASE_TAR="$WORK/base-$SUITE.tar"
+inputs_digest() {
+  {
+    echo "$ROOK_VERSION $CEPH_VERSION $SUITE"
+    sha256sum "$CONTEXT_SRC"/* "$ROOK_BIN" "$WHEELS/$BCRYPT_WHEEL" | awk '{print $1}'
+    stat -c '%s %Y' "$BASE_TAR" 2>/dev/null || echo "no base"
+  } | sha256sum | cut -d' ' -f1
+}
+if [ "$FORCE" != 1 ] && [ -s "$ARCHIVE" ] && [ "$(cat "$ARCHIVE.inputs" 2>/dev/null)" = "$(inputs_digest)" ]; then
+  log "archive current: $ARCHIVE"
+  echo "$ARCHIVE"
+  exit 0
+fi
+
+# ------------------------------------------------------------------ packages
+need=()
+for t in debootstrap podman runc; do command -v "$t" >/dev/null || need+=("$t"); done
+if [ "${#need[@]}" -gt 0 ]; then
+  step "apt-get install ${need[*]}" 900 \
+    env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y "${need[@]}"
+fi
+
+STORE="$WORK/podman-storage"
+RUNROOT=/run/crimsonbench-rook-podman
+PODMAN=(podman --root "$STORE" --runroot "$RUNROOT" --runtime runc)
+ULIMITS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+
+# ------------------------------------------------------------------ 2. base rootfs
+find_mirror() { # the Debian mirror this machine's apt uses
+  local f
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
+    [ -r "$f" ] || continue
+    awk '
+      /^[[:space:]]*#/ {next}
+      $1 == "URIs:" {for (i = 2; i <= NF; i++) print $i}
+      $1 == "deb" {for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i ~ /:\/\//) {print $i; break}}
+    ' "$f"
+  done | grep -E '/debian/?$' | grep -v -- '-security' | head -n1
+}
+MIRROR=${MIRROR:-$(find_mirror)}
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+
+FORCE_IMPORT=0
+if [ "$FORCE" = 1 ] || [ ! -s "$BASE_TAR" ]; then
+  rootfs=$(mktemp -d "$WORK/rootfs-$SUITE.XXXXXX")
+  cleanup_rootfs() {
+    # debootstrap mounts proc/sys inside the target; never rm through them
+    local m
+    for m in $(awk -v r="$rootfs" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do
+      umount -l "$m" 2>/dev/null || true
+    done
+    rm -rf --one-file-system "$rootfs" "$BASE_TAR.tmp"
+  }
+  trap cleanup_rootfs EXIT
+  step "debootstrap --variant=minbase $SUITE ($MIRROR)" 1200 \
+    debootstrap --variant=minbase "$SUITE" "$rootfs" "$MIRROR"
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  mkdir -p "$rootfs/var/lib/apt/lists/partial"
+  step "tar rootfs" 300 tar --numeric-owner --xattrs -C "$rootfs" -cf "$BASE_TAR.tmp" .
+  mv "$BASE_TAR.tmp" "$BASE_TAR"
+  cleanup_rootfs
+  trap - EXIT
+  FORCE_IMPORT=1
+else
+  log "base rootfs cached: $BASE_TAR"
+fi
+
+# ------------------------------------------------------------------ 3. import base image
+if [ "$FORCE_IMPORT" = 1 ] || ! "${PODMAN[@]}" image exists "$BASE_IMAGE"; then
+  step "empty $STORE" 300 "${PODMAN[@]}" rmi --all --force
+  step "podman import $BASE_IMAGE" 300 \
+    "${PODMAN[@]}" import --change 'CMD ["/bin/bash"]' "$BASE_TAR" "$BASE_IMAGE"
+fi
+
+# ------------------------------------------------------------------ 4. build
+ctx=$(mktemp -d "$WORK/context.XXXXXX")
+# podman's run root (locks, container state) is recreated on demand: leave none in /run
+trap 'rm -rf "$ctx"; "${PODMAN[@]}" ps -aq | grep -q . || rm -rf "$RUNROOT"' EXIT
+cp "$CONTEXT_SRC"/* "$ctx/"
+cp "$ROOK_BIN" "$ctx/rook"
+cp "$WHEELS/$BCRYPT_WHEEL" "$ctx/"
+[ "$FORCE" = 1 ] && extra=(--no-cache) || extra=()
+step "podman build $IMAGE" 2400 \
+  "${PODMAN[@]}" build "${ULIMITS[@]}" "${extra[@]}" --network host --force-rm --layers \
+    --build-arg "BASE=$BASE_IMAGE" --build-arg "CEPH_VERSION=$CEPH_VERSION" \
+    -t "$IMAGE" -f "$ctx/Containerfile" "$ctx"
+
+# superseded builds would pile up in the store otherwise
+"${PODMAN[@]}" image prune --force >/dev/null 2>&1 || true
+
+# ------------------------------------------------------------------ 5. smoke test
+if [ "$VERIFY" = 1 ]; then
+  RUN=("${PODMAN[@]}" run --rm "${ULIMITS[@]}" --network=none --entrypoint=)
+  check() { # DESCRIPTION CMD...
+    local what=$1 out; shift
+    if ! out=$(timeout --kill-after=10 120 "$@" 2>&1); then
+      log "verify FAILED: $what"; echo "$out" >&2; exit 1
+    fi
+    log "verify ok ($what): ${out%%$'\n'*}"
+  }
+  check "rook version" "${RUN[@]}" "$IMAGE" sh -c "rook version 2>&1 | grep -F 'rook: $ROOK_VERSION'"
+  check "ceph --version" "${RUN[@]}" "$IMAGE" sh -c "ceph --version | grep -F 'ceph version $CEPH_VERSION'"
+  check "ceph-volume --help" "${RUN[@]}" "$IMAGE" sh -c 'ceph-volume --help | head -3'
+  check "lsblk" "${RUN[@]}" "$IMAGE" lsblk --version
+  check "tools on PATH" "${RUN[@]}" "$IMAGE" sh -c '
+    for t in ceph rbd rados crushtool ceph-authtool monmaptool ceph-mon ceph-mgr ceph-osd \
+             ceph-volume ceph-bluestore-tool lsblk udevadm sgdisk lvs blkid python3 bash \
+             toolbox.sh set-ceph-debug-level dmsetup; do
+      command -v "$t" >/dev/null || { echo "missing: $t"; exit 1; }
+    done; echo "all tools present"'
+  check "ceph-osd finds the object classes" "${RUN[@]}" "$IMAGE" sh -c '
+    [ "$(command -v ceph-osd)" = /usr/local/bin/ceph-osd ] && d=$(ls -d /usr/lib/*/rados-classes) \
+    && ls "$d/libcls_rbd.so" "$d/libcls_lock.so" >/dev/null && echo "ceph-osd --osd-class-dir $d"'
+  check "users" "${RUN[@]}" "$IMAGE" sh -c \
+    '[ "$(id -u ceph):$(id -g ceph)" = 167:167 ] && [ "$(id -u rook)" = 2016 ] && [ "$(id -u)" = 0 ] \
+     && echo "ceph 167:167, rook 2016, runs as root"'
+fi
+
+# ------------------------------------------------------------------ 6. save
+id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")
+if [ "$FORCE" = 1 ] || [ ! -s "$ARCHIVE" ] || [ "$(cat "$ARCHIVE.id" 2>/dev/null)" != "$id" ]; then
+  rm -f "$ARCHIVE" "$ARCHIVE.tmp" "$ARCHIVE.id" "$ARCHIVE.inputs"
+  # docker-archive keeps the full name (RepoTags): ctr imports it as localhost/...:tag
+  step "podman save $IMAGE" 900 "${PODMAN[@]}" save --format docker-archive -o "$ARCHIVE.tmp" "$IMAGE"
+  mv "$ARCHIVE.tmp" "$ARCHIVE"
+  echo "$id" > "$ARCHIVE.id"
+fi
+inputs_digest > "$ARCHIVE.inputs"
+log "$(du -h "$ARCHIVE" | cut -f1)  $ARCHIVE"
+echo "$ARCHIVE"
