@@ -6,7 +6,8 @@
 # nodes, and so must be the Ceph image (no registry is reachable here).
 #
 #   CRIMSON_IMAGE=ceph/ceph:crimson CRIMSON_IMAGE_ARCHIVE=/path/ceph.tar e2e/kind/run.sh
-#   STOP_AFTER=cluster ...   only bring the cluster up (and down again unless KEEP=1)
+#   STOP_AFTER=cluster ...   only bring the cluster up (and down again unless KEEP=1);
+#                            kubeconfig: ~/.cache/crimsonbench/kind/kubeconfig-crimsonbench
 #   KEEP=1 ...               leave the cluster (and our dockerd) up afterwards
 # The tests use e2e/harness/kind.py instead (same scripts, plus the host checks).
 set -euo pipefail
@@ -37,12 +38,15 @@ docker network inspect "$KIND_EXPERIMENTAL_DOCKER_NETWORK" >/dev/null 2>&1 || \
     -o com.docker.network.bridge.name=cb-kind0 \
     -o com.docker.network.bridge.enable_ip_masquerade=false "$KIND_EXPERIMENTAL_DOCKER_NETWORK" >/dev/null
 
+kubeconfig="${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}/kind/kubeconfig-$NAME"
+mkdir -p "$(dirname "$kubeconfig")"
 cleanup() {
   rm -f "$config"
   [ "${KEEP:-0}" = 1 ] && return
   # a loop device is the host's: it outlives the node unless detached
   [ -n "${loop:-}" ] && docker exec "$NAME-worker" losetup -d "/dev/$loop" 2>/dev/null
-  "$KIND" delete cluster --name "$NAME" >/dev/null 2>&1 || true
+  "$KIND" delete cluster --name "$NAME" --kubeconfig "$kubeconfig" >/dev/null 2>&1 || true
+  rm -f "$kubeconfig"
   docker network rm "$KIND_EXPERIMENTAL_DOCKER_NETWORK" >/dev/null 2>&1 || true
   [ "$started_dockerd" = 1 ] && e2e/kind/dockerd.sh stop
   return 0
@@ -50,8 +54,6 @@ cleanup() {
 trap cleanup EXIT
 
 log "cluster from $NODE_IMAGE"
-kubeconfig="$HOME/.kube/kind-$NAME"
-mkdir -p "$(dirname "$kubeconfig")"
 "$KIND" create cluster --name "$NAME" --image "$NODE_IMAGE" --config "$config" \
   --kubeconfig "$kubeconfig" --wait 600s
 export KUBECONFIG=$kubeconfig
