@@ -76,20 +76,24 @@ def test_sweep_end_to_end(tmp_path: Path, store: str) -> None:
     store_ = ResultStore(tmp_path / "res")
     for step_id, result in results.items():
         step_dir = store_.step_dir(step_id)
-        # The stored summary is exactly what the raw fio JSON of this step says.
-        raw = [
-            j for f in sorted(step_dir.glob("fio-*.json")) for j in parse_fio_json(f.read_text())
-        ]
-        assert len(sorted(step_dir.glob("fio-*.json"))) == 2  # one fio per image
+        # One fio for the one client, running a job file per image; the stored summary is
+        # exactly what that fio's JSON says.
+        outputs = sorted(step_dir.glob("fio-*.json"))
+        assert [f.name for f in outputs] == ["fio-client-0.json"]
+        raw = parse_fio_json(outputs[0].read_text())
+        assert len(raw) == 2  # one job per image
         assert combine(raw) == result.fio
+        assert result.clients == {"client-0": result.fio}
+        assert result.start_skew_ms is None  # one client: nothing to be skewed against
+        assert len(store_.iops_logs(step_id)) == 2  # fio's per-second log of each job
         assert result.fio.iops > 0 and result.fio.total_ios > 0
         assert result.resources.samples >= 2
         assert result.resources.osd_cpu > 0 and result.resources.osd_mem_mib > 10
         # Pinning as observed in /proc while fio ran: OSD on CPU 0, fio on CPU 1.
         affinity = json.loads((step_dir / "affinity.json").read_text())
-        assert affinity["osd.0"] and affinity["fio"]
+        assert affinity["osd.0"] and affinity["fio/client-0"]
         assert {c for cpus in affinity["osd.0"].values() for c in parse_cpuset(cpus)} == {0}
-        assert {c for cpus in affinity["fio"].values() for c in parse_cpuset(cpus)} == {1}
+        assert {c for cpus in affinity["fio/client-0"].values() for c in parse_cpuset(cpus)} == {1}
     reports = write_report(tmp_path / "res")
     names = {p.name for p in reports}
     assert {"summary.md", "results.csv", "results.json"} <= names

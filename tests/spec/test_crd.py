@@ -59,6 +59,7 @@ def test_every_rule_is_in_the_crd() -> None:
             models.TARGET_RULES,
             models.EXTERNAL_RULES,
             models.OSD_RULES,
+            models.CLIENT_RULES,
             models.WORKLOAD_RULES,
             models.RUN_RULES,
         )
@@ -92,6 +93,33 @@ def test_osd_rules_cel_and_python_agree() -> None:
         )
     ]
     assert _agree(models.OSD_RULES, models.OsdSpec, combos) == len(combos) * 5
+
+
+def test_client_rules_cel_and_python_agree() -> None:
+    combos = [
+        {"node": n, "nodes": ns, "node_selector": sel, "count": c}
+        for n, ns, sel, c in itertools.product(
+            [None, "a"], [[], ["a", "b"]], [{}, {"role": "client"}], [None, 2]
+        )
+    ]
+    assert _agree(models.CLIENT_RULES, models.ClientSpec, combos) == len(combos) * 2
+
+
+@pytest.mark.parametrize("target", ["local", "rook"])
+def test_where_fio_runs_rules_cel_and_python_agree(target: str) -> None:
+    t = models.TargetSpec(
+        local=models.LocalTarget() if target == "local" else None,
+        rook=models.RookTarget(cluster_name="c") if target == "rook" else None,
+    )
+    clients = [
+        models.ClientSpec(),
+        models.ClientSpec(node="a"),
+        models.ClientSpec(nodes=["a", "b"]),
+        models.ClientSpec(node_selector={"role": "client"}),
+        models.ClientSpec(count=2),
+    ]
+    combos = [{"target": t, "client": c} for c in clients]
+    _agree(models.RUN_RULES, models.BenchmarkRunSpec, combos)
 
 
 def test_workload_rules_cel_and_python_agree() -> None:

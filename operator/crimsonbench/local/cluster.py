@@ -22,6 +22,7 @@ from crimsonbench.local.ceph_cli import CephCli, ClientConf, run
 from crimsonbench.local.cleanup import destroy, remove_dir
 from crimsonbench.local.ports import PortLease, reserve_port
 from crimsonbench.local.readiness import missing, wait_until
+from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
 from crimsonbench.plan.types import CephSetup, OsdCpus
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
 
@@ -328,11 +329,13 @@ class LocalCluster:
 
     # ------------------------------------------------------------ benchmark prep
 
-    def create_pool(self, name: str, pg_num: int) -> None:
+    def create_pool(
+        self, name: str, pg_num: int, client_options: Mapping[str, str] | None = None
+    ) -> None:
         """Size-1 rbd pool, no autoscale/balancer/scrub, librbd client settings; waits
         until its PGs are active+clean."""
         rbd.create_pool(self.cli, name, pg_num)
-        rbd.configure_clients(self.cli)
+        rbd.configure_clients(self.cli, client_options or RBD_CLIENT_OPTIONS)
         self.pool = name
         self.wait_ready()
 
@@ -343,11 +346,14 @@ class LocalCluster:
         self,
         names: Sequence[str],
         size_bytes: int,
+        deadline_s: float | None = None,
         block_size: int = 65536,
         pool: str | None = None,
     ) -> float:
         """Write every image once (64K sequential); returns the seconds it took."""
-        took = rbd.prefill(self.cli, self._pool(pool), names, size_bytes, block_size)
+        took = rbd.prefill(
+            self.cli, self._pool(pool), names, size_bytes, block_size, timeout=deadline_s
+        )
         self.timings["prefill_s"] = took
         return took
 

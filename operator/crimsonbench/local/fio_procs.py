@@ -1,4 +1,4 @@
-"""Start the fio processes of one step, pinned to the client CPU set, and wait for them."""
+"""Start the fio of every client of a step, each pinned to its client CPUs, and wait."""
 
 from __future__ import annotations
 
@@ -10,25 +10,23 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
 
 from crimsonbench.errors import ExecutionError
-from crimsonbench.plan.types import FioJob
-from crimsonbench.results.store import FioPaths
+from crimsonbench.plan.types import ClientPlan, Step
+from crimsonbench.results.store import FioPaths, ResultStore
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class FioProcess:
-    job: FioJob
-    output: Path
-    stderr: Path
-    popen: subprocess.Popen[bytes]
+    """The fio of one client in a step: every job file of the client, one process."""
 
-    eta: Path
+    client: ClientPlan
+    paths: FioPaths
+    popen: subprocess.Popen[bytes]
 
 
 def _pin(cpus: frozenset[int]):  # type: ignore[no-untyped-def]
@@ -42,38 +40,46 @@ def _pin(cpus: frozenset[int]):  # type: ignore[no-untyped-def]
 
 
 class FioGroup:
-    """All fio processes of a step. Use as a context manager: leaving it kills leftovers."""
+    """The fio of every client of a step, started together. Use as a context manager:
+    leaving it kills leftovers."""
 
     def __init__(
         self,
-        jobs: Sequence[FioJob],
-        paths: Callable[[str], FioPaths],
-        cpus: frozenset[int],
+        step: Step,
+        clients: Sequence[ClientPlan],
+        store: ResultStore,
         env: dict[str, str],
     ) -> None:
-        self._jobs = jobs
-        self._paths = paths  # job name -> where its files go (the results store decides)
-        self._cpus = cpus
+        self._step = step
+        self._clients = clients
+        self._store = store
         self._env = env
         self.procs: list[FioProcess] = []
 
     def __enter__(self) -> FioGroup:
-        for job in self._jobs:
-            paths = self._paths(job.name)
-            paths.job_file.write_text(job.job_file)
-            out, err, eta = paths.output, paths.stderr, paths.eta
+        argvs = []
+        for client in self._clients:
+            jobs = self._step.jobs_of(client.name)
+            if not jobs:
+                continue
+            files = [self._store.write_job_file(self._step.id, j.name, j.job_file) for j in jobs]
+            paths = self._store.fio_paths(self._step.id, client.name)
             # The eta line each second is our live IOPS readout; the JSON goes to --output.
-            args = ["fio", "--output-format=json", f"--output={out}", "--eta=always",
-                    "--eta-newline=1", str(paths.job_file)]  # fmt: skip
-            with err.open("wb") as err_fh, eta.open("wb") as eta_fh:
+            args = ["fio", "--output-format=json", f"--output={paths.output}", "--eta=always",
+                    "--eta-newline=1", *map(str, files)]  # fmt: skip
+            argvs.append((client, paths, args))
+        # Every client's files are written first, so the starts are as close as Popen allows.
+        for client, paths, args in argvs:
+            with paths.stderr.open("wb") as err_fh, paths.eta.open("wb") as eta_fh:
                 popen = subprocess.Popen(
                     args,
                     stdout=eta_fh,
                     stderr=err_fh,
                     env=self._env,
-                    preexec_fn=_pin(self._cpus),  # noqa: PLW1509 - no threads hold locks here
+                    cwd=paths.output.parent,  # the IOPS logs land next to the output
+                    preexec_fn=_pin(frozenset(client.cpus)),  # noqa: PLW1509 - no threads hold locks
                 )
-            self.procs.append(FioProcess(job, out, err, popen, eta))
+            self.procs.append(FioProcess(client, paths, popen))
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -90,14 +96,26 @@ class FioGroup:
                 out.extend(c.pid for c in psutil.Process(p.popen.pid).children(recursive=True))
         return out
 
+    def pids_by_client(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for p in self.procs:
+            if p.popen.poll() is not None:
+                continue
+            pids = [p.popen.pid]
+            with contextlib.suppress(psutil.NoSuchProcess):
+                pids.extend(c.pid for c in psutil.Process(p.popen.pid).children(recursive=True))
+            out[p.client.name] = pids
+        return out
+
     def wait(self, deadline_s: float, tick: Callable[[], None] | None = None) -> None:
-        """Wait for every fio; raise ExecutionError naming the job that failed or hung."""
+        """Wait for every fio; raise ExecutionError naming the client that failed or hung."""
         end = time.monotonic() + deadline_s
         while any(p.popen.poll() is None for p in self.procs):
             if time.monotonic() > end:
                 hung = next(p for p in self.procs if p.popen.poll() is None)
                 raise ExecutionError(
-                    f"fio {hung.job.name} still running {deadline_s:.0f}s after start; killed it"
+                    f"fio of {hung.client.name} still running {deadline_s:.0f}s after start; "
+                    "killed it"
                 )
             if tick is not None:
                 tick()  # e.g. a health check or the live progress line
@@ -105,8 +123,8 @@ class FioGroup:
         for p in self.procs:
             rc = p.popen.returncode
             if rc != 0:
-                tail = p.stderr.read_text(errors="replace")[-800:]
-                raise ExecutionError(f"fio {p.job.name} exited with {rc}: {tail.strip()}")
+                tail = p.paths.stderr.read_text(errors="replace")[-800:]
+                raise ExecutionError(f"fio of {p.client.name} exited with {rc}: {tail.strip()}")
 
     def kill(self) -> None:
         for p in self.procs:

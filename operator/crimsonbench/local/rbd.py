@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.ceph_cli import CephCli
+from crimsonbench.plan.build import MIN_PREFILL_MIB_S  # used without a plan's deadline
 
 log = logging.getLogger(__name__)
 
-# Slowest prefill rate we tolerate before calling it hung; the deadline is derived from it.
-MIN_PREFILL_MIB_S = 5.0
 # Writes in flight per image. Measured here (512 MiB image, 1 OSD, 2 shared cores):
 # bluestore-file 41-51 MiB/s with 1 in flight, 163-177 with 16; memstore 143-166 vs
 # 379-457. fio at iodepth 1/16 gave the same numbers: concurrency matters, not the tool.
@@ -45,10 +44,10 @@ def create_pool(cli: CephCli, name: str, pg_num: int) -> None:
     cli.ceph("osd", "set", "nodeep-scrub")
 
 
-def configure_clients(cli: CephCli) -> dict[str, str]:
-    """librbd settings for benchmarking, in the mon db `client` section (fio reads them at
-    connect). rbd_io_scheduler exists since Pacific; checked so older clusters still work."""
-    wanted = {"rbd_cache": "false", "rbd_io_scheduler": "none"}
+def configure_clients(cli: CephCli, wanted: Mapping[str, str]) -> dict[str, str]:
+    """librbd settings for benchmarking (the plan's client_options), in the mon db `client`
+    section (fio reads them at connect). Each is checked first (rbd_io_scheduler exists
+    since Pacific), so older clusters still work."""
     applied: dict[str, str] = {}
     for key, value in wanted.items():
         try:

@@ -29,12 +29,10 @@ from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import RunInfo, StepResult
-from crimsonbench.spec.models import BenchmarkRunSpec, size_bytes
+from crimsonbench.spec.models import BenchmarkRunSpec
 from crimsonbench.spec.status import Phase
 
 log = logging.getLogger(__name__)
-
-STEP_GRACE_S = 60.0  # beyond runtime + ramp before a fio process counts as hung
 
 
 class Events(Protocol):
@@ -114,7 +112,9 @@ class LocalRun:
         self.dir = results_dir
 
     def plan(self) -> RunPlan:
-        return build_plan(self.name, self.spec, local_topology(), installed_ceph_version())
+        return build_plan(
+            self.name, self.spec, local_topology(), ceph_version=installed_ceph_version()
+        )
 
     def info(self, version: str) -> RunInfo:
         return RunInfo.from_spec(
@@ -150,7 +150,7 @@ class LocalRun:
         # The report reads the spec from run.json: which workloads are bandwidth, the rules.
         spec_json = self.spec.model_dump(mode="json", by_alias=True)
         self.store.write_run_info(self.info(installed_ceph_version()), {"spec": spec_json})
-        state = SweepState(self.spec.sweep, self.store.completed_steps())
+        state = SweepState(plan.sweep, self.store.completed_steps())
         outcome = Outcome(Phase.PREPARING, "", self.dir)
         self._write_status(plan, outcome)
         try:
@@ -184,21 +184,17 @@ class LocalRun:
         with LocalCluster(
             local,
             self.spec.osd,
-            plan.cpu.osds,
+            plan.local_host.cpu.osds,
             plan.ceph,
             root=Path(local.work_dir) if local.work_dir else None,
         ) as cluster:
             self._prepare(cluster, plan, outcome)
             self._enter(outcome, Phase.RUNNING, f"{len(todo)} of {len(plan.steps)} steps to run")
             ctx = StepContext(
-                cpu=plan.cpu,
+                plan=plan,
                 env=_fio_env(cluster),
                 osd_pids=cluster.osd_pids,
                 health_check=cluster.health_check,
-                sample_interval=self.spec.sweep.sample_interval_seconds,
-                deadline_s=self.spec.sweep.runtime_seconds
-                + self.spec.sweep.ramp_seconds
-                + STEP_GRACE_S,
                 live=self.events.live,
             )
             for step in todo:
@@ -206,12 +202,17 @@ class LocalRun:
             self._enter(outcome, Phase.RESTORING, "tearing the cluster down")
 
     def _prepare(self, cluster: LocalCluster, plan: RunPlan, outcome: Outcome) -> None:
-        c = self.spec.client
-        cluster.create_pool(c.pool, c.pg_num)
-        cluster.create_images(plan.images, size_bytes(c.image_size))
-        if c.prefill:
-            self._enter(outcome, Phase.PREPARING, f"prefilling {len(plan.images)} images")
-            cluster.prefill(plan.images, size_bytes(c.image_size))
+        pool = plan.pool
+        cluster.create_pool(pool.name, pool.pg_num, plan.client_options)
+        cluster.create_images(pool.images, pool.image_size_bytes)
+        if plan.prefill.jobs:
+            self._enter(outcome, Phase.PREPARING, f"prefilling {len(pool.images)} images")
+            cluster.prefill(
+                pool.images,
+                pool.image_size_bytes,
+                plan.prefill.deadline_s,
+                plan.prefill.block_size_bytes,
+            )
 
     def _one_step(
         self, step: Step, ctx: StepContext, state: SweepState, outcome: Outcome, total: int

@@ -1,19 +1,21 @@
-"""Run one sweep step locally: fio pinned to the client set, resources sampled, parsed."""
+"""Run one sweep step locally: each client's fio pinned to its CPUs, resources sampled,
+the CPU affinity of every OSD and fio thread checked, the output combined per client."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.local.sampler import ResourceSampler
-from crimsonbench.plan.types import CpuPlan, Step
+from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
+from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.fio_eta import total_live_iops
-from crimsonbench.results.fio_json import combine, parse_fio_json
+from crimsonbench.results.fio_json import JobStats, combine_clients, parse_fio_json
+from crimsonbench.results.iops_log import iops_log_job, job_start_ms, start_skew_ms
 from crimsonbench.results.resources import summarize_samples
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import StepResult
@@ -24,12 +26,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class StepContext:
-    cpu: CpuPlan
+    plan: RunPlan
     env: dict[str, str]  # CEPH_CONF etc. for fio's rbd engine
     osd_pids: Callable[[], dict[int, int]]  # osd id -> pid, live
     health_check: Callable[[], None]  # raises ExecutionError if an OSD died
-    sample_interval: float
-    deadline_s: float  # runtime + ramp + grace
     live: Callable[[float], None] = lambda iops: None  # live IOPS readout for the display
 
 
@@ -44,36 +44,40 @@ def _affinity_violations(
 
 
 def check_affinity(
-    ctx: StepContext, fio_pids: Iterable[int]
+    ctx: StepContext, fio_pids: Mapping[str, list[int]]
 ) -> tuple[dict[str, object], list[str]]:
-    """The real affinity of every OSD and fio thread, and any overlap or leak seen."""
-    client = frozenset(ctx.cpu.client)
-    osd_all = ctx.cpu.osd_cpus()
+    """The real affinity of every OSD and fio thread, and any overlap or leak seen: OSD
+    threads stay on their OSD's CPUs and off every client's; each client's fio threads
+    stay on that client's CPUs and off every OSD's."""
+    host = ctx.plan.local_host.cpu
+    osd_all = host.osd_cpus()
+    clients_all = frozenset(c for client in ctx.plan.clients for c in client.cpus)
     report: dict[str, object] = {}
     problems: list[str] = []
-    for osd in ctx.cpu.osds:
+    for osd in host.osds:
         pid = ctx.osd_pids().get(osd.osd_id)
         if pid is None:
             continue
         seen = thread_affinities([pid])
         report[f"osd.{osd.osd_id}"] = {str(t): format_cpuset(c) for t, c in seen.items()}
-        problems += [
-            f"osd.{osd.osd_id} " + b for b in _affinity_violations(seen, osd.all_cpus, client)
-        ]
-    seen_fio = thread_affinities(list(fio_pids))
-    report["fio"] = {str(t): format_cpuset(c) for t, c in seen_fio.items()}
-    problems += ["fio " + b for b in _affinity_violations(seen_fio, client, osd_all)]
+        bad = _affinity_violations(seen, osd.all_cpus, clients_all)
+        problems += [f"osd.{osd.osd_id} " + b for b in bad]
+    for client in ctx.plan.clients:
+        seen = thread_affinities(fio_pids.get(client.name, []))
+        report[f"fio/{client.name}"] = {str(t): format_cpuset(c) for t, c in seen.items()}
+        bad = _affinity_violations(seen, frozenset(client.cpus), osd_all)
+        problems += [f"fio of {client.name} " + b for b in bad]
     return report, problems
 
 
 def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     started = time.monotonic()
-    paths = partial(store.fio_paths, step.id)
-    with FioGroup(step.jobs, paths, frozenset(ctx.cpu.client), ctx.env) as fio:
+    deadline = ctx.plan.timing.deadline_s
+    with FioGroup(step, ctx.plan.clients, store, ctx.env) as fio:
         osd_pids = lambda: list(ctx.osd_pids().values())  # noqa: E731
-        with ResourceSampler(osd_pids, fio.pids, ctx.sample_interval) as sampler:
-            time.sleep(min(1.0, ctx.deadline_s / 4))  # let fio fork its workers
-            affinity, problems = check_affinity(ctx, fio.pids())
+        with ResourceSampler(osd_pids, fio.pids, ctx.plan.sample_interval_s) as sampler:
+            time.sleep(min(1.0, deadline / 4))  # let fio fork its workers
+            affinity, problems = check_affinity(ctx, fio.pids_by_client())
             # Written before failing: crimsonbench.metrics reports the violations.
             store.write_affinity(step.id, affinity, problems)
             if problems:
@@ -86,22 +90,49 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
                 ctx.health_check()
                 ctx.live(total_live_iops(store.eta_tails(step.id)))
 
-            fio.wait(ctx.deadline_s, tick=tick)
+            fio.wait(deadline, tick=tick)
         ctx.health_check()
     samples = sampler.samples
     store.write_samples(step.id, samples)
-    jobs = []
-    for proc in fio.procs:
-        jobs.extend(parse_fio_json(proc.output.read_text()))
-    summary = combine(jobs)
-    if summary.errors:
-        raise ExecutionError(f"step {step.id}: fio reported {summary.errors} I/O errors")
+    jobs = _jobs_by_client(step, fio, ctx)
+    total, per_client = combine_clients(jobs)
+    if total.errors:
+        raise ExecutionError(f"step {step.id}: fio reported {total.errors} failed jobs")
     return StepResult(
         step_id=step.id,
         workload=step.workload,
         iodepth=step.iodepth,
         repeat=step.repeat,
-        fio=summary,
+        fio=total,
         resources=summarize_samples(samples),
         extra={"wall_seconds": round(time.monotonic() - started, 3)},
+        clients=per_client,
+        start_skew_ms=_start_skew(step, store),
     )
+
+
+def _jobs_by_client(step: Step, fio: FioGroup, ctx: StepContext) -> dict[str, list[JobStats]]:
+    """Every client's jobs, checked against the plan: one job per job file and numjobs,
+    so a fio that lost a job cannot pass as a smaller result."""
+    out: dict[str, list[JobStats]] = {}
+    for proc in fio.procs:
+        jobs = parse_fio_json(proc.paths.output.read_text())
+        expected = len(step.jobs_of(proc.client.name)) * ctx.plan.fio_numjobs
+        if len(jobs) != expected:
+            raise ExecutionError(
+                f"step {step.id}: fio of {proc.client.name} reported {len(jobs)} jobs, "
+                f"expected {expected} (job files x numjobs)"
+            )
+        out[proc.client.name] = jobs
+    return out
+
+
+def _start_skew(step: Step, store: ResultStore) -> float | None:
+    """From each job's IOPS log (complete once fio exited): when each client started."""
+    by_job = {j.name: j.client for j in step.jobs}
+    starts: dict[str, list[int | None]] = {}
+    for path in store.iops_logs(step.id):
+        client = by_job.get(iops_log_job(path.name) or "")
+        if client is not None:
+            starts.setdefault(client, []).append(job_start_ms(path.read_text(), IOPS_LOG_MSEC))
+    return start_skew_ms(starts)

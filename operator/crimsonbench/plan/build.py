@@ -1,30 +1,104 @@
-"""spec + topology (+ Ceph version) -> RunPlan. The one entry point executors call."""
+"""spec + what the executor observed -> RunPlan. The one entry point executors call."""
 
 from __future__ import annotations
 
-from crimsonbench.plan.ceph_options import ceph_setup, option_family
-from crimsonbench.plan.cpu import plan_cpus
-from crimsonbench.plan.steps import expand_steps, image_names, prefill_jobs
-from crimsonbench.plan.types import RunPlan, Topology
-from crimsonbench.spec.models import BenchmarkRunSpec, Flavor
+import math
+from collections.abc import Collection
+
+from crimsonbench.plan.ceph_options import ceph_setup, family_from_known_options, option_family
+from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
+from crimsonbench.plan.hosts import ClusterLayout, plan_hosts
+from crimsonbench.plan.resources import osd_resources
+from crimsonbench.plan.steps import expand_steps, prefill_jobs
+from crimsonbench.plan.types import (
+    CephSetup,
+    CpuPlan,
+    HostPlan,
+    PoolPlan,
+    PrefillPlan,
+    RunPlan,
+    StepTiming,
+    Topology,
+)
+from crimsonbench.spec.models import BenchmarkRunSpec, Flavor, block_size_bytes, size_bytes
+
+# beyond runtime + ramp before a step counts as hung: connecting to the cluster, opening
+# the images, a pod starting, fio writing its output
+DEFAULT_GRACE_S = 120
+# the slowest prefill rate (all images together) before the prefill counts as hung
+MIN_PREFILL_MIB_S = 5.0
 
 
 def build_plan(
-    name: str, spec: BenchmarkRunSpec, topology: Topology, ceph_version: str | None = None
+    name: str,
+    spec: BenchmarkRunSpec,
+    layout: ClusterLayout | Topology,
+    *,
+    ceph_version: str | None = None,
+    known_options: Collection[str] | None = None,
+    option_family: str | None = None,
+    grace_s: int = DEFAULT_GRACE_S,
 ) -> RunPlan:
-    """Raises InvalidSpec (naming the field) when the spec cannot run on this topology."""
-    cpu = plan_cpus(topology, spec.osd, spec.client)
-    version = spec.osd.ceph_version or ceph_version
-    family = (
-        option_family(spec.osd.option_naming, version)
-        if spec.osd.flavor == Flavor.CRIMSON
-        else "classic"
-    )
+    """Raises InvalidSpec (naming the field) when the spec cannot run on this layout.
+
+    layout: what the executor observed; a bare Topology means one machine with every
+    OSD and client (local mode, or `crimsonbench plan` for a host's lscpu).
+    Crimson option names, most reliable first: option_family (the executor already
+    decided it from the cluster), known_options (the names the target's mons know,
+    `ceph config ls`), else the Ceph version (offline)."""
+    if not isinstance(layout, ClusterLayout):
+        layout = ClusterLayout.single(layout, spec)
+    hosts, clients = plan_hosts(spec, layout)
+    family = option_family or _family(spec, ceph_version, known_options)
+    c = spec.client
+    images = tuple(i for client in clients for i in client.images)
+    image_bytes = size_bytes(c.image_size)
+    prefill_mib = len(images) * image_bytes / 2**20
     return RunPlan(
         name=name,
-        cpu=cpu,
-        ceph=ceph_setup(cpu, spec.osd, family),
-        images=image_names(spec),
-        prefill_jobs=prefill_jobs(spec, cpu.client_cpuset),
-        steps=expand_steps(spec, cpu.client_cpuset),
+        flavor=spec.osd.flavor.value,
+        hosts=hosts,
+        clients=clients,
+        ceph=ceph_setup(_merged(hosts), spec.osd, family) if hosts else CephSetup(),
+        pool=PoolPlan(
+            c.pool,
+            c.pg_num,
+            fio_user(name, spec),
+            tuple(sorted(images)),
+            image_bytes,
+            spec.keep_images,
+        ),
+        prefill=PrefillPlan(
+            prefill_jobs(spec, clients),
+            math.ceil(prefill_mib / MIN_PREFILL_MIB_S) + grace_s,
+            block_size_bytes(c.prefill_block_size),
+        ),
+        steps=expand_steps(spec, clients),
+        timing=StepTiming(spec.sweep.runtime_seconds, spec.sweep.ramp_seconds, grace_s),
+        sweep=spec.sweep,
+        sample_interval_s=spec.sweep.sample_interval_seconds,
+        osd_resources=osd_resources(spec, hosts),
+        client_options=dict(RBD_CLIENT_OPTIONS),
+        fio_numjobs=c.num_jobs,
     )
+
+
+def fio_user(name: str, spec: BenchmarkRunSpec) -> str:
+    """The cephx user fio runs as (without "client."). On Rook, the run's own CephClient,
+    whose caps cover the run's pool only; elsewhere client.user."""
+    return f"{name}-fio" if spec.target.rook is not None else spec.client.user
+
+
+def _family(spec: BenchmarkRunSpec, ceph_version: str | None, known: Collection[str] | None) -> str:
+    if spec.osd.flavor != Flavor.CRIMSON or spec.target.external is not None:
+        return "classic"  # external clusters are benchmarked as found: no options set
+    if known is not None and spec.osd.option_naming.value == "auto":
+        return family_from_known_options(known)
+    return option_family(spec.osd.option_naming, spec.osd.ceph_version or ceph_version)
+
+
+def _merged(hosts: tuple[HostPlan, ...]) -> CpuPlan:
+    """Every host's OSDs in one CpuPlan, for the per-OSD Ceph options."""
+    first = hosts[0].cpu
+    osds = tuple(o for h in hosts for o in h.cpu.osds)
+    return CpuPlan(first.policy, first.hyper_threads, osds, first.client, first.alien_threads)

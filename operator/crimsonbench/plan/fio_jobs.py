@@ -9,6 +9,15 @@ from crimsonbench.spec.models import RECORDED_PERCENTILES, ClientSpec, SweepSpec
 # Options the planner owns. Custom workloads cannot override them (see FIO_OPTION_ALLOWLIST)
 # so every run measures the same thing: the rbd engine, unbuffered, for a fixed time.
 
+# librbd settings of every fio client ([client] section of its ceph.conf, local and pods):
+# no client cache, no client-side I/O scheduler, as the reference method runs.
+RBD_CLIENT_OPTIONS = {"rbd_cache": "false", "rbd_io_scheduler": "none"}
+
+# Per-second IOPS log of every job (fio writes <job>_iops.<n>.log[.<host>]): its first
+# timestamp is the job's start (log_unix_epoch) -> start skew between clients; its
+# samples -> the spread of a step with one repeat.
+IOPS_LOG_MSEC = 1000
+
 
 def _render(sections: Mapping[str, Mapping[str, str | int]]) -> str:
     lines: list[str] = []
@@ -43,8 +52,9 @@ def step_job_file(
     iodepth: int,
     cpus: str,
     job_name: str,
+    log_name: str,
 ) -> str:
-    """Job file for one fio process of one sweep step."""
+    """Job file for one fio job of one sweep step; its IOPS log is <log_name>_iops.N.log."""
     opts: dict[str, str | int] = rbd_global(client, image, cpus)
     opts.update(
         {
@@ -57,6 +67,9 @@ def step_job_file(
             "ramp_time": sweep.ramp_seconds,
             # p50/p99/p99.9 are what the reports and the latency-target mode read
             "percentile_list": ":".join(f"{p:g}" for p in RECORDED_PERCENTILES),
+            "write_iops_log": log_name,
+            "log_avg_msec": IOPS_LOG_MSEC,
+            "log_unix_epoch": 1,
         }
     )
     opts.update(sorted(workload.options.items()))

@@ -1,21 +1,19 @@
-"""Expand the sweep into steps: workloads x repeats x iodepths, in run order."""
+"""Expand the sweep into steps: workloads x repeats x iodepths, in run order, each with
+one fio job per image and process, run by the client that owns the image."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from crimsonbench.plan.fio_jobs import prefill_job_file, step_job_file
-from crimsonbench.plan.types import FioJob, Step
+from crimsonbench.plan.types import ClientPlan, FioJob, Step
 from crimsonbench.spec.models import BenchmarkRunSpec
 
 
-def image_names(spec: BenchmarkRunSpec) -> tuple[str, ...]:
-    return tuple(f"{spec.client.image_prefix}{i}" for i in range(spec.client.images))
-
-
-def expand_steps(spec: BenchmarkRunSpec, client_cpus: str) -> tuple[Step, ...]:
+def expand_steps(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan]) -> tuple[Step, ...]:
     """Each repeat sweeps the whole iodepth list before the next starts, so a slow
     drift of the machine shows as a difference between repeats, not as a bent curve."""
     steps: list[Step] = []
-    images = image_names(spec)
     for workload in spec.workloads:
         for repeat in range(1, spec.sweep.repeats + 1):
             for iodepth in spec.sweep.iodepths:
@@ -23,31 +21,37 @@ def expand_steps(spec: BenchmarkRunSpec, client_cpus: str) -> tuple[Step, ...]:
                     FioJob(
                         name=f"{image}-p{proc}",
                         image=image,
+                        client=client.name,
                         job_file=step_job_file(
                             client=spec.client,
                             sweep=spec.sweep,
                             workload=workload,
                             image=image,
                             iodepth=iodepth,
-                            cpus=client_cpus,
+                            cpus=client.cpuset,
                             job_name=f"{workload.key}-qd{iodepth}-{image}-p{proc}",
+                            log_name=f"{image}-p{proc}",
                         ),
                     )
-                    for image in images
+                    for client in clients
+                    for image in client.images
                     for proc in range(spec.client.processes_per_image)
                 )
                 steps.append(Step(len(steps), workload.key, iodepth, repeat, jobs))
     return tuple(steps)
 
 
-def prefill_jobs(spec: BenchmarkRunSpec, client_cpus: str) -> tuple[FioJob, ...]:
+def prefill_jobs(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan]) -> tuple[FioJob, ...]:
+    """Every image written once by the client that will drive it (on its CPUs)."""
     if not spec.client.prefill:
         return ()
     return tuple(
         FioJob(
             f"prefill-{image}",
             image,
-            prefill_job_file(client=spec.client, image=image, cpus=client_cpus),
+            client.name,
+            prefill_job_file(client=spec.client, image=image, cpus=client.cpuset),
         )
-        for image in image_names(spec)
+        for client in clients
+        for image in client.images
     )

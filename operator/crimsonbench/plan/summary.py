@@ -9,18 +9,31 @@ from crimsonbench.plan.types import RunPlan
 
 
 def plan_summary(plan: RunPlan) -> dict[str, Any]:
+    first = plan.hosts[0].cpu
     return {
         "cpu": {
-            "policy": plan.cpu.policy,
-            "hyper_threads": plan.cpu.hyper_threads,
-            "client": plan.cpu.client_cpuset,
-            "alien_threads": plan.cpu.alien_threads,
-            "osds": {
-                f"osd.{o.osd_id}": {"cpus": o.cpuset, "alien": o.alien_cpuset}
-                for o in plan.cpu.osds
+            "policy": first.policy,
+            "hyper_threads": first.hyper_threads,
+            "alien_threads": first.alien_threads,
+            "hosts": {
+                h.node or "local": {
+                    f"osd.{o.osd_id}": {"cpus": o.cpuset, "alien": o.alien_cpuset}
+                    for o in h.cpu.osds
+                }
+                for h in plan.hosts
             },
+        },
+        "clients": {
+            c.name: {"node": c.node, "cpus": c.cpuset, "images": list(c.images)}
+            for c in plan.clients
         },
         "ceph_config": plan.ceph.config,
         "ceph_commands": [list(c) for c in plan.ceph.commands],
+        "osd_resources": {"cpu": plan.osd_resources.cpu, "memory": plan.osd_resources.memory},
+        "timing": {
+            "runtime_s": plan.timing.runtime_s,
+            "ramp_s": plan.timing.ramp_s,
+            "deadline_s": plan.timing.deadline_s,
+        },
         "steps": [s.id for s in plan.steps],
     }

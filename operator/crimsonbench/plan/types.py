@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crimsonbench.spec.cpuset import format_cpuset
+from crimsonbench.spec.models import SweepSpec
 
 
 @dataclass(frozen=True, order=True)
@@ -87,10 +88,11 @@ class CpuPlan:
 
 @dataclass(frozen=True)
 class FioJob:
-    """One fio process: its job file text and the image it drives."""
+    """One fio job file: the I/O on one image, run by one fio client."""
 
-    name: str  # unique within a step, used for the output file name
+    name: str  # unique within a step, used for file names and to match fio's output
     image: str
+    client: str  # the ClientPlan.name whose fio server runs it
     job_file: str
 
 
@@ -109,6 +111,9 @@ class Step:
         """Stable, sortable and filesystem-safe; result directories are keyed by it."""
         return f"{self.index:03d}-{self.workload}-qd{self.iodepth:03d}-r{self.repeat}"
 
+    def jobs_of(self, client: str) -> tuple[FioJob, ...]:
+        return tuple(j for j in self.jobs if j.client == client)
+
 
 @dataclass(frozen=True)
 class CephSetup:
@@ -121,12 +126,115 @@ class CephSetup:
 
 
 @dataclass(frozen=True)
-class RunPlan:
-    """Everything an executor needs, decided before any I/O happens."""
+class HostPlan:
+    """One machine running planned OSDs (and maybe fio clients): its CPU plan, with the
+    OSDs' real ids. node is None for this machine (local mode)."""
+
+    node: str | None
+    cpu: CpuPlan
+
+    @property
+    def osd_ids(self) -> tuple[int, ...]:
+        return tuple(o.osd_id for o in self.cpu.osds)
+
+
+@dataclass(frozen=True)
+class ClientPlan:
+    """One fio client: a fio server pinned to `cpus` on `node`, driving `images`."""
+
+    name: str  # "client-0" (local) or the node's name (Kubernetes)
+    node: str | None
+    cpus: tuple[int, ...]
+    images: tuple[str, ...]
+
+    @property
+    def cpuset(self) -> str:
+        return format_cpuset(self.cpus)
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """How long a step's fio runs, and when an executor gives up on it."""
+
+    runtime_s: int
+    ramp_s: int
+    grace_s: int  # beyond runtime + ramp: connecting, setting up, writing the output
+
+    @property
+    def fio_s(self) -> int:
+        return self.runtime_s + self.ramp_s
+
+    @property
+    def deadline_s(self) -> int:
+        return self.runtime_s + self.ramp_s + self.grace_s
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """The benchmark pool and its images, and the cephx user fio runs as."""
 
     name: str
-    cpu: CpuPlan
-    ceph: CephSetup
+    pg_num: int
+    user: str
     images: tuple[str, ...]
-    prefill_jobs: tuple[FioJob, ...]
+    image_size_bytes: int
+    keep_images: bool
+
+
+@dataclass(frozen=True)
+class PrefillPlan:
+    """Writing every image once before the first step (jobs empty: no prefill)."""
+
+    jobs: tuple[FioJob, ...]
+    deadline_s: int  # every image written at the slowest acceptable rate, plus grace
+    block_size_bytes: int
+
+
+@dataclass(frozen=True)
+class OsdResources:
+    """Requests == limits of each OSD pod (Guaranteed, whole CPUs), for Rook."""
+
+    cpu: int
+    memory: str  # a Kubernetes quantity, e.g. "12Gi"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything an executor needs, decided before any I/O happens. Executors read this,
+    never the spec (the spec's rules for the sweep travel here as `sweep`)."""
+
+    name: str
+    flavor: str  # crimson or classic: what runs on the planned OSDs
+    hosts: tuple[HostPlan, ...]
+    clients: tuple[ClientPlan, ...]
+    ceph: CephSetup
+    pool: PoolPlan
+    prefill: PrefillPlan
     steps: tuple[Step, ...]
+    timing: StepTiming
+    sweep: SweepSpec  # early exit, latency target, repeats: applied while the run goes
+    sample_interval_s: float
+    osd_resources: OsdResources
+    client_options: dict[str, str]  # librbd settings of every fio client ([client] section)
+    fio_numjobs: int  # jobs fio reports per job file (numjobs): a step's expected job count
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        return self.pool.images
+
+    @property
+    def osds(self) -> tuple[OsdCpus, ...]:
+        return tuple(o for h in self.hosts for o in h.cpu.osds)
+
+    def host_of(self, osd_id: int) -> HostPlan:
+        return next(h for h in self.hosts if osd_id in h.osd_ids)
+
+    @property
+    def local_host(self) -> HostPlan:
+        """The one host of a local run (this machine)."""
+        if len(self.hosts) != 1 or self.hosts[0].node is not None:
+            raise ValueError("a local run plans exactly one host: this machine")
+        return self.hosts[0]
+
+    def client(self, name: str) -> ClientPlan:
+        return next(c for c in self.clients if c.name == name)

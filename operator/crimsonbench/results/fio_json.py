@@ -1,8 +1,10 @@
 """fio `--output-format=json` -> per-job numbers -> one FioSummary per step.
 
-fio writes one JSON document per process; a step runs several processes (one per image),
-each with one or more jobs. parse_fio_json reads one document; combine merges the jobs of
-every document of a step.
+A step runs one fio per client: locally a fio process with the client's job files; on
+Kubernetes a fio server per client node, driven by one `fio --client` run whose document
+lists every server's jobs under "client_stats" (with the server's hostname and port).
+parse_fio_json reads either kind of document; combine merges jobs into the table's row,
+and combine_clients gives the row of every client and of all of them together.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ _RW_DIRECTIONS: dict[str, tuple[str, ...]] = {
 _FIO_DEFAULT_RW = "read"  # what fio does when no rw option is given
 
 _NS_PER_MS = 1_000_000.0
+ALL_CLIENTS = "All clients"  # fio's own sum over servers in client mode; we sum ourselves
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,7 @@ class JobStats:
     error: int  # fio's errno for the job (first error), 0 when fine
     job_runtime_ms: int  # summed over the group's jobs under group_reporting
     directions: tuple[DirectionStats, ...]
+    host: str = ""  # "hostname:port" of the fio server that ran it (fio --client)
 
 
 def parse_fio_json(text: str, directions: Sequence[str] | None = None) -> list[JobStats]:
@@ -81,6 +85,9 @@ def parse_fio_json(text: str, directions: Sequence[str] | None = None) -> list[J
     """
     doc = _load_document(text)
     jobs = doc.get("jobs")
+    if jobs is None and isinstance(doc.get("client_stats"), list):
+        # fio --client: one entry per server job, plus "All clients" with several servers
+        jobs = [j for j in doc["client_stats"] if j.get("jobname") != ALL_CLIENTS]
     if not isinstance(jobs, list) or not jobs:
         raise ParseError("fio JSON has no jobs; was fio run with --output-format=json?")
     global_opts = doc.get("global options") or {}
@@ -127,6 +134,7 @@ def _job(
     where = f"fio job {name!r} (jobs[{index}])"
     rw = str((job.get("job options") or {}).get("rw") or global_opts.get("rw") or _FIO_DEFAULT_RW)
     wanted = tuple(directions) if directions is not None else _directions_of(rw, where)
+    host = f"{job['hostname']}:{job.get('port', '')}" if "hostname" in job else ""
     return JobStats(
         name=name,
         rw=rw,
@@ -135,6 +143,7 @@ def _job(
         error=int(_num(job, "error", where)),
         job_runtime_ms=int(_num(job, "job_runtime", where, default=0.0)),
         directions=tuple(_direction(job, d, where) for d in wanted),
+        host=host,
     )
 
 
@@ -223,6 +232,19 @@ def combine(jobs: Sequence[JobStats]) -> FioSummary:
         jobs=len(jobs),
         errors=_failed(jobs),
     )
+
+
+def combine_clients(
+    jobs_by_client: Mapping[str, Sequence[JobStats]],
+) -> tuple[FioSummary, dict[str, FioSummary]]:
+    """The row of every client, and of all clients together (summed IOPS and bandwidth,
+    latency pooled over every job of every client): a slow client shows in its own row."""
+    if not jobs_by_client or not all(jobs_by_client.values()):
+        empty = sorted(c for c, jobs in jobs_by_client.items() if not jobs)
+        raise ParseError(f"no fio jobs from client(s) {', '.join(empty) or '(none)'}")
+    per_client = {client: combine(jobs) for client, jobs in sorted(jobs_by_client.items())}
+    total = combine([j for jobs in jobs_by_client.values() for j in jobs])
+    return total, per_client
 
 
 def _failed(jobs: Sequence[JobStats]) -> int:

@@ -9,9 +9,10 @@ the reports all go through ResultStore.
     <root>/status.json                    phase, progress, current step (as the operator's)
     <root>/.lock                          held by the one run writing here
     <root>/steps/<step_id>/result.json    StepResult.to_dict(); present = step complete
-    <root>/steps/<step_id>/fio-<job>.json fio's raw output, one per fio process
-    <root>/steps/<step_id>/fio-<job>.eta  fio's status lines (live IOPS while it runs)
-    <root>/steps/<step_id>/<job>.fio      the job file fio ran
+    <root>/steps/<step_id>/fio-<client>.json  fio's raw output, one per fio client
+    <root>/steps/<step_id>/fio-<client>.eta   fio's status lines (live IOPS while it runs)
+    <root>/steps/<step_id>/<job>.fio          the job files fio ran
+    <root>/steps/<step_id>/<job>_iops.N.log   fio's per-second IOPS log of each job
     <root>/steps/<step_id>/samples.json   the resource samples taken during the step
     <root>/steps/<step_id>/affinity.json  CPU affinity seen on every thread, and violations
 
@@ -25,7 +26,6 @@ import contextlib
 import datetime as dt
 import json
 import logging
-import math
 import os
 import re
 import shutil
@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from crimsonbench.results.types import FioSummary, ResourceSample, RunInfo, StepResult
+from crimsonbench.results.types import ResourceSample, RunInfo, StepResult
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,6 @@ AFFINITY_FILE = "affinity.json"
 VIOLATIONS_KEY = "violations"  # the list of CPU-affinity violations in affinity.json
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-_FIO_FLOATS = frozenset(f.name for f in fields(FioSummary) if f.type == "float")
 
 
 class NotAResultsDirectory(ValueError):
@@ -140,7 +139,7 @@ class ResultStore:
     def write_step(self, result: StepResult) -> Path:
         """Mark the step complete; write its raw files first."""
         path = self.step_dir(result.step_id) / RESULT_FILE
-        return _write_json(path, _nan_to_none(result.to_dict()))
+        return _write_json(path, result.to_json_dict())
 
     def completed_steps(self) -> dict[str, StepResult]:
         """step_id -> result of every step whose result.json is whole and consistent."""
@@ -168,16 +167,25 @@ class ResultStore:
     def fio_outputs(self, step_id: str) -> list[Path]:
         return sorted((self.root / STEPS_DIR / _safe(step_id, "step id")).glob("fio-*.json"))
 
-    def fio_paths(self, step_id: str, job: str) -> FioPaths:
-        """Where one fio process of a step keeps its job file, output and status lines."""
+    def fio_paths(self, step_id: str, client: str) -> FioPaths:
+        """Where the fio of one client keeps its output and status lines in a step."""
         d = self.step_dir(step_id)
-        name = _safe(job, "fio job name")
+        name = _safe(client, "fio client name")
         return FioPaths(
-            job_file=d / f"{name}.fio",
             output=d / f"fio-{name}.json",
             stderr=d / f"fio-{name}.stderr",
             eta=d / f"fio-{name}.eta",
         )
+
+    def write_job_file(self, step_id: str, job: str, text: str) -> Path:
+        """The job file fio runs (kept: it says exactly what ran)."""
+        path = self.step_dir(step_id) / f"{_safe(job, 'fio job name')}.fio"
+        _write_text(path, text)
+        return path
+
+    def iops_logs(self, step_id: str) -> list[Path]:
+        """fio's per-job IOPS logs of a step (<job>_iops.<n>.log[.<host>])."""
+        return sorted((self.root / STEPS_DIR / _safe(step_id, "step id")).glob("*_iops.*.log*"))
 
     def eta_tails(self, step_id: str, size: int = 4096) -> list[str]:
         """The last `size` bytes of every fio status-line file of a step (live IOPS)."""
@@ -233,7 +241,6 @@ class ResultStore:
 
 @dataclass(frozen=True)
 class FioPaths:
-    job_file: Path
     output: Path
     stderr: Path
     eta: Path
@@ -253,7 +260,7 @@ def _read_optional(path: Path) -> dict[str, Any] | None:
 def _read_result(path: Path) -> StepResult | None:
     try:
         data = json.loads(path.read_text())
-        result = StepResult.from_dict(_none_to_nan(data))
+        result = StepResult.from_json_dict(data)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         log.warning("ignoring %s: not a complete step result (%s)", path, exc)
         return None
@@ -303,14 +310,3 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
-
-
-def _nan_to_none(d: dict[str, Any]) -> dict[str, Any]:
-    # A percentile fio did not report is NaN in memory and null on disk.
-    fio = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in d["fio"].items()}
-    return {**d, "fio": fio}
-
-
-def _none_to_nan(d: dict[str, Any]) -> dict[str, Any]:
-    fio = {k: (math.nan if v is None and k in _FIO_FLOATS else v) for k, v in d["fio"].items()}
-    return {**d, "fio": fio}

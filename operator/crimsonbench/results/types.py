@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from crimsonbench.spec.models import BenchmarkRunSpec
@@ -51,15 +52,32 @@ class StepResult:
     workload: str
     iodepth: int
     repeat: int
-    fio: FioSummary
+    fio: FioSummary  # every client combined: the table's row
     resources: ResourceSummary
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. observed affinities
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. wall time, metrics source
+    clients: dict[str, FioSummary] = field(default_factory=dict)  # per fio client
+    start_skew_ms: float | None = None  # latest minus earliest client start (fio's logs)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def to_json_dict(self) -> dict[str, Any]:
+        """to_dict for JSON files and ConfigMaps: a figure fio did not report (NaN in
+        memory) is null, so the JSON stays strict."""
+        d = self.to_dict()
+        d["fio"] = _nan_to_none(d["fio"])
+        d["clients"] = {k: _nan_to_none(v) for k, v in d["clients"].items()}
+        return d
+
+    @classmethod
+    def from_json_dict(cls, d: dict[str, Any]) -> StepResult:
+        """The inverse of to_json_dict (older files without clients/skew read too)."""
+        clients = {k: _none_to_nan(v) for k, v in (d.get("clients") or {}).items()}
+        return cls.from_dict({**d, "fio": _none_to_nan(d["fio"]), "clients": clients})
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StepResult:
+        skew = d.get("start_skew_ms")
         return cls(
             step_id=d["step_id"],
             workload=d["workload"],
@@ -68,7 +86,22 @@ class StepResult:
             fio=FioSummary(**d["fio"]),
             resources=ResourceSummary(**d["resources"]),
             extra=dict(d.get("extra") or {}),
+            clients={k: FioSummary(**v) for k, v in (d.get("clients") or {}).items()},
+            start_skew_ms=None if skew is None else float(skew),
         )
+
+
+_FIO_FLOATS = frozenset(f.name for f in fields(FioSummary) if f.type == "float")
+
+
+def _nan_to_none(fio: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in fio.items()
+    }
+
+
+def _none_to_nan(fio: dict[str, Any]) -> dict[str, Any]:
+    return {k: (math.nan if v is None and k in _FIO_FLOATS else v) for k, v in fio.items()}
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,13 @@ def size_bytes(size: str) -> int:
     return int(size[:-2]) * _SIZE_UNITS[size[-2:]]
 
 
+def block_size_bytes(bs: str) -> int:
+    """Bytes of a validated block size, read as fio reads it: "64k" -> 65536."""
+    unit = bs[-1].lower()
+    scale = {"k": 2**10, "m": 2**20}.get(unit)
+    return int(bs[:-1]) * scale if scale else int(bs)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -159,13 +166,24 @@ class LocalTarget(_Model):
     keep_cluster: bool = Field(default=False, description="Leave the cluster running afterwards.")
 
 
+NodeName = Annotated[str, Field(min_length=1, max_length=253)]
+
+
 class RookTarget(_Model):
     cluster_name: str = Field(min_length=1, description="Name of the Rook CephCluster.")
     namespace: str = Field(default="rook-ceph", min_length=1)
-    osd_node: str | None = Field(
-        default=None,
-        max_length=253,
-        description="Node whose OSDs are planned and pinned; default: client.node.",
+    osd_nodes: list[NodeName] = Field(
+        default_factory=list,
+        max_length=1024,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Nodes whose OSDs are planned and pinned, each from its own CPU "
+        "topology; default: every node running an OSD of the cluster. OSDs never move.",
+    )
+    osd_ids: list[Annotated[int, Field(ge=0, le=1_000_000)]] = Field(
+        default_factory=list,
+        max_length=4096,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Only these OSDs are planned and pinned; default: every OSD on osdNodes.",
     )
     allow_reprovision: bool = Field(
         default=False,
@@ -338,9 +356,31 @@ class OsdSpec(_Model):
 # ---------------------------------------------------------------- client
 
 
+CLIENT_RULES = (
+    Rule(
+        cel="[has(self.node), has(self.nodes) && self.nodes.size() > 0, "
+        "has(self.nodeSelector) && self.nodeSelector.size() > 0].filter(x, x).size() <= 1",
+        message="name the client nodes one way: node, nodes or nodeSelector",
+        field="nodes",
+        check=lambda c: sum((c.node is not None, bool(c.nodes), bool(c.node_selector))) <= 1,
+    ),
+    Rule(
+        cel="!has(self.count) || (!has(self.node) && (!has(self.nodes) || self.nodes.size() == 0))",
+        message="count is for nodeSelector (how many matching nodes) or local runs (fio "
+        "clients on this machine); with node or nodes there is one client per node",
+        field="count",
+        check=lambda c: c.count is None or (c.node is None and not c.nodes),
+    ),
+)
+
+
 class ClientSpec(_Model):
+    model_config = ConfigDict(json_schema_extra=cel_rules(CLIENT_RULES))
+
     cpu_set: CpuSetStr | None = Field(
-        default=None, description="CPUs reserved for fio; must not overlap osd.cpuSet."
+        default=None,
+        description="CPUs reserved for fio on every client (local: shared equally by count "
+        "clients); must not overlap osd.cpuSet. Default: the CPUs the OSDs do not use.",
     )
     pool: str = Field(default="rbd", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
     pg_num: int = Field(default=128, ge=1, le=65536)
@@ -353,8 +393,42 @@ class ClientSpec(_Model):
     user: str = Field(default="admin", min_length=1, description="cephx client for fio.")
     image_prefix: str = Field(default="fio_test_", pattern=r"^[A-Za-z0-9_.-]{1,48}$")
     node: str | None = Field(
-        default=None, max_length=253, description="Node fio runs on (operator); local: unused."
+        default=None, max_length=253, description="The node fio runs on (operator)."
     )
+    nodes: list[NodeName] = Field(
+        default_factory=list,
+        max_length=1024,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Client nodes (operator): one fio client on each, started together; "
+        "the images are spread over them.",
+    )
+    node_selector: dict[str, Annotated[str, Field(max_length=63)]] = Field(
+        default_factory=dict,
+        max_length=16,
+        description="Client nodes by label (operator): the first `count` matching nodes by "
+        "name (default: all of them).",
+    )
+    count: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Number of fio clients: with nodeSelector, how many nodes; in local "
+        "runs, fio clients on this machine, each on its own share of cpuSet.",
+    )
+    node_cpu_sets: dict[str, CpuSetStr] = Field(
+        default_factory=dict,
+        max_length=1024,
+        description="Client CPUs per node name, overriding cpuSet on that node.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClientSpec:
+        return _enforce(CLIENT_RULES, self)
+
+    @property
+    def named_nodes(self) -> tuple[str, ...]:
+        """The client nodes the spec names (node or nodes); () for a selector or local."""
+        return (self.node,) if self.node is not None else tuple(self.nodes)
 
 
 # ---------------------------------------------------------------- workloads
@@ -489,6 +563,26 @@ class SweepSpec(_Model):
 # ---------------------------------------------------------------- the run
 
 RUN_RULES = (
+    Rule(
+        cel="!has(self.target.local) || (!has(self.client.node) && "
+        "(!has(self.client.nodes) || self.client.nodes.size() == 0) && "
+        "(!has(self.client.nodeSelector) || self.client.nodeSelector.size() == 0))",
+        message="a local run uses this machine: remove client.node, nodes and nodeSelector "
+        "(client.count sets how many fio clients run here)",
+        field="client",
+        check=lambda s: s.target.local is None
+        or (s.client.node is None and not s.client.nodes and not s.client.node_selector),
+    ),
+    Rule(
+        cel="has(self.target.local) || has(self.client.node) || "
+        "(has(self.client.nodes) && self.client.nodes.size() > 0) || "
+        "(has(self.client.nodeSelector) && self.client.nodeSelector.size() > 0)",
+        message="name where fio runs: client.node, client.nodes or client.nodeSelector "
+        "(kubectl get nodes)",
+        field="client.nodes",
+        check=lambda s: s.target.local is not None
+        or bool(s.client.node or s.client.nodes or s.client.node_selector),
+    ),
     Rule(
         cel="self.workloads.all(w, self.workloads.filter(v, "
         "(has(v.preset) ? v.preset : has(v.name) ? v.name : '') == "

@@ -41,6 +41,11 @@ class StepSummary(_Model):
     clat_p99_ms: float = 0.0
     osd_cpu: float = 0.0
     fio_cpu: float = 0.0
+    clients: int = Field(default=1, description="fio clients combined in this step.")
+    start_skew_ms: float | None = Field(
+        default=None, description="Latest minus earliest client start (fio's own logs)."
+    )
+    slowest_client: str = Field(default="", description="The client with the fewest IOPS.")
     stopped_early: str = Field(default="", description="Why the sweep stopped after this step.")
 
 
@@ -85,6 +90,20 @@ class BenchmarkRunStatus(_Model):
     stage: str = Field(default="", description="Reconcile stage (lease, topology, patch, ...).")
     failure: str = Field(default="", description="Why the run fails once the cluster is restored.")
     prefilled: bool = False
+    images_created: bool = False
+    osd_placement: dict[str, str] = Field(
+        default_factory=dict,
+        description="OSD id -> node, as found before the patch (OSDs never move).",
+    )
+    client_nodes: list[str] = Field(
+        default_factory=list, description="The nodes fio runs on, in client order."
+    )
+    option_family: str = Field(
+        default="", description="Crimson option names the cluster knows: legacy or current."
+    )
+    fio_servers: dict[str, str] = Field(
+        default_factory=dict, description="fio client -> its fio server's address:port."
+    )
     images_removed: bool = Field(default=False, description="External cluster: images removed.")
     patched_generation: int = Field(default=0, description="CephCluster generation we patched.")
     rollout_since: float = Field(default=0.0, description="When the rollout wait began (epoch s).")
