@@ -85,16 +85,26 @@ def _store(path: Path) -> ResultStore:
 
 
 def plan_table(plan: RunPlan) -> Table:
-    table = Table(title=f"CPU plan ({plan.cpu.policy}, hyper-threads {plan.cpu.hyper_threads})")
-    table.add_column("OSD")
+    first = plan.hosts[0].cpu
+    table = Table(title=f"CPU plan ({first.policy}, hyper-threads {first.hyper_threads})")
+    table.add_column("node")
+    table.add_column("who")
     table.add_column("reactors / affinity")
     table.add_column("count", justify="right")
     table.add_column("alien")
-    for osd in plan.cpu.osds:
-        table.add_row(
-            f"osd.{osd.osd_id}", osd.cpuset, str(len(osd.reactors)), osd.alien_cpuset or "-"
-        )
-    table.add_row("fio", plan.cpu.client_cpuset, str(len(plan.cpu.client)), "")
+    for host in plan.hosts:
+        for osd in host.cpu.osds:
+            table.add_row(
+                host.node or "this machine",
+                f"osd.{osd.osd_id}",
+                osd.cpuset,
+                str(len(osd.reactors)),
+                osd.alien_cpuset or "-",
+            )
+    for client in plan.clients:
+        images = f"{len(client.images)} images"
+        table.add_row(client.node or "this machine", f"fio {client.name}", client.cpuset,
+                      str(len(client.cpus)), images)  # fmt: skip
     return table
 
 
@@ -114,7 +124,7 @@ def plan(
     """Show what a run would do: CPU layout, Ceph options, steps. Touches nothing."""
     with _guard():
         name, spec = load_spec(spec_file)
-        run_plan = build_plan(name, spec, _topology(lscpu_json), ceph_version)
+        run_plan = build_plan(name, spec, _topology(lscpu_json), ceph_version=ceph_version)
     out = _stdout()
     out.print(plan_table(run_plan))
     for section, options in run_plan.ceph.config.items():

@@ -32,6 +32,7 @@ ALL_RULES = (
     *models.TARGET_RULES,
     *models.EXTERNAL_RULES,
     *models.OSD_RULES,
+    *models.CLIENT_RULES,
     *models.WORKLOAD_RULES,
     *models.RUN_RULES,
 )
@@ -207,8 +208,14 @@ def test_examples_are_accepted_with_defaults(
 
 GOOD = {
     "external-secret": {
-        "target": {"external": {"monHost": "10.0.0.1", "keyringSecret": {"name": "ceph"}}}
+        "target": {"external": {"monHost": "10.0.0.1", "keyringSecret": {"name": "ceph"}}},
+        "client": {"node": "n1"},
     },
+    "rook-many-clients": {
+        "target": {"rook": {"clusterName": "c", "osdNodes": ["s1", "s2"], "osdIds": [0, 3]}},
+        "client": {"nodeSelector": {"role": "fio"}, "count": 2, "nodeCpuSets": {"w1": "0-3"}},
+    },
+    "local-two-clients": spec(client={"count": 2, "cpuSet": "2-3"}, osd={"cpuSet": "0-1"}),
     "classic-bluestore-cpus": spec(
         osd={"flavor": "classic", "objectStore": "bluestore", "count": 3, "cpusPerOsd": 2}
     ),
@@ -267,13 +274,16 @@ class Bad:
         return self.py_text if self.py_text is not None else self.api_words
 
 
-T, E, OSD, W, R = (
+T, E, OSD, C, W, R = (
     models.TARGET_RULES,
     models.EXTERNAL_RULES,
     models.OSD_RULES,
+    models.CLIENT_RULES,
     models.WORKLOAD_RULES,
     models.RUN_RULES,
 )
+LOCAL_NO_NODES, NEEDS_NODES, UNIQUE_WORKLOADS = R
+ROOK = {"rook": {"clusterName": "c"}}
 RANGE_GE = "greater than or equal to"
 RANGE_LE = "less than or equal to"
 
@@ -390,12 +400,41 @@ BAD = [
         "spec.workloads[0].options",
         rule=W[2],
     ),
+    # --- CLIENT_RULES and RUN_RULES: where fio runs
+    Bad(
+        "client-node-and-nodes",
+        {"target": ROOK, "client": {"node": "a", "nodes": ["b"]}},
+        "spec.client.nodes",
+        rule=C[0],
+    ),
+    Bad(
+        "client-nodes-and-selector",
+        {"target": ROOK, "client": {"nodes": ["a"], "nodeSelector": {"role": "fio"}}},
+        "spec.client.nodes",
+        rule=C[0],
+    ),
+    Bad(
+        "count-with-named-nodes",
+        {"target": ROOK, "client": {"nodes": ["a", "b"], "count": 1}},
+        "spec.client.count",
+        rule=C[1],
+    ),
+    Bad(
+        "local-with-client-nodes", spec(client={"nodes": ["a"]}), "spec.client", rule=LOCAL_NO_NODES
+    ),
+    Bad("rook-without-client-nodes", {"target": ROOK}, "spec.client.nodes", rule=NEEDS_NODES),
+    Bad(
+        "external-with-empty-node-list",
+        {"target": {"external": {"monHost": "m", "keyringFile": "/k"}}, "client": {"nodes": []}},
+        "spec.client.nodes",
+        rule=NEEDS_NODES,
+    ),
     # --- RUN_RULES: unique workload names
     Bad(
         "duplicate-presets",
         spec(workloads=[{"preset": "randread4k"}, {"preset": "randread4k"}]),
         "spec.workloads",
-        rule=R[0],
+        rule=UNIQUE_WORKLOADS,
     ),
     Bad(
         "duplicate-custom-names",
@@ -406,7 +445,7 @@ BAD = [
             ]
         ),
         "spec.workloads",
-        rule=R[0],
+        rule=UNIQUE_WORKLOADS,
     ),
     Bad(
         "custom-named-like-a-preset",
@@ -414,7 +453,7 @@ BAD = [
             workloads=[{"preset": "randread4k"}, {"name": "randread4k", "rw": "read", "bs": "8k"}]
         ),
         "spec.workloads",
-        rule=R[0],
+        rule=UNIQUE_WORKLOADS,
     ),
     # --- enums
     Bad(

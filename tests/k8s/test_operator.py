@@ -1,8 +1,10 @@
 """The operator against a real API server, running under its least-privilege RBAC.
 
-No kubelet runs here, so pods never start: these tests drive everything up to "waiting for
-Rook to roll out" (Rook's operator is not running either) and the whole cleanup path.
-Step execution with real pods is covered by the real-node e2e.
+No kubelet runs here, so pods never start: these tests drive the run up to the first pod
+it needs (the cluster-facts Job of preflight) from real API objects (a Node, Rook's OSD
+pods bound to it, the node's cached topology), every refusal that must come before any
+pod, and the cleanup path. Patching a CephCluster that a real Rook rolls out, restoring
+it and the steps are proven against live Rook (tests/rook) and a real kubelet (tests/e2e).
 """
 
 from __future__ import annotations
@@ -65,6 +67,21 @@ CEPHCLUSTER: dict[str, Any] = {
 }
 
 
+OSD_POD: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {
+        "name": "rook-ceph-osd-0-abc",
+        "namespace": ROOK_NS,
+        "labels": {"app": "rook-ceph-osd", "ceph-osd-id": "0"},
+    },
+    "spec": {
+        "nodeName": NODE,
+        "containers": [{"name": "osd", "image": "quay.io/ceph/ceph:v19.2.1"}],
+    },
+}
+
+
 def run_body(name: str, **osd: Any) -> dict[str, Any]:
     return {
         "apiVersion": f"{G}/{V}",
@@ -119,7 +136,10 @@ def admin(control_plane: ControlPlane) -> Iterator[kubernetes.client.ApiClient]:
                 {
                     **cache_configmap(NODE, lscpu),
                     "metadata": {**cache_configmap(NODE, lscpu)["metadata"], "namespace": OP_NS},
-                }
+                },
+                # the node, and Rook's OSD pod bound to it (as the scheduler would bind it)
+                {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}},
+                OSD_POD,
             ]
         )
         yield api
@@ -175,7 +195,21 @@ def get_cluster(api: Any) -> dict[str, Any]:
     )
 
 
-def test_patch_wait_restart_and_delete_restores_byte_for_byte(
+def status_of(api: Any, name: str) -> dict[str, Any]:
+    return dict(get_run(api, name).get("status") or {})
+
+
+def jobs_of(api: Any, run: str) -> list[str]:
+    batch = kubernetes.client.BatchV1Api(api)
+    selector = f"{G}/run={run}"
+    return sorted(
+        j.metadata.name
+        for ns in (ROOK_NS, OP_NS, RUN_NS)
+        for j in batch.list_namespaced_job(ns, label_selector=selector).items
+    )
+
+
+def test_observe_records_where_everything_runs_then_waits_for_preflight(
     admin: Any,
     cephcluster: dict[str, Any],
     operator: Callable[[], KopfRunner],
@@ -186,27 +220,26 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
     custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", run_body("ref56"))
     with operator() as runner:
         status = wait_for(
-            "rollout wait",
+            "the facts Job",
             lambda: (
-                get_run(admin, "ref56").get("status", {}).get("stage") == "rollout"
-                and get_run(admin, "ref56")["status"]
+                "reading the cluster" in status_of(admin, "ref56").get("message", "")
+                and status_of(admin, "ref56")
             ),
         )
-        patched = get_cluster(admin)
         scrape = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10)
         metrics = scrape.read().decode()
     assert runner.exit_code == 0, runner.output
-    cfg = patched["spec"]["cephConfig"]
-    assert cfg["osd.0"]["crimson_seastar_cpu_cores"] == "0-27,56-83"  # Ceph 19 -> legacy names
-    assert cfg["global"]["enable_experimental_unrecoverable_data_corrupting_features"] == "crimson"
-    assert status["phase"] == "Preparing" and status["stepsTotal"] == 8
-    assert status["startedAt"].endswith("Z") and status["progress"] == "0/8"
-    assert "Rook" in status["message"] and "crimson setup Job" in status["message"]
+    assert status["stage"] == "observe" and status["phase"] == "Preparing"
+    assert status["osdPlacement"] == {"0": NODE}  # from Rook's OSD pod, never decided by us
+    assert status["clientNodes"] == [NODE]
+    assert status["startedAt"].endswith("Z")
+    # the first pod of the run reads the cluster as Rook's admin, read-only commands
+    assert jobs_of(admin, "ref56") == ["ref56-facts"]
     batch = kubernetes.client.BatchV1Api(admin)
-    setup = batch.read_namespaced_job("ref56-ceph-setup", ROOK_NS)
-    script = setup.spec.template.spec.containers[0].command[2]
-    assert "osd set-allow-crimson --yes-i-really-mean-it" in script
-    generation = patched["metadata"]["generation"]
+    facts = batch.read_namespaced_job("ref56-facts", ROOK_NS)
+    script = facts.spec.template.spec.containers[0].command[2]
+    assert "osd metadata --format json" in script and "config ls --format json" in script
+    assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == original  # untouched
     core = kubernetes.client.CoreV1Api(admin)
     events = wait_for(
         "a phase event",
@@ -220,9 +253,6 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
     )
     assert any("Preparing" in e.message for e in events), [e.message for e in events]
     mine = [line for line in metrics.splitlines() if 'run="ref56"' in line]
-    assert any(
-        line.startswith("crimsonbench_run_steps{") and line.endswith(" 8.0") for line in mine
-    ), mine
     current = [
         line
         for line in mine
@@ -231,24 +261,17 @@ def test_patch_wait_restart_and_delete_restores_byte_for_byte(
     assert len(current) == 1 and 'phase="Preparing"' in current[0]
     assert all('namespace="bench"' in line and 'reactors="56"' in line for line in current)
 
-    # Restart: the new operator continues waiting; it does not patch again.
+    # Restart: the new operator keeps waiting on the same Job; it creates nothing twice.
     with operator():
         time.sleep(6)
-    assert get_cluster(admin)["metadata"]["generation"] == generation
+    assert jobs_of(admin, "ref56") == ["ref56-facts"]
+    assert status_of(admin, "ref56")["osdPlacement"] == {"0": NODE}
 
     with operator():
         custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "ref56")
         wait_for("run gone", lambda: _gone(admin, "ref56"))
-    restored = get_cluster(admin)
-    assert json.dumps(restored["spec"], sort_keys=True) == original
-    # Rook never unsets cephConfig keys in the mon db: a Job removes ours.
-    names = {j.metadata.name for j in batch.list_namespaced_job(ROOK_NS).items}
-    assert "ref56-ceph-setup" not in names
-    cleanup = batch.read_namespaced_job("ref56-ceph-cleanup", ROOK_NS)
-    script = cleanup.spec.template.spec.containers[0].command[2]
-    assert "config rm osd.0 crimson_seastar_cpu_cores" in script
-    assert cleanup.spec.ttl_seconds_after_finished == 3600
-    batch.delete_namespaced_job("ref56-ceph-cleanup", ROOK_NS)
+    assert jobs_of(admin, "ref56") == []
+    assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == original
     leases = kubernetes.client.CoordinationV1Api(admin).list_namespaced_lease(OP_NS).items
     assert leases == []
 
@@ -268,11 +291,13 @@ def test_second_run_waits_for_the_first(
     with operator():
         custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", run_body("first"))
         wait_for(
-            "first holds the cluster",
-            lambda: get_run(admin, "first").get("status", {}).get("stage") in ("rollout", "patch"),
+            "first holds the cluster", lambda: status_of(admin, "first").get("stage") == "observe"
         )
         custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", run_body("second"))
-        st = wait_for("second pending", lambda: get_run(admin, "second").get("status"))
+        st = wait_for(
+            "second pending",
+            lambda: status_of(admin, "second").get("conditions") and status_of(admin, "second"),
+        )
         conds = {c["type"]: c for c in st["conditions"]}
         assert st["phase"] == "Pending"
         assert conds["ClusterFree"]["reason"] == "ClusterBusy"
@@ -280,100 +305,141 @@ def test_second_run_waits_for_the_first(
         custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "first")
         wait_for(
             "second takes over",
-            lambda: get_run(admin, "second").get("status", {}).get("stage") == "rollout",
+            lambda: status_of(admin, "second").get("stage") == "observe",
             timeout=90,
         )
         custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "second")
         wait_for("second gone", lambda: _gone(admin, "second"))
 
 
-def test_planner_error_fails_the_run_with_the_field(
-    admin: Any, cephcluster: dict[str, Any], operator: Callable[[], KopfRunner]
+@pytest.mark.parametrize(
+    ("name", "body_fix", "field", "words"),
+    [
+        # 64 reactors on the 56 CPUs of osd.cpuSet: the planner refuses, naming the field
+        ("toomany", {"osd": {"count": 1, "reactors": 64}}, "spec.osd", "need"),
+        # the cluster runs 1 OSD; the spec plans 2: never create or move OSDs
+        ("count", {"osd": {"count": 2, "reactors": 8}}, "spec.osd.count", "1 are selected"),
+        ("nonode", {"client": {"node": "node-zz"}}, "spec.client.node", "no node named node-zz"),
+        (
+            "osdnodes",
+            {"target": {"rook": {"osdNodes": ["node-zz"]}}},
+            "spec.target.rook.osdNodes",
+            "no OSD of the cluster runs on node-zz",
+        ),
+        (
+            "noconsent",
+            {"target": {"rook": {"allowReprovision": False}}},
+            "spec.target.rook.allowReprovision",
+            "reactor layout differs",
+        ),
+    ],
+)
+def test_a_run_that_cannot_be_planned_fails_before_any_pod_naming_the_field(
+    admin: Any,
+    cephcluster: dict[str, Any],
+    operator: Callable[[], KopfRunner],
+    name: str,
+    body_fix: dict[str, Any],
+    field: str,
+    words: str,
 ) -> None:
     custom = kubernetes.client.CustomObjectsApi(admin)
-    body = run_body("toomany", count=8, reactors=8)  # 64 reactors on 56 CPUs
+    body = run_body(name)
+    for section, values in body_fix.items():
+        if section == "target":
+            body["spec"]["target"]["rook"].update(values["rook"])
+        else:
+            body["spec"][section].update(values)
     with operator():
         custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", body)
         st = wait_for(
             "failed",
-            lambda: (
-                get_run(admin, "toomany").get("status", {}).get("phase") == "Failed"
-                and get_run(admin, "toomany")["status"]
-            ),
+            lambda: status_of(admin, name).get("phase") == "Failed" and status_of(admin, name),
         )
-        assert "spec.osd" in st["message"] and "need" in st["message"]
+        assert field in st["message"] and words in st["message"], st["message"]
         assert st["finishedAt"] and st["stage"] == "done"
-        assert (
-            get_cluster(admin)["metadata"]["generation"] == cephcluster["metadata"]["generation"]
-        ), "a spec that cannot run must not touch the cluster"
-        custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "toomany")
-        wait_for("gone", lambda: _gone(admin, "toomany"))
-
-
-def test_layout_change_without_consent_is_refused_and_cluster_untouched(
-    admin: Any, cephcluster: dict[str, Any], operator: Callable[[], KopfRunner]
-) -> None:
-    custom = kubernetes.client.CustomObjectsApi(admin)
-    body = run_body("noconsent")
-    body["spec"]["target"]["rook"]["allowReprovision"] = False
-    with operator():
-        custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", body)
-        st = wait_for(
-            "failed",
-            lambda: (
-                get_run(admin, "noconsent").get("status", {}).get("phase") == "Failed"
-                and get_run(admin, "noconsent")["status"]
-            ),
-        )
-        assert "spec.target.rook.allowReprovision" in st["message"]
         conds = {c["type"]: c for c in st["conditions"]}
         assert conds["Succeeded"]["reason"] == "InvalidSpec"
+        # nothing touched: no Job ever made (the topology is cached), the cluster as found
+        assert jobs_of(admin, name) == []
         assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == json.dumps(
             cephcluster["spec"], sort_keys=True
         )
-        custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "noconsent")
-        wait_for("gone", lambda: _gone(admin, "noconsent"))
+        custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", name)
+        wait_for("gone", lambda: _gone(admin, name))
+    leases = kubernetes.client.CoordinationV1Api(admin).list_namespaced_lease(OP_NS).items
+    assert leases == []
 
 
-def test_job_and_configmap_builders_are_accepted_by_the_real_api(
+def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
     control_plane: ControlPlane, admin: Any
 ) -> None:
     """Every object the operator creates passes the real API server's validation, created
     (server-side dry run) as the operator's own ServiceAccount, so RBAC is exercised too."""
-    from crimsonbench.manifests import jobs
+    from crimsonbench.controller.decide import ClusterFacts
+    from crimsonbench.manifests import fio, maintenance, rook_objects
+    from crimsonbench.manifests.ceph_access import rook_access, rook_client_access
+    from crimsonbench.manifests.pods import PodOptions
+    from crimsonbench.manifests.results import results_configmaps, run_configmap
     from crimsonbench.plan.build import build_plan
+    from crimsonbench.plan.hosts import ClusterLayout
+    from crimsonbench.plan.summary import plan_summary
     from crimsonbench.plan.topology import parse_lscpu_json
+    from crimsonbench.results.types import RunInfo
     from crimsonbench.spec.models import validate_spec
 
-    spec = validate_spec(run_body("dryrun")["spec"] | {})
+    del ClusterFacts
+    spec = validate_spec(run_body("dryrun")["spec"])
     topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
-    plan = build_plan("dryrun", spec, topo, "19.2.1")
-    access = jobs.ceph_access_for(spec, RUN_NS)
-    image = "crimsonbench-fio:test"
+    plan = build_plan("dryrun", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
+                      option_family="legacy")  # fmt: skip
+    opts = PodOptions(image="crimsonbench-fio:test")
+    admin_access = rook_access(ROOK_NS)
+    user = rook_client_access(ROOK_NS, plan.pool.user)
+    step = plan.steps[0]
+    servers = {NODE: "10.0.0.1:8765"}
+    info = RunInfo.from_spec("dryrun", spec)
     objects = [
-        jobs.topology_probe_job("dryrun", NODE, image, namespace=OP_NS),
-        jobs.prefill_job("dryrun", plan, image, access, spec=spec, node=NODE),
-        jobs.fio_jobs_configmap("dryrun", plan.prefill_jobs, namespace=access.namespace),
-        jobs.fio_step_job("dryrun", plan.steps[0], NODE, image, access, plan.cpu.client_cpuset),
-        jobs.fio_jobs_configmap("dryrun", plan.steps[0], namespace=access.namespace),
+        maintenance.topology_probe_job("dryrun", NODE, OP_NS, opts),
+        maintenance.cluster_facts_job("dryrun", admin_access, opts),
+        maintenance.ceph_commands_job("dryrun", "setup", plan.ceph.commands, admin_access, opts),
+        maintenance.create_images_job("dryrun", "rbd", plan.pool.images, 2**30, user, opts),
+        maintenance.remove_images_job("dryrun", "rbd", plan.pool.images, user, opts),
+        fio.fio_server_job("dryrun", plan.clients[0], plan, user, opts),
+        fio.fio_jobs_configmap("dryrun", "prefill", plan.prefill.jobs, ROOK_NS),
+        fio.fio_client_job(
+            "dryrun",
+            "prefill",
+            plan.prefill.jobs,
+            servers,
+            ROOK_NS,
+            opts,
+            deadline_s=plan.prefill.deadline_s,
+        ),  # fmt: skip
+        fio.fio_jobs_configmap("dryrun", step.id, step.jobs, ROOK_NS),
+        fio.fio_client_job("dryrun", step.id, step.jobs, servers, ROOK_NS, opts, deadline_s=60),
+        run_configmap("dryrun", info, plan_summary(plan), namespace=RUN_NS),
+        *results_configmaps("dryrun", [], namespace=RUN_NS),
+        rook_objects.ceph_client("dryrun", plan.pool, namespace=ROOK_NS),
+        rook_objects.cephblockpool("dryrun", plan.pool, namespace=ROOK_NS),
     ]
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
     with control_plane.api_client(token) as op:
         batch, core = kubernetes.client.BatchV1Api(op), kubernetes.client.CoreV1Api(op)
+        custom = kubernetes.client.CustomObjectsApi(op)
         for obj in objects:
-            ns = obj["metadata"].get("namespace") or access.namespace
-            create = (
-                batch.create_namespaced_job
-                if obj["kind"] == "Job"
-                else (core.create_namespaced_config_map)
-            )
-            created = create(ns, obj, dry_run="All")
-            assert created.metadata.name == obj["metadata"]["name"]
-        step_job = objects[3]
-        container = step_job["spec"]["template"]["spec"]["containers"][0]
-        cpus = len(plan.cpu.client)
-        assert (
-            container["resources"]["requests"]["cpu"]
-            == container["resources"]["limits"]["cpu"]
-            == str(cpus)
-        ), "fio pods must be Guaranteed with one CPU per client CPU"
+            ns = obj["metadata"]["namespace"]
+            if obj["kind"] == "Job":
+                created = batch.create_namespaced_job(ns, obj, dry_run="All")
+                name = created.metadata.name
+            elif obj["kind"] == "ConfigMap":
+                name = core.create_namespaced_config_map(ns, obj, dry_run="All").metadata.name
+            else:
+                plural = {"CephClient": "cephclients", "CephBlockPool": "cephblockpools"}[
+                    obj["kind"]
+                ]
+                made = custom.create_namespaced_custom_object(
+                    "ceph.rook.io", "v1", ns, plural, obj, dry_run="All"
+                )
+                name = made["metadata"]["name"]
+            assert name == obj["metadata"]["name"]

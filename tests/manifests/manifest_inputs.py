@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.models import BenchmarkRunSpec, validate_spec
@@ -31,7 +32,7 @@ SEASTORE_56: dict[str, Any] = {
         "hyperThreads": "dual",
         "cephVersion": "19.2.1",
     },
-    "client": {"cpuSet": "28-55,84-111", "images": 32, "imageSize": "2Gi"},
+    "client": {"cpuSet": "28-55,84-111", "images": 32, "imageSize": "2Gi", "node": NODE},
 }
 
 
@@ -48,13 +49,28 @@ def bluestore_8x5(policy: str) -> dict[str, Any]:
             "cpuSet": "0-23,56-79,28-51,84-107",
             "cephVersion": "20.2.4",
         },
-        "client": {"cpuSet": "24-27,52-55,80-83,108-111", "images": 8, "imageSize": "10Gi"},
+        "client": {
+            "cpuSet": "24-27,52-55,80-83,108-111",
+            "images": 8,
+            "imageSize": "10Gi",
+            "node": NODE,
+        },
     }
 
 
-def plan_of(name: str, doc: dict[str, Any]) -> tuple[BenchmarkRunSpec, RunPlan]:
+def layout(spec: BenchmarkRunSpec, nodes: tuple[str, ...] = (NODE,)) -> ClusterLayout:
+    """OSDs spread over `nodes` in id order (as Rook made them), every node an XEON, fio
+    on the spec's client nodes (else the first node)."""
+    placement = {i: nodes[i * len(nodes) // spec.osd.count] for i in range(spec.osd.count)}
+    clients = spec.client.named_nodes or (nodes[0],)
+    return ClusterLayout({n: XEON for n in {*nodes, *clients}}, placement, clients)
+
+
+def plan_of(
+    name: str, doc: dict[str, Any], nodes: tuple[str, ...] = (NODE,)
+) -> tuple[BenchmarkRunSpec, RunPlan]:
     spec = validate_spec(doc)
-    return spec, build_plan(name, spec, XEON)
+    return spec, build_plan(name, spec, layout(spec, nodes))
 
 
 def original_cephcluster() -> dict[str, Any]:

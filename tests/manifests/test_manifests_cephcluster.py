@@ -19,31 +19,27 @@ from manifest_inputs import NODE, SEASTORE_56, bluestore_8x5, original_cephclust
 from crimsonbench.manifests.cephcluster import (
     apply_merge_patch,
     cephcluster_patch,
-    default_osd_memory,
     merge_patch,
     needs_reprovision,
-    osd_cpu_count,
     restore_cleanup_commands,
     restore_patch,
-    rook_unsupported,
 )
 from crimsonbench.plan.ceph_options import CRIMSON_GLOBAL
+from crimsonbench.plan.resources import default_osd_memory, osd_cpu_count
 from crimsonbench.spec.cpuset import format_cpuset
 from crimsonbench.spec.models import validate_spec
 
-OURS = ("cephConfig", "resources", "placement")
+OURS = ("cephConfig", "resources")  # placement is never touched: OSDs never move
 
 
 def reference(which: str) -> tuple[Any, Any, dict[str, Any]]:
     original = original_cephcluster()
     if which == "a":
         spec, plan = plan_of("seastore-1osd-56reactor", SEASTORE_56)
-        nodes = {0: NODE}
     else:
         spec, plan = plan_of(f"blue-8osd-5reactor-{which}", bluestore_8x5(which))
         original["spec"]["cephVersion"]["image"] = "quay.io/ceph/ceph:v20.2.4"
-        nodes = dict.fromkeys(range(8), NODE)
-    return spec, plan, {"original": original, "nodes": nodes}
+    return spec, plan, {"original": original}
 
 
 CASES = {
@@ -58,7 +54,7 @@ CASES = {
 def test_golden_cephcluster_specs(which: str, golden: Any) -> None:
     spec, plan, ctx = reference(which)
     original = ctx["original"]
-    new = cephcluster_patch(original, plan, spec, ctx["nodes"])
+    new = cephcluster_patch(original, plan)
     patch = merge_patch(original["spec"], new)
     golden(
         CASES[which],
@@ -78,7 +74,7 @@ def test_golden_cephcluster_specs(which: str, golden: Any) -> None:
 
 def test_reference_a_config_and_resources() -> None:
     spec, plan, ctx = reference("a")
-    new = cephcluster_patch(ctx["original"], plan, spec, ctx["nodes"])
+    new = cephcluster_patch(ctx["original"], plan)
     assert new["cephConfig"]["osd.0"] == {"crimson_seastar_cpu_cores": "0-27,56-83"}
     # the original global keys stay next to the crimson prerequisites
     assert new["cephConfig"]["global"] == {
@@ -98,16 +94,16 @@ def test_reference_a_config_and_resources() -> None:
 @pytest.mark.parametrize("policy", ["default", "osd", "socket"])
 def test_reference_b_alien_share(policy: str) -> None:
     spec, plan, ctx = reference(policy)
-    new = cephcluster_patch(ctx["original"], plan, spec, ctx["nodes"])
-    assert plan.cpu.alien_threads == 160
-    assert len(plan.cpu.osds[0].alien) == 56
+    new = cephcluster_patch(ctx["original"], plan)
+    assert plan.hosts[0].cpu.alien_threads == 160
+    assert len(plan.osds[0].alien) == 56
     # 5 reactors + 56 shared alien CPUs / 8 OSDs: 8 pods x 12 CPUs = the 96 OSD CPUs
     assert new["resources"]["osd"]["limits"]["cpu"] == "12"
     for osd in range(8):
         section = new["cephConfig"][f"osd.{osd}"]
         # tentacle (20.2.4): crimson_seastar_* names; the reactor count is never written
         assert section["crimson_alien_op_num_threads"] == "160"
-        assert section["crimson_seastar_cpu_cores"] == format_cpuset(plan.cpu.osds[osd].reactors)
+        assert section["crimson_seastar_cpu_cores"] == format_cpuset(plan.osds[osd].reactors)
         assert not set(section) & {"crimson_seastar_num_threads", "crimson_cpu_num"}
 
 
@@ -115,41 +111,39 @@ def test_everything_else_is_untouched() -> None:
     spec, plan, ctx = reference("socket")
     original = ctx["original"]
     before = copy.deepcopy(original)
-    new = cephcluster_patch(original, plan, spec, ctx["nodes"])
+    new = cephcluster_patch(original, plan)
     assert original == before  # the input is not modified
     for key, value in original["spec"].items():
         if key not in OURS:
             assert new[key] == value, key
     assert set(new) == set(original["spec"])
-    # placement: the existing osd term gets our hostname AND-ed in; `all` is unchanged
-    assert new["placement"]["all"] == original["spec"]["placement"]["all"]
-    terms = new["placement"]["osd"]["nodeAffinity"][
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ]["nodeSelectorTerms"]
-    assert terms == [
-        {
-            "matchExpressions": [
-                {"key": "role", "operator": "In", "values": ["storage-node"]},
-                {"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE]},
-            ]
-        }
-    ]
+    # placement is exactly as found: OSDs stay on their nodes (an earlier version pinned
+    # every OSD to one node and left the other nodes' OSDs Pending)
+    assert new["placement"] == original["spec"]["placement"]
 
 
 def test_minimal_original_gets_only_what_the_run_needs() -> None:
     spec, plan, _ = reference("osd")
-    new = cephcluster_patch({"spec": {"dataDirHostPath": "/var/lib/rook"}}, plan, spec, None)
+    new = cephcluster_patch({"spec": {"dataDirHostPath": "/var/lib/rook"}}, plan)
     assert set(new) == {"dataDirHostPath", "cephConfig", "resources"}  # no placement
     assert set(new["resources"]) == {"osd"}  # log collector is off when not enabled
-    # without a node map every OSD is assumed on one node: 8 share the alien CPUs
+    # the 8 OSDs of the node share its alien CPUs
     assert new["resources"]["osd"]["requests"]["cpu"] == "12"
 
 
 def test_alien_share_follows_the_nodes() -> None:
-    _, plan, _ = reference("osd")
-    assert osd_cpu_count(plan, None) == 12
-    assert osd_cpu_count(plan, {i: f"n{i % 2}" for i in range(8)}) == 5 + 14  # 4 per node
-    assert osd_cpu_count(plan, {i: f"n{i}" for i in range(8)}) == 5 + 56  # one per node
+    """Each host plans its own alien CPUs (its OSD CPUs minus reactors); an OSD pod asks
+    for its reactors plus its host's alien share, and Rook sizes every OSD pod alike."""
+    cases = {
+        ("n1",): 5 + 56 // 8,  # 8 OSDs: 96 - 40 reactor CPUs = 56 alien, 7 each
+        ("n1", "n2"): 5 + 76 // 4,  # 4 per node: 96 - 20 = 76 alien, 19 each
+        tuple(f"n{i}" for i in range(8)): 5 + 91,  # 1 per node: all 91 others alien
+    }
+    for nodes, cpus in cases.items():
+        _, plan = plan_of("b", bluestore_8x5("osd"), nodes)
+        assert [len(h.osd_ids) for h in plan.hosts] == [8 // len(nodes)] * len(nodes)
+        assert osd_cpu_count(plan.hosts) == cpus, nodes
+        assert plan.osd_resources.cpu == cpus
 
 
 def test_memory_defaults_by_store() -> None:
@@ -158,19 +152,16 @@ def test_memory_defaults_by_store() -> None:
     cyan = validate_spec({**SEASTORE_56, "osd": {**SEASTORE_56["osd"], "objectStore": "cyanstore"}})
     assert default_osd_memory(cyan) == "140Gi"  # + 32 x 2 GiB x 1.25 of data in memory
     classic = validate_spec(
-        {"target": {"rook": {"clusterName": "c"}}, "osd": {"flavor": "classic", "count": 2}}
+        {
+            "target": {"rook": {"clusterName": "c"}},
+            "osd": {"flavor": "classic", "count": 2},
+            "client": {"node": NODE},
+        }
     )
     assert default_osd_memory(classic) == "8Gi"
-    spec_b, plan, ctx = reference("default")
-    new = cephcluster_patch(ctx["original"], plan, spec_b, None, osd_memory="32Gi")
-    assert new["resources"]["osd"]["limits"]["memory"] == "32Gi"
-
-
-def test_rook_cannot_provision_seastore() -> None:
-    spec_a, _, _ = reference("a")
-    assert "seastore" in (rook_unsupported(spec_a) or "")
-    spec_b, _, _ = reference("osd")
-    assert rook_unsupported(spec_b) is None
+    _, plan, ctx = reference("default")
+    new = cephcluster_patch(ctx["original"], plan)
+    assert new["resources"]["osd"]["limits"]["memory"] == plan.osd_resources.memory
 
 
 # ---------------------------------------------------------------- re-provisioning
@@ -178,38 +169,39 @@ def test_rook_cannot_provision_seastore() -> None:
 
 def test_same_layout_needs_no_reprovision() -> None:
     spec, plan, ctx = reference("socket")
-    deployed = cephcluster_patch(ctx["original"], plan, spec, None)["cephConfig"]
-    assert not needs_reprovision(deployed, plan)
+    deployed = cephcluster_patch(ctx["original"], plan)["cephConfig"]
+    assert not needs_reprovision(deployed, plan.osds)
 
 
 def test_other_policy_needs_reprovision() -> None:
     spec, plan, ctx = reference("socket")
-    deployed = cephcluster_patch(ctx["original"], plan, spec, None)["cephConfig"]
+    deployed = cephcluster_patch(ctx["original"], plan)["cephConfig"]
     _, other = plan_of("x", bluestore_8x5("osd"))
-    assert needs_reprovision(deployed, other)
+    assert needs_reprovision(deployed, other.osds)
 
 
 def test_no_crimson_options_deployed_needs_reprovision() -> None:
     _, plan, ctx = reference("a")
-    assert needs_reprovision(ctx["original"]["spec"]["cephConfig"], plan)
-    assert needs_reprovision({}, plan)
+    assert needs_reprovision(ctx["original"]["spec"]["cephConfig"], plan.osds)
+    assert needs_reprovision({}, plan.osds)
 
 
 def test_layout_from_the_other_option_family_and_from_the_osd_section() -> None:
     _, plan, _ = reference("a")  # legacy names, 0-27,56-83
-    assert not needs_reprovision({"osd.0": {"crimson_cpu_set": "56-83,0-27"}}, plan)
-    assert not needs_reprovision({"osd": {"crimson_seastar_cpu_cores": "0-27,56-83"}}, plan)
-    assert needs_reprovision({"osd": {"crimson_seastar_cpu_cores": "0-55"}}, plan)
+    assert not needs_reprovision({"osd.0": {"crimson_cpu_set": "56-83,0-27"}}, plan.osds)
+    assert not needs_reprovision({"osd": {"crimson_seastar_cpu_cores": "0-27,56-83"}}, plan.osds)
+    assert needs_reprovision({"osd": {"crimson_seastar_cpu_cores": "0-55"}}, plan.osds)
     # the per-OSD section wins over `osd`
     assert not needs_reprovision(
-        {"osd": {"crimson_cpu_set": "0-3"}, "osd.0": {"crimson_cpu_set": "0-27,56-83"}}, plan
+        {"osd": {"crimson_cpu_set": "0-3"}, "osd.0": {"crimson_cpu_set": "0-27,56-83"}},
+        plan.osds,
     )
     # alien (BlueStore thread) settings alone do not force it
     spec, plan_b, ctx = reference("osd")
-    deployed = cephcluster_patch(ctx["original"], plan_b, spec, None)["cephConfig"]
+    deployed = cephcluster_patch(ctx["original"], plan_b)["cephConfig"]
     for osd in range(8):
         deployed[f"osd.{osd}"]["crimson_alien_op_num_threads"] = "7"
-    assert not needs_reprovision(deployed, plan_b)
+    assert not needs_reprovision(deployed, plan_b.osds)
 
 
 def test_classic_never_needs_reprovision() -> None:
@@ -218,10 +210,11 @@ def test_classic_never_needs_reprovision() -> None:
         {
             "target": {"rook": {"clusterName": "c"}},
             "osd": {"flavor": "classic", "count": 2, "cpuSet": "0-7"},
-            "client": {"cpuSet": "8-11"},
+            "client": {"cpuSet": "8-11", "node": NODE},
         },
     )
-    assert not needs_reprovision({}, plan)
+    assert plan.flavor == "classic"
+    assert not needs_reprovision({}, ())  # the operator passes no crimson OSDs
 
 
 # ---------------------------------------------------------------- cleanup commands
@@ -319,7 +312,7 @@ def test_restore_patch_cases(original: dict[str, Any], current: dict[str, Any]) 
 def test_restore_of_the_reference_patch_is_byte_exact() -> None:
     spec, plan, ctx = reference("socket")
     original = ctx["original"]["spec"]
-    new = cephcluster_patch(ctx["original"], plan, spec, ctx["nodes"])
+    new = cephcluster_patch(ctx["original"], plan)
     current = apply_merge_patch(original, merge_patch(original, new))
     back = apply_merge_patch(current, restore_patch(original, current))
     assert json.dumps(back, sort_keys=True) == json.dumps(original, sort_keys=True)
@@ -394,7 +387,7 @@ def validate_against(kind: str, obj: dict[str, Any]) -> None:
 @pytest.mark.parametrize("which", list(CASES))
 def test_patched_spec_is_valid_for_rook(which: str) -> None:
     spec, plan, ctx = reference(which)
-    new = cephcluster_patch(ctx["original"], plan, spec, ctx["nodes"])
+    new = cephcluster_patch(ctx["original"], plan)
     validate_against("CephCluster", {**ctx["original"], "spec": new})
 
 
@@ -412,38 +405,17 @@ def test_rook_schema_check_catches_an_unknown_field() -> None:
         validate_against("CephCluster", bad)
 
 
-def test_node_affinity_keeps_the_all_constraint() -> None:
-    """Rook replaces placement.all.nodeAffinity by placement.osd's for OSDs: when osd has
-    none, ours starts from all's so the cluster's own constraint still holds."""
-    spec, plan, _ = reference("osd")
-    role = {"key": "role", "operator": "In", "values": ["storage-node"]}
-    host = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1", "n2"]}
-    all_ = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [role]}]}}}  # fmt: skip
-    original: dict[str, Any] = {"spec": {"placement": {"all": all_}}}
-    nodes = {i: f"n{1 + i % 2}" for i in range(8)}
-    new = cephcluster_patch(original, plan, spec, nodes)
-    osd = new["placement"]["osd"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert osd["nodeSelectorTerms"] == [{"matchExpressions": [role, host]}]
-    assert new["placement"]["all"] == all_
-    # with onlyApplyOSDPlacement, `all` does not apply to OSDs: ours alone
-    original["spec"]["storage"] = {"onlyApplyOSDPlacement": True}
-    new = cephcluster_patch(original, plan, spec, nodes)
-    osd = new["placement"]["osd"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert osd["nodeSelectorTerms"] == [{"matchExpressions": [host]}]
-
-
 def test_empty_cephconfig_of_the_original_stays() -> None:
     spec, plan = plan_of(
         "c",
         {
             "target": {"rook": {"clusterName": "c"}},
             "osd": {"flavor": "classic", "count": 2, "cpuSet": "0-7"},
-            "client": {"cpuSet": "8-11"},
+            "client": {"cpuSet": "8-11", "node": NODE},
         },
     )
     assert plan.ceph.config == {}
-    new = cephcluster_patch({"spec": {"cephConfig": {}}}, plan, spec, None)
+    new = cephcluster_patch({"spec": {"cephConfig": {}}}, plan)
     assert new["cephConfig"] == {}
-    assert "cephConfig" not in cephcluster_patch({"spec": {}}, plan, spec, None)
+    assert "cephConfig" not in cephcluster_patch({"spec": {}}, plan)
     assert new["resources"]["osd"]["limits"]["cpu"] == "4"  # the classic affinity set

@@ -3,29 +3,25 @@ images are removed at the end (on Rook, deleting the run's CephBlockPool removes
 
 from __future__ import annotations
 
+from crimsonbench.controller.fio_stage import fio_access
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.controller.steps_stage import ceph_access, jobs_namespace
 from crimsonbench.errors import NotReady
-from crimsonbench.manifests.jobs import remove_images_job
-from crimsonbench.plan.steps import image_names
+from crimsonbench.manifests.maintenance import remove_images_job
+from crimsonbench.plan.types import RunPlan
 
 
-def remove_images(ctx: RunContext) -> None:
+def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
     """NotReady until the removal Job has finished; a failed one is reported, not retried
     (the images are named in the condition, to remove by hand). Done once per run
     (status.imagesRemoved), so the Job is deleted when it has succeeded."""
     if ctx.spec.target.external is None or ctx.spec.keep_images or ctx.get("imagesRemoved"):
         return
-    images = image_names(ctx.spec)
-    job = remove_images_job(
-        ctx.name,
-        ctx.spec.client.pool,
-        images,
-        ctx.settings.fio_image,
-        ceph_access(ctx),
-        **ctx.settings.job_options(),
-    )
-    ns, name = jobs_namespace(ctx), job["metadata"]["name"]
+    if plan is None or not ctx.get("imagesCreated"):
+        return  # never planned, or no image was created
+    images = plan.pool.images
+    access = fio_access(ctx, plan)
+    job = remove_images_job(ctx.name, plan.pool.name, images, access, ctx.settings.pod_options())
+    ns, name = access.namespace, job["metadata"]["name"]
     state = ctx.kube.job_state(ns, name)
     if state == "missing":
         ctx.kube.ensure_job(ns, job)
@@ -37,7 +33,7 @@ def remove_images(ctx: RunContext) -> None:
             "ImagesRemoved",
             False,
             "RemovalFailed",
-            f"Job {ns}/{name} failed; remove {ctx.spec.client.pool}/{{{','.join(images)}}} "
+            f"Job {ns}/{name} failed; remove {plan.pool.name}/{{{','.join(images)}}} "
             "by hand: " + ctx.kube.job_log(ns, name)[-300:],
         )
         return

@@ -10,6 +10,8 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from crimsonbench.controller.decide import NodeInfo, OsdPod, PodState
+
 log = logging.getLogger(__name__)
 
 ROOK_GROUP, ROOK_VERSION = "ceph.rook.io", "v1"
@@ -111,9 +113,6 @@ class Kube:
                 raise
             self.core.create_namespaced_config_map(namespace, body)
 
-    def delete_configmaps(self, namespace: str, selector: str) -> None:
-        self.core.delete_collection_namespaced_config_map(namespace, label_selector=selector)
-
     # ------------------------------------------------------------ Jobs
     def ensure_job(self, namespace: str, body: dict[str, Any]) -> None:
         try:
@@ -175,6 +174,55 @@ class Kube:
                 if not _missing(exc):
                     raise
         return len(jobs)
+
+    def job_pod(self, namespace: str, name: str) -> PodState:
+        """The newest pod of a Job: phase, Ready, IP and node ("Missing" when none)."""
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items
+        live = [p for p in pods if p.metadata.deletion_timestamp is None]
+        if not live:
+            return PodState("Missing")
+        pod = max(live, key=lambda p: p.metadata.creation_timestamp)
+        conds = {c.type: c.status for c in (pod.status.conditions or [])}
+        waiting = [
+            cs.state.waiting.reason
+            for cs in (pod.status.container_statuses or [])
+            if cs.state is not None and cs.state.waiting is not None
+        ]
+        return PodState(
+            phase=str(pod.status.phase or "Pending"),
+            ready=conds.get("Ready") == "True",
+            ip=pod.status.pod_ip,
+            node=pod.spec.node_name,
+            reason=str(pod.status.reason or ", ".join(r for r in waiting if r) or ""),
+        )
+
+    # ------------------------------------------------------------ nodes and OSD pods
+    def list_nodes(self) -> list[NodeInfo]:
+        items = self.core.list_node().items
+        return [NodeInfo(n.metadata.name, dict(n.metadata.labels or {})) for n in items]
+
+    def list_osd_pods(self, namespace: str) -> list[OsdPod]:
+        """Rook's OSD pods (label app=rook-ceph-osd, ceph-osd-id=N)."""
+        out = []
+        items = self.core.list_namespaced_pod(namespace, label_selector="app=rook-ceph-osd").items
+        for pod in items:
+            osd_id = (pod.metadata.labels or {}).get("ceph-osd-id")
+            if osd_id is None:
+                continue
+            main = next((c for c in pod.spec.containers if c.name == "osd"), pod.spec.containers[0])
+            limits = (main.resources.limits or {}) if main.resources else {}
+            conds = {c.type: c.status for c in (pod.status.conditions or [])}
+            out.append(
+                OsdPod(
+                    osd_id=int(osd_id),
+                    node=pod.spec.node_name,
+                    ready=conds.get("Ready") == "True",
+                    cpu_limit=limits.get("cpu"),
+                    memory_limit=limits.get("memory"),
+                    terminating=pod.metadata.deletion_timestamp is not None,
+                )
+            )
+        return out
 
     # ------------------------------------------------------------ Leases (one run per cluster)
     def acquire_lease(self, namespace: str, name: str, holder: str) -> str:

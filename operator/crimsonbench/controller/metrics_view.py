@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from crimsonbench.controller.fio_stage import load_results
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.controller.steps_stage import load_results
 from crimsonbench.metrics import RunState
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.status import Phase

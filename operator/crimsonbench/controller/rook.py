@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
+from crimsonbench.controller import decide
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
 from crimsonbench.manifests.cephcluster import (
@@ -17,9 +19,11 @@ from crimsonbench.manifests.cephcluster import (
     restore_cleanup_commands,
     restore_patch,
 )
-from crimsonbench.manifests.jobs import ceph_commands_job, cephblockpool
+from crimsonbench.manifests.maintenance import ceph_commands_job
 from crimsonbench.manifests.naming import GROUP, LABEL_RUN, label_value
-from crimsonbench.plan.types import RunPlan
+from crimsonbench.manifests.rook_objects import cephblockpool
+from crimsonbench.plan.types import HostPlan, RunPlan
+from crimsonbench.spec.models import Flavor
 
 ORIGINAL_KEY = "cephcluster-spec.json"
 _TAG_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?)")
@@ -76,22 +80,33 @@ def recorded_original(ctx: RunContext, cluster: dict[str, Any]) -> dict[str, Any
     return dict(json.loads(data[ORIGINAL_KEY]))
 
 
-def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
+def check_consent(ctx: RunContext, hosts: Sequence[HostPlan], cephconfig: Any) -> None:
+    """Refuse a new crimson reactor layout unless allowReprovision says yes."""
     t = ctx.spec.target.rook
-    cluster = _cluster(ctx)
-    original = recorded_original(ctx, cluster)
-    if needs_reprovision(original.get("cephConfig") or {}, plan) and not (
-        t and t.allow_reprovision
-    ):
+    crimson = (
+        [o for h in hosts for o in h.cpu.osds] if ctx.spec.osd.flavor == Flavor.CRIMSON else []
+    )
+    if needs_reprovision(cephconfig or {}, crimson) and not (t and t.allow_reprovision):
         raise InvalidSpec(
             "spec.target.rook.allowReprovision",
             "the crimson reactor layout differs from the one the OSDs were deployed with, and "
             "crimson cannot change it without purging and re-creating the OSDs; set "
             "allowReprovision: true to allow that, or match the deployed layout",
         )
-    osd_node = (t.osd_node if t else None) or ctx.spec.client.node
-    nodes = dict.fromkeys(range(ctx.spec.osd.count), osd_node) if osd_node else None
-    desired = cephcluster_patch({**cluster, "spec": original}, plan, ctx.spec, nodes)
+
+
+def check_consent_now(ctx: RunContext, hosts: Sequence[HostPlan]) -> None:
+    """check_consent against the CephCluster as it is (observe, before anything runs)."""
+    if ctx.spec.target.rook is not None:
+        check_consent(ctx, hosts, (_cluster(ctx).get("spec") or {}).get("cephConfig"))
+
+
+def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
+    t = ctx.spec.target.rook
+    cluster = _cluster(ctx)
+    original = recorded_original(ctx, cluster)
+    check_consent(ctx, plan.hosts, original.get("cephConfig"))
+    desired = cephcluster_patch({**cluster, "spec": original}, plan)
     patch = merge_patch(cluster.get("spec") or {}, desired)
     if patch and t is not None:
         ctx.kube.merge_patch_cephcluster(t.namespace, t.cluster_name, {"spec": patch})
@@ -101,8 +116,7 @@ def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
         "ClusterPatched",
         True,
         "CephClusterPatched",
-        f"cephConfig/resources/placement set for {len(plan.cpu.osds)} OSDs "
-        f"(generation {generation})",
+        f"cephConfig and resources set for {len(plan.osds)} OSDs (generation {generation})",
     )
 
 
@@ -113,18 +127,12 @@ def crimson_setup_done(ctx: RunContext, plan: RunPlan) -> str:
     it is set already and this Job only confirms it (the command is idempotent)."""
     if not plan.ceph.commands:
         return ""
-    from crimsonbench.controller.steps_stage import ceph_access, jobs_namespace
+    from crimsonbench.controller.fio_stage import admin_access
 
-    ns = jobs_namespace(ctx)
     job = ceph_commands_job(
-        ctx.name,
-        "setup",
-        plan.ceph.commands,
-        ctx.settings.fio_image,
-        ceph_access(ctx),
-        **ctx.settings.job_options(),
+        ctx.name, "setup", plan.ceph.commands, admin_access(ctx), ctx.settings.pod_options()
     )
-    name = job["metadata"]["name"]
+    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
     state = ctx.kube.job_state(ns, name)
     if state == "missing":
         ctx.kube.ensure_job(ns, job)
@@ -137,20 +145,27 @@ def crimson_setup_done(ctx: RunContext, plan: RunPlan) -> str:
 
 
 def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
-    """Crimson prerequisites done, and Rook has reconciled our generation and is Ready."""
+    """Crimson prerequisites done; Rook reconciled our generation; every planned OSD runs
+    again, on its own node, with the planned resources, and is Ready."""
+    t = ctx.spec.target.rook
+    if t is None:
+        return
     setup = crimson_setup_done(ctx, plan)
     cluster = _cluster(ctx)
-    status = cluster.get("status") or {}
-    want = int(ctx.get("patchedGeneration") or 0)
-    seen = int(status.get("observedGeneration") or 0)
-    phase = status.get("phase", "")
-    if seen >= want and phase == "Ready" and not setup:
-        ctx.condition("RolledOut", True, "OsdsReady", "Rook reports the patched cluster Ready")
+    placement = {int(k): str(v) for k, v in (ctx.get("osdPlacement") or {}).items()}
+    progress = decide.rollout(
+        plan,
+        placement,
+        ctx.kube.list_osd_pods(t.namespace),
+        cluster.get("status") or {},
+        int(ctx.get("patchedGeneration") or 0),
+    )  # ExecutionError if an OSD moved
+    if progress.done and not setup:
+        ctx.condition("RolledOut", True, "OsdsReady", progress.message)
         return
     waited = time.time() - float(ctx.get("rolloutSince") or time.time())
-    message = (
-        f"waiting for Rook to roll out generation {want} (observed {seen}, phase "
-        f"{phase or 'unknown'}) for {waited:.0f} s" + (f"; {setup}" if setup else "")
+    message = f"waiting for Rook to roll out for {waited:.0f} s: {progress.message}" + (
+        f"; {setup}" if setup else ""
     )
     ctx.condition("RolledOut", False, "RollingOut", message)
     if waited > ctx.settings.rollout_timeout_seconds:
@@ -182,40 +197,42 @@ def _config_cleanup(ctx: RunContext, plan: RunPlan, original_cephconfig: dict[st
     commands = restore_cleanup_commands(plan, original_cephconfig)
     if not commands:
         return
-    from crimsonbench.controller.steps_stage import ceph_access, jobs_namespace
+    from crimsonbench.controller.fio_stage import admin_access
 
-    job = ceph_commands_job(
-        ctx.name,
-        "cleanup",
-        commands,
-        ctx.settings.fio_image,
-        ceph_access(ctx),
-        **ctx.settings.job_options(),
-    )
-    ctx.kube.ensure_job(jobs_namespace(ctx), job)
+    access = admin_access(ctx)
+    job = ceph_commands_job(ctx.name, "cleanup", commands, access, ctx.settings.pod_options())
+    ctx.kube.ensure_job(access.namespace, job)
 
 
-def ensure_pool(ctx: RunContext) -> None:
+def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
     """A CephBlockPool (size 1, fixed PGs) made by Rook; NotReady until Rook says Ready."""
     t = ctx.spec.target.rook
     if t is None:
-        return  # external clusters: the pool must exist (documented in the README)
-    pool = cephblockpool(ctx.name, ctx.spec, namespace=t.namespace)
+        return  # external clusters: the pool must exist (preflight checked it)
+    pool = cephblockpool(ctx.name, plan.pool, namespace=t.namespace)
     ctx.kube.ensure_custom(t.namespace, "cephblockpools", pool)
     found = ctx.kube.get_custom(t.namespace, "cephblockpools", pool["metadata"]["name"]) or {}
     phase = (found.get("status") or {}).get("phase", "")
     if phase != "Ready":
         raise NotReady(
-            f"waiting for Rook to create pool {ctx.spec.client.pool} "
-            f"(CephBlockPool phase {phase or 'unknown'})"
+            f"waiting for Rook to create pool {plan.pool.name} (CephBlockPool phase "
+            f"{phase or 'unknown'})"
         )
 
 
-def remove_pool(ctx: RunContext) -> None:
-    """Deleting the CephBlockPool deletes the pool and its images (force-deletion)."""
+def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
+    """Deleting the CephBlockPool deletes the pool and its images (force-deletion); the
+    run's CephClient goes with its cephx user. Only objects this run made."""
     t = ctx.spec.target.rook
-    if t is not None and not ctx.spec.keep_images:
-        found = ctx.kube.get_custom(t.namespace, "cephblockpools", ctx.spec.client.pool)
+    if t is None:
+        return
+    pool = plan.pool.name if plan else ctx.spec.client.pool
+    user = plan.pool.user if plan else None
+    owned = [("cephblockpools", pool)] if not ctx.spec.keep_images else []
+    if user is not None:
+        owned.append(("cephclients", user))
+    for plural, name in owned:
+        found = ctx.kube.get_custom(t.namespace, plural, name)
         labels = ((found or {}).get("metadata") or {}).get("labels") or {}
-        if labels.get(LABEL_RUN) == label_value(ctx.name):  # only a pool this run made
-            ctx.kube.delete_custom(t.namespace, "cephblockpools", ctx.spec.client.pool)
+        if labels.get(LABEL_RUN) == label_value(ctx.name):
+            ctx.kube.delete_custom(t.namespace, plural, name)

@@ -14,6 +14,8 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from crimsonbench.controller.run_context import RunContext
+from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
+from crimsonbench.plan.types import RunPlan
 from crimsonbench.results.types import ResourceSample, ResourceSummary
 
 MAX_SAMPLES = 720  # an hour of 5 s ticks; status stays small
@@ -47,11 +49,15 @@ def _pod_usage(ctx: RunContext, namespace: str, selector: str) -> tuple[float, f
     return cpu, mem
 
 
-def sample_step(ctx: RunContext, namespace: str, job_name: str) -> None:
-    """Append one sample for the running step to status.stepSamples."""
+def sample_step(ctx: RunContext, fio_namespace: str, plan: RunPlan) -> None:
+    """Append one sample for the running step to status.stepSamples: the run's fio
+    servers (they run every job) and the planned OSDs' pods."""
     osd_ns = ctx.spec.target.rook.namespace if ctx.spec.target.rook else None
-    fio = _pod_usage(ctx, namespace, f"job-name={job_name}")
-    osd = _pod_usage(ctx, osd_ns, "app=rook-ceph-osd") if osd_ns else (0.0, 0.0)
+    servers = f"{LABEL_RUN}={label_value(ctx.name)},{LABEL_ROLE}=fio-server"
+    fio = _pod_usage(ctx, fio_namespace, servers)
+    ids = ",".join(str(o.osd_id) for o in plan.osds)
+    osds = f"app=rook-ceph-osd,ceph-osd-id in ({ids})"
+    osd = _pod_usage(ctx, osd_ns, osds) if osd_ns and ids else (0.0, 0.0)
     if fio is None or osd is None:
         ctx.set(metricsSource="none")
         ctx.condition(

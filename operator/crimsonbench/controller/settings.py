@@ -7,6 +7,10 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from crimsonbench.manifests.fio import FIO_PORT
+from crimsonbench.manifests.pods import PodOptions
+from crimsonbench.plan.build import DEFAULT_GRACE_S
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CRIMSONBENCH_", frozen=True)
@@ -38,17 +42,26 @@ class Settings(BaseSettings):
         description="Reconcile interval: how soon a finished fio Job is noticed (one GET "
         "per run per tick).",
     )
-    step_grace_seconds: int = Field(default=120, ge=10, description="Beyond runtime + ramp.")
+    step_grace_seconds: int = Field(
+        default=DEFAULT_GRACE_S, ge=10, description="Beyond runtime + ramp before a step fails."
+    )
+    fio_port: int = Field(
+        default=FIO_PORT,
+        ge=1024,
+        le=65535,
+        description="Port of the fio servers (on the node's address with hostNetwork).",
+    )
     rollout_timeout_seconds: int = Field(default=1800, ge=60)
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     finished_run_ttl_seconds: int = Field(
         default=86400, ge=60, description="Drop a finished run's metric series after this."
     )
 
-    def job_options(self) -> dict[str, Any]:
-        """The keyword arguments every Job builder takes from the operator's settings."""
-        return {
-            "image_pull_policy": self.image_pull_policy,
-            "host_network": self.host_network,
-            "tolerations": self.job_tolerations,
-        }
+    def pod_options(self) -> PodOptions:
+        """What every Job builder takes from the operator's settings."""
+        return PodOptions(
+            image=self.fio_image,
+            image_pull_policy=self.image_pull_policy,
+            host_network=self.host_network,
+            tolerations=tuple(self.job_tolerations),
+        )

@@ -2,16 +2,29 @@
 next stage, or raises NotReady to be called again on the next tick. All state is in the
 API (status, named ConfigMaps/Jobs/Leases), so a restarted operator resumes where it was.
 
-    lease -> topology -> patch -> rollout -> prefill -> steps -> restore -> (Completed|Failed)
+    lease -> observe -> patch -> rollout -> prepare -> steps -> restore -> (Completed|Failed)
+
+observe records what the run depends on once (client nodes, where each OSD runs, each
+node's CPUs, the option names the mons know) in the status, so every later tick and every
+restarted operator makes the very same plan from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from crimsonbench.controller import external, rook
+from crimsonbench.controller import decide, external, rook
+from crimsonbench.controller.fio_stage import (
+    admin_access,
+    await_job,
+    ensure_client_user,
+    ensure_images,
+    ensure_servers,
+    jobs_namespace,
+    run_prefill,
+    run_steps,
+)
 from crimsonbench.controller.run_context import RunContext, now, target_key
-from crimsonbench.controller.steps_stage import jobs_namespace, run_prefill, run_steps
 from crimsonbench.controller.topology import node_topologies
 from crimsonbench.errors import (
     CrimsonBenchError,
@@ -20,38 +33,55 @@ from crimsonbench.errors import (
     NotReady,
     ParseError,
 )
-from crimsonbench.manifests.jobs import ROLE_RBD_CLEANUP
+from crimsonbench.manifests.maintenance import ROLE_RBD_CLEANUP, cluster_facts_job
 from crimsonbench.manifests.naming import LABEL_ROLE
 from crimsonbench.manifests.results import run_configmap
 from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.hosts import ClusterLayout, plan_hosts
 from crimsonbench.plan.summary import plan_summary
-from crimsonbench.plan.types import RunPlan
+from crimsonbench.plan.types import RunPlan, Topology
+from crimsonbench.results import step_log
 from crimsonbench.results.types import RunInfo
 from crimsonbench.spec.status import Phase
 
-ORDER = ("lease", "topology", "patch", "rollout", "prefill", "steps", "restore")
+ORDER = ("lease", "observe", "patch", "rollout", "prepare", "steps", "restore")
 
 
 def plan_for(ctx: RunContext) -> RunPlan:
-    """Made once per tick from the spec and the cached topology; the planner is pure, so
-    every tick (and every restarted operator) gets the same plan.
-
-    The CPU plan uses the OSD node's topology; with fio on another node, client.cpuSet is
-    checked against the OSD node too (the reference method runs both on one node)."""
+    """Made once per tick from what observe recorded; the planner is pure, so every tick
+    (and every restarted operator) gets the same plan."""
     if ctx.plan is None:
-        osd_node, _client_node = nodes_of(ctx)
-        topo = node_topologies(ctx, [osd_node])[osd_node]
-        ctx.plan = build_plan(ctx.name, ctx.spec, topo, rook.ceph_version(ctx))
+        ctx.plan = build_plan(
+            ctx.name,
+            ctx.spec,
+            layout_of(ctx),
+            ceph_version=rook.ceph_version(ctx),
+            option_family=_family(ctx),
+            grace_s=ctx.settings.step_grace_seconds,
+        )
     return ctx.plan
 
 
-def nodes_of(ctx: RunContext) -> tuple[str, str]:
-    client_node = ctx.spec.client.node
-    if client_node is None:
-        raise InvalidSpec("spec.client.node", "name the node fio runs on (kubectl get nodes)")
-    rook_target = ctx.spec.target.rook
-    osd_node = (rook_target.osd_node if rook_target else None) or client_node
-    return osd_node, client_node
+def _family(ctx: RunContext) -> str | None:
+    """The crimson option family preflight read from the mons (None: not crimson, or
+    not read yet, and the planner falls back to the Ceph version)."""
+    family = str(ctx.get("optionFamily") or "")
+    return family if family in ("legacy", "current") else None
+
+
+def layout_of(ctx: RunContext) -> ClusterLayout:
+    clients = tuple(ctx.get("clientNodes") or ())
+    placement = {int(k): str(v) for k, v in (ctx.get("osdPlacement") or {}).items()}
+    nodes = sorted(set(clients) | set(placement.values()))
+    topologies: dict[str | None, Topology] = {}
+    topologies.update(node_topologies(ctx, nodes))
+    return ClusterLayout(
+        topologies=topologies,
+        placement=placement,
+        client_nodes=clients,
+        osd_field="spec.osd.count",
+        plan_osds=ctx.spec.target.rook is not None,
+    )
 
 
 def stage_lease(ctx: RunContext) -> str:
@@ -70,20 +100,36 @@ def stage_lease(ctx: RunContext) -> str:
         raise NotReady("cluster busy")
     ctx.condition("ClusterFree", True, "LeaseAcquired", "this run has the cluster to itself")
     ctx.set(phase=Phase.PREPARING.value, startedAt=ctx.get("startedAt") or now())
-    return "topology"
+    return "observe"
 
 
-def stage_topology(ctx: RunContext) -> str:
-    node_topologies(ctx, list(dict.fromkeys(nodes_of(ctx))))  # NotReady until probed
-    plan = plan_for(ctx)  # InvalidSpec here names the field (e.g. cpuSet vs this node)
+def stage_observe(ctx: RunContext) -> str:
+    if not ctx.get("clientNodes"):
+        nodes = decide.select_client_nodes(ctx.spec.client, ctx.kube.list_nodes())
+        ctx.set(clientNodes=list(nodes))
+    target = ctx.spec.target.rook
+    if target is not None and not ctx.get("osdPlacement"):
+        placement = decide.select_osds(ctx.kube.list_osd_pods(target.namespace), target)
+        ctx.set(osdPlacement={str(k): v for k, v in placement.items()})
+    layout = layout_of(ctx)  # NotReady until every node's topology is probed
+    # CPU layout and reprovision consent first: a spec that cannot run on these nodes
+    # fails here, before any Job reads the cluster
+    hosts, _ = plan_hosts(ctx.spec, layout)
+    rook.check_consent_now(ctx, hosts)
+    if not ctx.get("optionFamily"):
+        job = cluster_facts_job(ctx.name, admin_access(ctx), ctx.settings.pod_options())
+        facts_log = await_job(ctx, job, "reading the cluster")
+        facts = decide.ClusterFacts.from_sections(step_log.parse_sections(facts_log))
+        placement = {int(k): str(v) for k, v in (ctx.get("osdPlacement") or {}).items()}
+        family = decide.preflight(ctx.spec, facts, placement)
+        ctx.kube.delete_job(job["metadata"]["namespace"], job["metadata"]["name"])
+        ctx.set(optionFamily=family or "none")
+    plan = plan_for(ctx)  # InvalidSpec here names the field (e.g. cpuSet vs a node)
     _record_run_info(ctx, plan)
     ctx.set(stepsTotal=len(plan.steps), progress=f"0/{len(plan.steps)}")
-    ctx.condition(
-        "Planned",
-        True,
-        "CpuPlanned",
-        f"{len(plan.cpu.osds)} OSDs planned, fio on {plan.cpu.client_cpuset}",
-    )
+    where = ", ".join(f"{h.node}: osd {list(h.osd_ids)}" for h in plan.hosts) or "none"
+    clients = ", ".join(f"{c.name} cpus {c.cpuset}" for c in plan.clients)
+    ctx.condition("Planned", True, "CpuPlanned", f"OSDs {where}; fio {clients}")
     return "patch"
 
 
@@ -93,7 +139,7 @@ def _record_run_info(ctx: RunContext, plan: RunPlan) -> None:
         ctx.name,
         ctx.spec,
         ceph_version=rook.ceph_version(ctx) or "",
-        host=ctx.spec.client.node or "",
+        host=",".join(c.node or "" for c in plan.clients),
         started=str(ctx.get("startedAt") or now()),
     )
     cm = run_configmap(ctx.name, info, plan_summary(plan), namespace=ctx.namespace)
@@ -110,18 +156,23 @@ def stage_patch(ctx: RunContext) -> str:
 def stage_rollout(ctx: RunContext) -> str:
     if ctx.spec.target.rook is not None:
         rook.wait_rollout(ctx, plan_for(ctx))
-    return "prefill"
+    return "prepare"
 
 
-def stage_prefill(ctx: RunContext) -> str:
-    rook.ensure_pool(ctx)
-    run_prefill(ctx, plan_for(ctx))
+def stage_prepare(ctx: RunContext) -> str:
+    plan = plan_for(ctx)
+    rook.ensure_pool(ctx, plan)
+    ensure_client_user(ctx, plan)
+    ensure_images(ctx, plan)
+    servers = ensure_servers(ctx, plan)
+    run_prefill(ctx, plan, servers)
     ctx.set(phase=Phase.RUNNING.value)
     return "steps"
 
 
 def stage_steps(ctx: RunContext) -> str:
-    run_steps(ctx, plan_for(ctx))  # NotReady while steps remain
+    plan = plan_for(ctx)
+    run_steps(ctx, plan, ensure_servers(ctx, plan))  # NotReady while steps remain
     return "restore"
 
 
@@ -140,12 +191,12 @@ def stage_restore(ctx: RunContext) -> str:
 def cleanup(ctx: RunContext) -> None:
     """Leave the cluster as it was found: restore, delete children, release the lease.
     Raises NotReady while the external images are being removed (called again later)."""
-    # every Job but the image removal, which must outlive the fio pods it waits for
+    # every Job but the image removal, which must outlive the fio servers it waits for
     ctx.kube.delete_jobs(jobs_namespace(ctx), f"{ctx.selector},{LABEL_ROLE}!={ROLE_RBD_CLEANUP}")
     if ctx.spec.target.rook is not None:
         rook.restore_cluster(ctx, _plan_or_none(ctx))
-        rook.remove_pool(ctx)
-    external.remove_images(ctx)
+        rook.remove_pool_and_user(ctx, _plan_or_none(ctx))
+    external.remove_images(ctx, _plan_or_none(ctx))
     ctx.kube.release_lease(ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder)
     ctx.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
 
@@ -160,10 +211,10 @@ def _plan_or_none(ctx: RunContext) -> RunPlan | None:
 
 STAGES: dict[str, Callable[[RunContext], str]] = {
     "lease": stage_lease,
-    "topology": stage_topology,
+    "observe": stage_observe,
     "patch": stage_patch,
     "rollout": stage_rollout,
-    "prefill": stage_prefill,
+    "prepare": stage_prepare,
     "steps": stage_steps,
     "restore": stage_restore,
 }
@@ -182,7 +233,9 @@ def tick(ctx: RunContext) -> None:
             if stage == "restore":
                 raise  # cannot restore: the handler retries and reports it
             if ORDER.index(stage) < ORDER.index("patch"):
-                # Nothing touched yet: fail at once and let go of the cluster.
+                # Nothing touched yet: remove the probe/facts Jobs, let go, fail at once.
+                for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
+                    ctx.kube.delete_jobs(ns, ctx.selector)
                 ctx.kube.release_lease(
                     ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder
                 )

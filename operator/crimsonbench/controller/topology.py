@@ -7,7 +7,7 @@ import re
 
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, NotReady
-from crimsonbench.manifests.jobs import topology_probe_job
+from crimsonbench.manifests.maintenance import topology_probe_job
 from crimsonbench.manifests.naming import GROUP
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import Topology
@@ -44,13 +44,7 @@ def node_topologies(ctx: RunContext, nodes: list[str]) -> dict[str, Topology]:
         if cached and CACHE_KEY in cached:
             out[node] = parse_lscpu_json(cached[CACHE_KEY])
             continue
-        job = topology_probe_job(
-            ctx.name,
-            node,
-            ctx.settings.fio_image,
-            namespace=ns,
-            **ctx.settings.job_options(),
-        )
+        job = topology_probe_job(ctx.name, node, ns, ctx.settings.pod_options())
         job_name = job["metadata"]["name"]
         state = ctx.kube.job_state(ns, job_name)
         if state == "missing":

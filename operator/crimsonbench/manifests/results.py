@@ -110,24 +110,11 @@ def read_results_configmaps(configmaps: Iterable[Mapping[str, Any]]) -> list[Ste
 
 
 def _encode(result: StepResult) -> str:
-    return json.dumps(
-        _nan_to_none(result.to_dict()), separators=(",", ":"), sort_keys=True, allow_nan=False
-    )
+    return json.dumps(result.to_json_dict(), separators=(",", ":"), sort_keys=True, allow_nan=False)
 
 
 def _decode(d: dict[str, Any]) -> StepResult:
-    fio = {k: (math.nan if v is None else v) for k, v in d["fio"].items()}
-    return StepResult.from_dict({**d, "fio": fio})
-
-
-def _nan_to_none(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _nan_to_none(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_nan_to_none(v) for v in value]
-    return value
+    return StepResult.from_json_dict(d)
 
 
 # ---------------------------------------------------------------- what ran

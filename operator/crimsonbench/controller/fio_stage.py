@@ -1,0 +1,253 @@
+"""fio on Kubernetes: the run's cephx user and images, one pinned fio server per client
+node, then the prefill and every step as one `fio --client` Job each. Results are kept in
+ConfigMaps (the source of truth for resume: a stored step is never run again)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crimsonbench.controller import decide
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.sampling import sample_step, summarize
+from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
+from crimsonbench.manifests import fio, maintenance, rook_objects
+from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
+from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
+from crimsonbench.manifests.results import (
+    read_results_configmaps,
+    results_configmaps,
+    status_summary,
+)
+from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
+from crimsonbench.plan.types import FioJob, RunPlan, Step
+from crimsonbench.results import step_log
+from crimsonbench.results.fio_json import JobStats, combine_clients, parse_fio_json
+from crimsonbench.results.iops_log import iops_log_job, job_start_ms, start_skew_ms
+from crimsonbench.results.sweep_state import SweepState
+from crimsonbench.results.types import StepResult
+
+
+def jobs_namespace(ctx: RunContext) -> str:
+    """Rook's secrets can only be mounted in their own namespace, so Jobs run there."""
+    rook = ctx.spec.target.rook
+    return rook.namespace if rook is not None else ctx.namespace
+
+
+def admin_access(ctx: RunContext) -> CephAccess:
+    """For cluster-wide reads and commands (facts, crimson setup, config cleanup)."""
+    if ctx.spec.target.local is not None:
+        raise InvalidSpec(
+            "spec.target",
+            "the operator runs rook or external targets; local targets run with `crimsonbench run`",
+        )
+    return ceph_access_for(ctx.spec, ctx.namespace)
+
+
+def fio_access(ctx: RunContext, plan: RunPlan) -> CephAccess:
+    """What fio and the image Jobs use: on Rook the run's CephClient, limited to the run's
+    pool; on external clusters the user and keyring the spec names."""
+    rook = ctx.spec.target.rook
+    if rook is not None:
+        return rook_client_access(rook.namespace, plan.pool.user)
+    return admin_access(ctx)
+
+
+def await_job(ctx: RunContext, body: dict[str, Any], what: str, cm: dict | None = None) -> str:
+    """Create (once) and wait; returns the pod log when the Job succeeded."""
+    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    state = ctx.kube.job_state(ns, name)
+    if state == "missing":
+        if cm is not None:
+            ctx.kube.replace_configmap(ns, cm)
+        ctx.kube.ensure_job(ns, body)
+        raise NotReady(f"{what}: Job {ns}/{name} created")
+    if state == "running":
+        raise NotReady(f"{what}: Job {ns}/{name} running")
+    if state == "failed":
+        log = ctx.kube.job_log(ns, name)[-1500:]
+        raise ExecutionError(f"{what}: Job {ns}/{name} failed; log tail:\n{log}")
+    return ctx.kube.job_log(ns, name)
+
+
+# ---------------------------------------------------------------- before the first step
+
+
+def ensure_client_user(ctx: RunContext, plan: RunPlan) -> None:
+    """Rook: the run's CephClient (caps on the run's pool only); NotReady until Rook made
+    its key. External clusters use the keyring the spec names."""
+    rook = ctx.spec.target.rook
+    if rook is None:
+        return
+    body = rook_objects.ceph_client(ctx.name, plan.pool, namespace=rook.namespace)
+    ctx.kube.ensure_custom(rook.namespace, "cephclients", body)
+    found = ctx.kube.get_custom(rook.namespace, "cephclients", plan.pool.user) or {}
+    phase = (found.get("status") or {}).get("phase", "")
+    if phase != "Ready":
+        raise NotReady(f"waiting for Rook to create cephx user client.{plan.pool.user} ({phase})")
+
+
+def ensure_images(ctx: RunContext, plan: RunPlan) -> None:
+    if ctx.get("imagesCreated"):
+        return
+    access = fio_access(ctx, plan)
+    body = maintenance.create_images_job(
+        ctx.name, plan.pool.name, plan.pool.images, plan.pool.image_size_bytes, access,
+        ctx.settings.pod_options(),
+    )  # fmt: skip
+    await_job(ctx, body, f"creating {len(plan.pool.images)} RBD images")
+    ctx.kube.delete_job(access.namespace, body["metadata"]["name"])
+    ctx.set(imagesCreated=True)
+
+
+def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
+    """One fio server Job per client node; client -> "ip:port" once all are Ready."""
+    access = fio_access(ctx, plan)
+    opts = ctx.settings.pod_options()
+    pods = {}
+    for client in plan.clients:
+        body = fio.fio_server_job(ctx.name, client, plan, access, opts, port=ctx.settings.fio_port)
+        name = body["metadata"]["name"]
+        if ctx.kube.job_state(access.namespace, name) == "missing":
+            ctx.kube.ensure_job(access.namespace, body)
+        pods[client.name] = ctx.kube.job_pod(access.namespace, name)
+    found = decide.server_addresses(plan, pods, ctx.settings.fio_port)
+    if isinstance(found, decide.Progress):
+        raise NotReady(found.message)
+    if found != ctx.get("fioServers"):
+        ctx.set(fioServers=found)
+    return found
+
+
+def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None:
+    if ctx.get("prefilled") or not plan.prefill.jobs:
+        ctx.set(prefilled=True)
+        return
+    ns = jobs_namespace(ctx)
+    cm = fio.fio_jobs_configmap(ctx.name, "prefill", plan.prefill.jobs, ns)
+    body = fio.fio_client_job(
+        ctx.name, "prefill", plan.prefill.jobs, servers, ns, ctx.settings.pod_options(),
+        deadline_s=plan.prefill.deadline_s, node=plan.clients[0].node,
+    )  # fmt: skip
+    log = await_job(ctx, body, "prefill", cm)
+    _fio_jobs(log, plan.prefill.jobs, servers, plan.fio_numjobs, "prefill")  # all reported
+    ctx.kube.delete_job(ns, body["metadata"]["name"])
+    ctx.set(prefilled=True)
+
+
+# ---------------------------------------------------------------- steps
+
+
+def load_results(ctx: RunContext) -> dict[str, StepResult]:
+    selector = f"{LABEL_RUN}={label_value(ctx.name)},{LABEL_ROLE}=results"
+    cms = ctx.kube.list_configmaps(ctx.namespace, selector)
+    return {r.step_id: r for r in read_results_configmaps(cms)} if cms else {}
+
+
+def _store(ctx: RunContext, plan: RunPlan, results: dict[str, StepResult]) -> None:
+    ordered = [results[k] for k in sorted(results)]
+    for cm in results_configmaps(ctx.name, ordered, namespace=ctx.namespace):
+        cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]
+        ctx.kube.replace_configmap(ctx.namespace, cm)
+    ctx.set(
+        **status_summary(ordered, ctx.spec),
+        stepsDone=len(ordered),
+        progress=f"{len(ordered)}/{len(plan.steps)}",
+        results={"kind": "ConfigMap", "name": f"{ctx.name}-results-0"},
+    )
+
+
+def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None:
+    """One step per call at most: NotReady while steps remain."""
+    results = load_results(ctx)  # resume: what is stored is done, whatever status says
+    state = SweepState(plan.sweep, results)
+    skip = {s.id for s in plan.steps if state.skip_reason(s)}
+    index = decide.next_step_index(plan, results, skip)
+    if index is None:
+        ctx.set(currentStep="")
+        return
+    step = plan.steps[index]
+    ns = jobs_namespace(ctx)
+    ctx.set(currentStep=step.id)
+    body = fio.fio_client_job(
+        ctx.name, step.id, step.jobs, servers, ns, ctx.settings.pod_options(),
+        deadline_s=plan.timing.deadline_s, node=plan.clients[0].node,
+    )  # fmt: skip
+    name = body["metadata"]["name"]
+    if ctx.kube.job_state(ns, name) == "running":
+        sample_step(ctx, fio_access(ctx, plan).namespace, plan)
+    cm = fio.fio_jobs_configmap(ctx.name, step.id, step.jobs, ns)
+    what = f"step {index + 1}/{len(plan.steps)} {step.id}"
+    log = await_job(ctx, body, what, cm)
+    wall = ctx.kube.job_seconds(ns, name)
+    result = _step_result(ctx, plan, step, log, servers, wall)
+    results[step.id] = result
+    _store(ctx, plan, results)  # stored before the Job goes: never run twice
+    ctx.kube.delete_job(ns, name)
+    note = state.record(step, result)
+    if note:
+        ctx.logger.info("%s", note)
+    raise NotReady(f"{what} done")
+
+
+def _step_result(
+    ctx: RunContext,
+    plan: RunPlan,
+    step: Step,
+    log: str,
+    servers: dict[str, str],
+    wall_seconds: float,
+) -> StepResult:
+    sections = step_log.parse_sections(log)
+    jobs = _fio_jobs(log, step.jobs, servers, plan.fio_numjobs, step.id, sections)
+    total, per_client = combine_clients(jobs)
+    resources, source = summarize(ctx)
+    ctx.set(stepSamples=[])  # the next step starts its own samples
+    return StepResult(
+        step.id,
+        step.workload,
+        step.iodepth,
+        step.repeat,
+        total,
+        resources,
+        # the Job's start -> completion, as local mode's wall time of a step
+        extra={"metrics_source": source, "wall_seconds": round(wall_seconds, 3)},
+        clients=per_client,
+        start_skew_ms=_start_skew(step.jobs, sections),
+    )
+
+
+def _fio_jobs(
+    log: str,
+    jobs: tuple[FioJob, ...],
+    servers: dict[str, str],
+    numjobs: int,
+    what: str,
+    sections: dict[str, str] | None = None,
+) -> dict[str, list[JobStats]]:
+    """fio's jobs per client, checked against the plan: every server must report every
+    job of its job files (numjobs each), or the step fails naming the client and count."""
+    sections = sections if sections is not None else step_log.parse_sections(log)
+    parsed = parse_fio_json(step_log.fio_output(sections))
+    by_addr = {addr: client for client, addr in servers.items()}
+    out: dict[str, list[JobStats]] = {c: [] for c in sorted({j.client for j in jobs})}
+    for job in parsed:
+        client = by_addr.get(job.host)
+        if client is None:
+            raise ExecutionError(f"{what}: fio reported a job from unknown server {job.host}")
+        out.setdefault(client, []).append(job)
+    expected = {c: sum(numjobs for j in jobs if j.client == c) for c in out}
+    short = {c: (len(out[c]), n) for c, n in expected.items() if len(out[c]) != n}
+    if short:
+        detail = ", ".join(f"{c}: {got} of expected={n}" for c, (got, n) in sorted(short.items()))
+        raise ExecutionError(f"{what}: fio reported the wrong number of jobs ({detail})")
+    return out
+
+
+def _start_skew(jobs: tuple[FioJob, ...], sections: dict[str, str]) -> float | None:
+    client_of = {j.name: j.client for j in jobs}
+    starts: dict[str, list[int | None]] = {}
+    for name, text in step_log.iops_logs(sections).items():
+        client = client_of.get(iops_log_job(name) or "")
+        if client is not None:
+            starts.setdefault(client, []).append(job_start_ms(text, IOPS_LOG_MSEC))
+    return start_skew_ms(starts)

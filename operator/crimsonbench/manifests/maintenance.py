@@ -1,0 +1,206 @@
+"""The small Jobs around a run: the node topology probe, the cluster facts of preflight,
+ceph commands (crimson setup, `config rm` cleanup), creating and removing the RBD images.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
+from crimsonbench.manifests.fio import checked_name
+from crimsonbench.manifests.naming import dns_name, labels
+from crimsonbench.manifests.pods import (
+    PodOptions,
+    ScriptJob,
+    container_security,
+    guaranteed,
+    job,
+    pod_spec,
+    script_job,
+)
+from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
+from crimsonbench.plan.topology import LSCPU_COMMAND
+
+ROLE_RBD_CLEANUP = "rbd-cleanup"  # the one Job of a run that outlives the run's other Jobs
+MAINTENANCE_TTL_S = 3600
+
+
+def probe_job_name(run: str, node: str) -> str:
+    return dns_name(run, "lscpu", node)
+
+
+def topology_probe_job(
+    run: str, node: str, namespace: str, opts: PodOptions, *, deadline_s: int = 300
+) -> dict[str, Any]:
+    """A Job printing `lscpu -e=CPU,NODE,SOCKET,CORE,ONLINE --json` on `node` (its log is
+    the JSON parse_lscpu_json reads). It tolerates every taint: storage nodes are often
+    tainted, and the node is chosen explicitly. No privilege: /sys shows the host's CPUs
+    to any container; the host network only where pods have no other."""
+    container = {
+        "name": "lscpu",
+        "image": opts.image,
+        "imagePullPolicy": opts.image_pull_policy,
+        "command": shlex.split(LSCPU_COMMAND),
+        "resources": guaranteed("100m", "64Mi"),
+        "securityContext": container_security(),
+    }
+    pod = pod_spec([container], [], node, opts, [{"operator": "Exists"}])
+    return job(probe_job_name(run, node), namespace, labels(run, "probe", None, node), pod,
+               deadline_s)  # fmt: skip
+
+
+def _maintenance_job(
+    name: str,
+    labels_: dict[str, str],
+    script: str,
+    access: CephAccess,
+    opts: PodOptions,
+    *,
+    deadline_s: int,
+    env: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """A one-CPU Job running `script` against Ceph, outside any step. Some outlive the
+    run's other Jobs (cleanup after the run is gone), so nobody deletes them: the TTL does."""
+    body = script_job(
+        ScriptJob(
+            name=name,
+            namespace=access.namespace,
+            labels=labels_,
+            script=ceph_config_script(RBD_CLIENT_OPTIONS) + script,
+            access=access,
+            cpu="1",
+            memory="256Mi",
+            deadline_s=deadline_s,
+            env=tuple(env),
+        ),
+        opts,
+    )
+    body["spec"]["ttlSecondsAfterFinished"] = MAINTENANCE_TTL_S
+    return body
+
+
+def ceph_commands_job(
+    run: str,
+    purpose: str,
+    commands: Sequence[Sequence[str]],
+    access: CephAccess,
+    opts: PodOptions,
+    *,
+    deadline_s: int = 300,
+) -> dict[str, Any]:
+    """`ceph <args>` for each command, in order, as the access's user: the crimson
+    prerequisites before OSDs roll out (`osd set-allow-crimson`) and the `config rm`
+    cleanup Rook does not do when cephConfig keys are removed."""
+    if not commands:
+        raise ValueError("no ceph commands to run")
+    lines = [
+        'ceph --name "$user" ' + " ".join(shlex.quote(str(a)) for a in cmd) for cmd in commands
+    ]
+    return _maintenance_job(
+        dns_name(run, "ceph", purpose),
+        labels(run, f"ceph-{purpose}"),
+        "set -x\n" + "\n".join(lines) + "\n",
+        access,
+        opts,
+        deadline_s=deadline_s,
+    )
+
+
+# What preflight reads from the cluster, each JSON document between delimiter lines
+# (results.step_log.parse_sections reads them). Read-only commands.
+FACTS = {
+    "config-ls": "config ls",
+    "osd-metadata": "osd metadata",
+    "pool-ls": "osd pool ls",
+    "versions": "versions",
+}
+
+
+def cluster_facts_job(run: str, access: CephAccess, opts: PodOptions) -> dict[str, Any]:
+    """Read-only facts for preflight: the option names the mons know (crimson option
+    family), every OSD's metadata (crimson or classic, object store, host), the pools."""
+    lines = []
+    for name, cmd in FACTS.items():
+        lines.append(f'echo "==> {name} <=="')
+        lines.append(f'ceph --name "$user" {cmd} --format json')
+        lines.append("echo")
+    return _maintenance_job(
+        dns_name(run, "facts"),
+        labels(run, "facts"),
+        "\n".join(lines) + "\n",
+        access,
+        opts,
+        deadline_s=300,
+    )
+
+
+# Creates the images that do not exist yet (CB_IMAGES, space separated) in CB_POOL.
+CREATE_IMAGES_SCRIPT = """\
+for img in ${CB_IMAGES:-}; do
+  rbd --name "$user" info "$CB_POOL/$img" > /dev/null 2>&1 \\
+    || rbd --name "$user" create --size "${CB_IMAGE_BYTES}B" "$CB_POOL/$img"
+done
+"""
+
+
+def create_images_job(
+    run: str,
+    pool: str,
+    images: Sequence[str],
+    image_bytes: int,
+    access: CephAccess,
+    opts: PodOptions,
+) -> dict[str, Any]:
+    if not images:
+        raise ValueError("no images to create")
+    return _maintenance_job(
+        dns_name(run, "rbd", "create"),
+        labels(run, "rbd-create"),
+        CREATE_IMAGES_SCRIPT,
+        access,
+        opts,
+        deadline_s=600,
+        env=[
+            {"name": "CB_POOL", "value": pool},
+            {"name": "CB_IMAGES", "value": " ".join(checked_name(i) for i in images)},
+            {"name": "CB_IMAGE_BYTES", "value": str(image_bytes)},
+        ],
+    )
+
+
+# Removes the run's images (CB_IMAGES) from CB_POOL; absent ones are fine. fio servers of
+# a deleted Job may still hold a watch for a few seconds, so `rbd rm` is retried a while.
+REMOVE_IMAGES_SCRIPT = """\
+for img in ${CB_IMAGES:-}; do
+  tries=0
+  while rbd --name "$user" info "$CB_POOL/$img" > /dev/null 2>&1; do
+    rbd --name "$user" rm --no-progress "$CB_POOL/$img" && break
+    tries=$((tries + 1))
+    [ "$tries" -lt 30 ] || exit 1
+    sleep 2
+  done
+done
+"""
+
+
+def remove_images_job(
+    run: str, pool: str, images: Sequence[str], access: CephAccess, opts: PodOptions
+) -> dict[str, Any]:
+    """A Job removing the run's RBD images: on external clusters nothing else does (on Rook
+    the run's CephBlockPool goes, and its images with it)."""
+    if not images:
+        raise ValueError("no images to remove")
+    return _maintenance_job(
+        dns_name(run, "rbd", "cleanup"),
+        labels(run, ROLE_RBD_CLEANUP),
+        REMOVE_IMAGES_SCRIPT,
+        access,
+        opts,
+        deadline_s=300,
+        env=[
+            {"name": "CB_POOL", "value": pool},
+            {"name": "CB_IMAGES", "value": " ".join(checked_name(i) for i in images)},
+        ],
+    )

@@ -1,0 +1,238 @@
+"""The operator's decisions, without a cluster: which OSDs and client nodes a run uses,
+preflight against what a real cluster says of itself, rollout, fio servers, steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crimsonbench.controller.decide import (
+    ClusterFacts,
+    NodeInfo,
+    OsdPod,
+    PodState,
+    Progress,
+    expected_jobs,
+    next_step_index,
+    preflight,
+    rollout,
+    select_client_nodes,
+    select_osds,
+    server_addresses,
+)
+from crimsonbench.errors import ExecutionError, InvalidSpec
+from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.hosts import ClusterLayout
+from crimsonbench.plan.topology import parse_lscpu_json
+from crimsonbench.results.step_log import parse_sections
+from crimsonbench.spec.models import ClientSpec, RookTarget, validate_spec
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+# what the facts Job printed on a real pacific cluster (tests/fixtures/ceph/capture.py)
+PACIFIC = ClusterFacts.from_sections(
+    parse_sections((FIXTURES / "ceph" / "facts-16.2.15-classic.txt").read_text())
+)
+ADJ = parse_lscpu_json((FIXTURES / "lscpu" / "adjacent-2s-8c-ht.json").read_text())
+
+
+def pods(**placement: str | None) -> list[OsdPod]:
+    return [OsdPod(int(k[3:]), v, ready=True) for k, v in placement.items()]
+
+
+# ---------------------------------------------------------------- where OSDs run
+
+
+def test_every_osd_stays_where_rook_runs_it() -> None:
+    found = select_osds(pods(osd0="a", osd1="b", osd2="a"), RookTarget(cluster_name="c"))
+    assert found == {0: "a", 1: "b", 2: "a"}
+
+
+def test_osd_nodes_and_ids_narrow_the_run() -> None:
+    p = pods(osd0="a", osd1="b", osd2="a", osd3="c")
+    assert select_osds(p, RookTarget(cluster_name="c", osd_nodes=["a"])) == {0: "a", 2: "a"}
+    only = RookTarget(cluster_name="c", osd_nodes=["a", "c"], osd_ids=[3])
+    assert select_osds(p, only) == {3: "c"}
+
+
+def test_a_node_without_osds_is_refused_naming_the_field() -> None:
+    with pytest.raises(InvalidSpec, match="no OSD of the cluster runs on z") as err:
+        select_osds(pods(osd0="a"), RookTarget(cluster_name="c", osd_nodes=["z"]))
+    assert err.value.field == "spec.target.rook.osdNodes"
+    with pytest.raises(InvalidSpec, match=r"osd\(s\) \[5\]") as err:
+        select_osds(pods(osd0="a"), RookTarget(cluster_name="c", osd_ids=[5]))
+    assert err.value.field == "spec.target.rook.osdIds"
+
+
+def test_an_unscheduled_osd_stops_planning_and_terminating_pods_do_not_count() -> None:
+    with pytest.raises(ExecutionError, match=r"\[1\] are not running"):
+        select_osds(pods(osd0="a", osd1=None), RookTarget(cluster_name="c"))
+    old = OsdPod(1, "x", ready=False, terminating=True)
+    assert select_osds([*pods(osd0="a"), old], RookTarget(cluster_name="c")) == {0: "a"}
+
+
+def test_osd_count_must_match_the_cluster() -> None:
+    spec = validate_spec(
+        {
+            "target": {"rook": {"clusterName": "c"}},
+            "osd": {"flavor": "classic", "count": 3},
+            "client": {"cpuSet": "15", "node": "a"},
+        }
+    )
+    layout = ClusterLayout({"a": ADJ, "b": ADJ}, {0: "a", 1: "b"}, ("a",))
+    with pytest.raises(InvalidSpec, match="plans 3 OSDs but 2 are selected") as err:
+        build_plan("r", spec, layout)
+    assert err.value.field == "spec.osd.count"
+
+
+# ---------------------------------------------------------------- client nodes
+
+
+NODES = [
+    NodeInfo("w3", {"role": "client"}),
+    NodeInfo("w1", {"role": "client"}),
+    NodeInfo("w2", {"role": "storage"}),
+]
+
+
+def test_client_nodes_named_or_selected_by_label_in_name_order() -> None:
+    assert select_client_nodes(ClientSpec(nodes=["w2", "w1"]), NODES) == ("w2", "w1")
+    assert select_client_nodes(ClientSpec(node="w3"), NODES) == ("w3",)
+    chosen = select_client_nodes(ClientSpec(node_selector={"role": "client"}), NODES)
+    assert chosen == ("w1", "w3")
+    one = ClientSpec(node_selector={"role": "client"}, count=1)
+    assert select_client_nodes(one, NODES) == ("w1",)
+
+
+def test_client_node_problems_name_the_field() -> None:
+    with pytest.raises(InvalidSpec, match="no node named nope") as err:
+        select_client_nodes(ClientSpec(nodes=["w1", "nope"]), NODES)
+    assert err.value.field == "spec.client.nodes"
+    few = ClientSpec(node_selector={"role": "client"}, count=3)
+    with pytest.raises(InvalidSpec, match="2 node") as err:
+        select_client_nodes(few, NODES)
+    assert err.value.field == "spec.client.nodeSelector"
+
+
+# ---------------------------------------------------------------- preflight, real facts
+
+
+def spec(**osd: Any) -> Any:
+    return validate_spec(
+        {
+            "target": {"rook": {"clusterName": "c"}},
+            "osd": {"count": 2, **osd},
+            "client": {"node": "vm", "pool": "bench"},
+        }
+    )
+
+
+def test_a_classic_spec_on_the_classic_pacific_cluster_passes() -> None:
+    assert (
+        preflight(spec(flavor="classic", objectStore="memstore"), PACIFIC, {0: "vm", 1: "vm"}) == ""
+    )
+
+
+def test_a_crimson_spec_against_classic_osds_is_refused_saying_so() -> None:
+    with pytest.raises(InvalidSpec, match=r"osd\.0 on vm is a classic ceph-osd OSD") as err:
+        preflight(spec(flavor="crimson", objectStore="bluestore"), PACIFIC, {0: "vm", 1: "vm"})
+    assert err.value.field == "spec.osd.flavor"
+
+
+def test_the_object_store_must_be_the_one_deployed() -> None:
+    with pytest.raises(InvalidSpec, match="osd.0 runs memstore") as err:
+        preflight(spec(flavor="classic", objectStore="bluestore"), PACIFIC, {0: "vm"})
+    assert err.value.field == "spec.osd.objectStore"
+
+
+def test_an_existing_pool_is_never_adopted() -> None:
+    s = validate_spec(
+        {
+            "target": {"rook": {"clusterName": "c"}},
+            "osd": {"flavor": "classic", "objectStore": "memstore", "count": 1},
+            "client": {"node": "vm", "pool": "rbd"},
+        }
+    )
+    with pytest.raises(InvalidSpec, match="pool rbd exists already") as err:
+        preflight(s, PACIFIC, {0: "vm"})
+    assert err.value.field == "spec.client.pool"
+
+
+def test_the_option_names_come_from_the_mons_and_pacific_has_no_cpu_set() -> None:
+    """Real pacific mons know crimson_osd_* options but no crimson CPU-set option."""
+    assert {o for o in PACIFIC.known_options if o.startswith("crimson_")} == {
+        "crimson_osd_obc_lru_size",
+        "crimson_osd_scheduler_concurrency",
+    }
+    crimson_facts = ClusterFacts(
+        PACIFIC.known_options,
+        {0: PACIFIC.osds[0].__class__(0, True, "bluestore", "vm")},
+        PACIFIC.pools,
+    )
+    with pytest.raises(InvalidSpec, match="know no crimson CPU-set option"):
+        preflight(spec(flavor="crimson", objectStore="bluestore"), crimson_facts, {0: "vm"})
+
+
+# ---------------------------------------------------------------- rollout
+
+
+def _plan(**client: Any) -> Any:
+    s = validate_spec(
+        {
+            "target": {"rook": {"clusterName": "c"}},
+            "osd": {"flavor": "classic", "count": 2, "cpuSet": "0-3"},
+            "client": {"cpuSet": "8-11", **client},
+        }
+    )
+    nodes = client.get("nodes") or [client["node"]]
+    layout = ClusterLayout({n: ADJ for n in {"a", "b", *nodes}}, {0: "a", 1: "b"}, tuple(nodes))
+    return build_plan("r", s, layout)
+
+
+def test_rollout_waits_for_rook_then_every_osd_with_the_planned_limits() -> None:
+    plan = _plan(node="a")
+    want = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
+    ready = {"observedGeneration": 3, "phase": "Ready"}
+    old = [OsdPod(0, "a", True, "1", "1Gi"), OsdPod(1, "b", True, "1", "1Gi")]
+    new = [OsdPod(0, "a", True, *want), OsdPod(1, "b", True, *want)]
+    assert not rollout(plan, {0: "a", 1: "b"}, new, {"observedGeneration": 2}, 3).done
+    assert "not rolled out" in rollout(plan, {0: "a", 1: "b"}, old, ready, 3).message
+    starting = [OsdPod(0, "a", False, *want), new[1]]
+    assert "not Ready" in rollout(plan, {0: "a", 1: "b"}, starting, ready, 3).message
+    assert rollout(plan, {0: "a", 1: "b"}, new, ready, 3) == Progress(
+        True, "2 OSDs Ready with the planned resources"
+    )
+
+
+def test_an_osd_that_moved_fails_the_run() -> None:
+    plan = _plan(node="a")
+    want = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
+    moved = [OsdPod(0, "a", True, *want), OsdPod(1, "a", True, *want)]
+    with pytest.raises(ExecutionError, match="osd.1 moved from node b to a"):
+        rollout(plan, {0: "a", 1: "b"}, moved, {"observedGeneration": 1, "phase": "Ready"}, 1)
+
+
+# ---------------------------------------------------------------- fio servers and steps
+
+
+def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
+    plan = _plan(nodes=["a", "c"])
+    up = {"a": PodState("Running", True, "10.0.0.1", "a"), "c": PodState("Pending")}
+    waiting = server_addresses(plan, up, 8765)
+    assert isinstance(waiting, Progress) and "c (Pending)" in waiting.message
+    up["c"] = PodState("Running", True, "10.0.0.3", "c")
+    assert server_addresses(plan, up, 8765) == {"a": "10.0.0.1:8765", "c": "10.0.0.3:8765"}
+    up["c"] = PodState("Failed", reason="Evicted")
+    with pytest.raises(ExecutionError, match="fio server of c ended"):
+        server_addresses(plan, up, 8765)
+
+
+def test_next_step_and_expected_job_counts() -> None:
+    plan = _plan(nodes=["a", "c"])
+    ids = [s.id for s in plan.steps]
+    assert next_step_index(plan, [], []) == 0
+    assert next_step_index(plan, ids[:2], [ids[2]]) == 3
+    assert next_step_index(plan, ids, []) is None
+    # the default 32 images over two clients, one job per image
+    assert expected_jobs(plan, 0) == {"a": 16, "c": 16}

@@ -1,0 +1,400 @@
+"""The Jobs of a run (fio servers and clients, probe, facts, images, ceph commands), Ceph
+access and the Rook client/pool: golden files, the fields that matter, names, and the
+kubernetes client's own models. The Job scripts themselves run against real fio, rbd and
+a real cluster in test_job_scripts.py."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from manifest_inputs import NODE, SEASTORE_56, XEON, bluestore_8x5, plan_of
+
+from crimsonbench.controller.settings import Settings
+from crimsonbench.errors import InvalidSpec
+from crimsonbench.manifests import fio, maintenance
+from crimsonbench.manifests.ceph_access import (
+    CephAccess,
+    ceph_access_env,
+    ceph_access_for,
+    ceph_access_volumes,
+    external_access,
+    rook_access,
+    rook_client_access,
+)
+from crimsonbench.manifests.naming import dns_name, label_value
+from crimsonbench.manifests.pods import PodOptions
+from crimsonbench.manifests.rook_objects import ceph_client, cephblockpool
+from crimsonbench.plan.build import build_plan
+from crimsonbench.spec.models import ExternalTarget, validate_spec
+
+IMAGE = "quay.io/example/crimsonbench-fio:1.0"
+OPTS = PodOptions(image=IMAGE)
+RUN = "blue-8osd-5reactor-socket"
+SERVERS = {NODE: "10.0.0.7:8765"}
+
+
+def socket_plan() -> Any:
+    return plan_of(RUN, bluestore_8x5("socket"))
+
+
+def two_client_plan() -> Any:
+    doc = bluestore_8x5("socket")
+    doc["client"] = {**doc["client"], "node": None, "nodes": ["client-a", "client-b"]}
+    del doc["client"]["node"]
+    return plan_of(RUN, doc)
+
+
+# ---------------------------------------------------------------- golden
+
+
+def test_golden_fio_server_and_step(golden: Any) -> None:
+    _, plan = socket_plan()
+    step = plan.steps[0]
+    access = rook_client_access("rook-ceph", plan.pool.user)
+    golden(
+        "job-fio-server-and-step.yaml",
+        [
+            fio.fio_server_job(RUN, plan.clients[0], plan, access, OPTS),
+            fio.fio_jobs_configmap(RUN, step.id, step.jobs, "rook-ceph"),
+            fio.fio_client_job(
+                RUN,
+                step.id,
+                step.jobs,
+                SERVERS,
+                "rook-ceph",
+                OPTS,
+                deadline_s=plan.timing.deadline_s,
+                node=NODE,
+            ),  # fmt: skip
+        ],
+    )
+
+
+def test_golden_maintenance_and_rook_objects(golden: Any) -> None:
+    _, plan = socket_plan()
+    admin, user = rook_access("rook-ceph"), rook_client_access("rook-ceph", plan.pool.user)
+    golden(
+        "job-maintenance-cephclient-cephblockpool.yaml",
+        [
+            maintenance.topology_probe_job(RUN, NODE, "crimsonbench", OPTS),
+            maintenance.cluster_facts_job(RUN, admin, OPTS),
+            maintenance.create_images_job(RUN, "rbd", plan.pool.images, 2**30, user, OPTS),
+            maintenance.ceph_commands_job(RUN, "setup", plan.ceph.commands, admin, OPTS),
+            ceph_client(RUN, plan.pool, namespace="rook-ceph"),
+            cephblockpool(RUN, plan.pool, namespace="rook-ceph"),
+        ],
+    )
+
+
+# ---------------------------------------------------------------- fio servers
+
+
+def test_a_server_per_client_node_pinned_guaranteed_and_ready_when_listening() -> None:
+    _, plan = two_client_plan()
+    access = rook_client_access("rook-ceph", plan.pool.user)
+    jobs = [fio.fio_server_job(RUN, c, plan, access, OPTS, port=9000) for c in plan.clients]
+    assert len({j["metadata"]["name"] for j in jobs}) == 2
+    for client, job in zip(plan.clients, jobs, strict=True):
+        pod = job["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["CB_CPUS"] == client.cpuset and env["CB_PORT"] == "9000"
+        assert 'taskset -c "$CB_CPUS" fio --server' in container["command"][2]
+        res = container["resources"]
+        assert res["requests"] == res["limits"]
+        assert res["limits"]["cpu"] == str(len(client.cpus))
+        assert res["limits"]["memory"] == f"{128 + 256 * len(client.images)}Mi"
+        assert container["readinessProbe"]["tcpSocket"] == {"port": 9000}
+        terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert terms["nodeSelectorTerms"][0]["matchFields"][0]["values"] == [client.node]
+        # the run's own cephx user (its Secret), never Rook's admin key
+        secret = next(v for v in pod["volumes"] if v["name"] == "ceph-secret")
+        assert secret["secret"]["secretName"] == f"rook-ceph-client-{plan.pool.user}"
+        # it lives as long as the whole run may
+        assert job["spec"]["activeDeadlineSeconds"] == fio.run_deadline_s(plan)
+    # the images are spread over the two clients, each job file pinned to its client
+    assert [len(c.images) for c in plan.clients] == [4, 4]
+    for job in plan.steps[0].jobs:
+        assert f"cpus_allowed={plan.client(job.client).cpuset}" in job.job_file
+
+
+def test_a_local_client_has_no_server() -> None:
+    spec = validate_spec(
+        {"target": {"local": {}}, "osd": {"flavor": "classic"}, "client": {"cpuSet": "1"}}
+    )
+    plan = build_plan("l", spec, XEON)
+    with pytest.raises(ValueError, match="no node"):
+        fio.fio_server_job("l", plan.clients[0], plan, rook_access(), OPTS)
+
+
+# ---------------------------------------------------------------- the fio client of a step
+
+
+def test_the_client_job_sends_each_server_its_job_files_and_holds_no_secret() -> None:
+    _, plan = two_client_plan()
+    step = plan.steps[0]
+    servers = {"client-a": "10.0.0.1:8765", "client-b": "10.0.0.2:8765"}
+    job = fio.fio_client_job(RUN, step.id, step.jobs, servers, "rook-ceph", OPTS,
+                             deadline_s=plan.timing.deadline_s)  # fmt: skip
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    args = container["command"][4:]
+    a = args.index("--client=ip:10.0.0.1,8765")
+    b = args.index("--client=ip:10.0.0.2,8765")
+    files_a, files_b = args[a + 1 : b], args[b + 1 :]
+    assert files_a == [f"/jobs/{j.name}.fio" for j in step.jobs_of("client-a")]
+    assert files_b == [f"/jobs/{j.name}.fio" for j in step.jobs_of("client-b")]
+    assert "env" not in container  # no Ceph user, no key: the servers do the I/O
+    names = {v["name"] for v in job["spec"]["template"]["spec"]["volumes"]}
+    assert names == {"jobs", "results"}
+    assert job["spec"]["activeDeadlineSeconds"] == 300 + 10 + 120
+    assert job["metadata"]["labels"]["bench.crimson.ceph.io/step"] == step.id
+    assert job["metadata"]["labels"]["bench.crimson.ceph.io/role"] == "fio"
+
+
+def test_job_files_configmap_too_large_names_the_field() -> None:
+    doc = bluestore_8x5("osd")
+    doc["client"].update(images=1024, processesPerImage=4)
+    _, plan = plan_of(RUN, doc)
+    with pytest.raises(InvalidSpec) as err:
+        fio.fio_jobs_configmap(RUN, plan.steps[0].id, plan.steps[0].jobs, "ns")
+    assert err.value.field == "spec.client.images"
+
+
+def test_seastore_reference_plan_server() -> None:
+    _, plan = plan_of("seastore-1osd-56reactor", SEASTORE_56)
+    job = fio.fio_server_job("s", plan.clients[0], plan, rook_access(), OPTS)
+    assert job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "56"
+    assert len(plan.steps[-1].jobs) == 32
+
+
+# ---------------------------------------------------------------- access
+
+
+def test_external_access() -> None:
+    target = ExternalTarget.model_validate(
+        {"monHost": "10.0.0.1,10.0.0.2", "user": "bench", "keyringSecret": {"name": "kr"}}
+    )
+    access = external_access("bench-ns", target)
+    env = {e["name"]: e.get("value") for e in ceph_access_env(access)}
+    assert env == {"CEPH_CONF": "/etc/ceph/ceph.conf", "CEPH_USERNAME": "bench",
+                   "CEPH_MON_HOST": "10.0.0.1,10.0.0.2"}  # fmt: skip
+    volumes = ceph_access_volumes(access)
+    assert volumes[1]["secret"] == {
+        "secretName": "kr",
+        "items": [{"key": "keyring", "path": "keyring"}],
+        "defaultMode": 0o440,
+    }
+    assert "mon-endpoints" not in [v["name"] for v in volumes]
+    with pytest.raises(InvalidSpec) as err:
+        external_access("ns", ExternalTarget(mon_host="m", keyring_file="/k"))
+    assert err.value.field == "spec.target.external.keyringSecret"
+
+
+def test_access_for_spec() -> None:
+    spec, plan = socket_plan()
+    assert ceph_access_for(spec, "runs") == rook_access("rook-ceph")
+    local = validate_spec({"target": {"local": {}}})
+    with pytest.raises(InvalidSpec):
+        ceph_access_for(local, "runs")
+    assert plan.pool.user == f"{RUN}-fio"  # on Rook fio runs as the run's own CephClient
+    assert rook_client_access("rook-ceph", plan.pool.user).secret_name == (
+        f"rook-ceph-client-{RUN}-fio"
+    )
+    with pytest.raises(ValueError, match="exactly one"):
+        CephAccess("ns", "s", "k")
+
+
+def test_a_pod_must_run_where_its_secret_is() -> None:
+    _, plan = socket_plan()
+    body = maintenance.create_images_job(
+        RUN, "rbd", plan.pool.images, 1, rook_access("rook-ceph"), OPTS
+    )
+    assert body["metadata"]["namespace"] == "rook-ceph"
+
+
+# ---------------------------------------------------------------- small Jobs
+
+
+def test_probe_job() -> None:
+    job = maintenance.topology_probe_job("r", "node-a.example.com", "ops", OPTS)
+    pod = job["spec"]["template"]["spec"]
+    assert pod["containers"][0]["command"] == [
+        "lscpu", "-e=CPU,NODE,SOCKET,CORE,ONLINE", "--json",
+    ]  # fmt: skip
+    assert pod["tolerations"] == [{"operator": "Exists"}]
+    assert job["metadata"]["namespace"] == "ops"
+    assert job["metadata"]["labels"]["bench.crimson.ceph.io/role"] == "probe"
+
+
+def test_facts_job_only_reads() -> None:
+    job = maintenance.cluster_facts_job("r", rook_access(), OPTS)
+    script = job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    commands = [line for line in script.splitlines() if line.startswith("ceph ")]
+    assert [c.split('"$user" ')[1] for c in commands] == [
+        "config ls --format json",
+        "osd metadata --format json",
+        "osd pool ls --format json",
+        "versions --format json",
+    ]
+
+
+def test_remove_images_job_outlives_the_run_and_names_its_images() -> None:
+    job = maintenance.remove_images_job("r", "bench", ["img-0", "img-1"], rook_access(), OPTS)
+    assert job["metadata"]["labels"]["bench.crimson.ceph.io/role"] == maintenance.ROLE_RBD_CLEANUP
+    assert job["spec"]["ttlSecondsAfterFinished"] == 3600
+    env = {
+        e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["CB_POOL"] == "bench" and env["CB_IMAGES"] == "img-0 img-1"
+    with pytest.raises(ValueError, match="not a valid"):
+        maintenance.remove_images_job("r", "bench", ["bad name"], rook_access(), OPTS)
+
+
+def test_every_job_builder_takes_the_operators_pod_options() -> None:
+    """CRIMSONBENCH_HOST_NETWORK / _JOB_TOLERATIONS / _IMAGE_PULL_POLICY reach every pod the
+    operator creates (a Ceph only the host reaches must be reachable from all of them)."""
+    opts = Settings(
+        host_network=True,
+        job_tolerations=[{"key": "storage", "operator": "Exists", "effect": "NoSchedule"}],
+        image_pull_policy="Never",
+    ).pod_options()
+    _, plan = socket_plan()
+    access = rook_access()
+    step = plan.steps[0]
+    built = {
+        "server": fio.fio_server_job(RUN, plan.clients[0], plan, access, opts),
+        "client": fio.fio_client_job(RUN, step.id, step.jobs, SERVERS, "ns", opts, deadline_s=1),
+        "ceph": maintenance.ceph_commands_job(RUN, "setup", [["status"]], access, opts),
+        "facts": maintenance.cluster_facts_job(RUN, access, opts),
+        "images": maintenance.create_images_job(RUN, "p", ["i"], 1, access, opts),
+        "probe": maintenance.topology_probe_job(RUN, NODE, "ns", opts),
+    }
+    for what, job in built.items():
+        pod = job["spec"]["template"]["spec"]
+        assert pod["hostNetwork"] is True, what
+        assert pod["dnsPolicy"] == "ClusterFirstWithHostNet", what
+        assert pod["containers"][0]["imagePullPolicy"] == "Never", what
+        assert pod["containers"][0]["image"] == opts.image, what
+        want = [{"operator": "Exists"}] if what == "probe" else list(opts.tolerations)
+        assert pod["tolerations"] == want, what
+        assert pod["securityContext"]["runAsNonRoot"] is True, what
+        assert pod["automountServiceAccountToken"] is False, what
+        assert job["spec"]["backoffLimit"] == 0, what
+
+
+# ---------------------------------------------------------------- Rook objects
+
+
+def test_ceph_client_caps_limited_to_the_pool() -> None:
+    _, plan = socket_plan()
+    client = ceph_client(RUN, plan.pool)
+    assert client["metadata"]["name"] == plan.pool.user  # cephx user client.<name>
+    assert client["spec"]["caps"] == {"mon": "profile rbd", "osd": "profile rbd pool=rbd"}
+
+
+def test_cephblockpool_size_one() -> None:
+    _, plan = socket_plan()
+    pool = cephblockpool(RUN, plan.pool)
+    assert pool["metadata"]["name"] == "rbd"  # Rook names the Ceph pool after the CR
+    assert "name" not in pool["spec"]  # only .mgr, .nfs and .rgw.root may differ
+    assert pool["metadata"]["labels"]["bench.crimson.ceph.io/run"] == RUN
+    assert pool["spec"]["replicated"] == {"size": 1, "requireSafeReplicaSize": False}
+    assert pool["spec"]["parameters"]["pg_num"] == "128"
+    assert pool["metadata"]["annotations"] == {"rook.io/force-deletion": "true"}
+    _, kept = plan_of(RUN, {**bluestore_8x5("osd"), "keepImages": True})
+    assert "annotations" not in cephblockpool(RUN, kept.pool)["metadata"]
+
+
+def test_cephblockpool_needs_an_object_name() -> None:
+    doc = bluestore_8x5("osd")
+    doc["client"]["pool"] = "bench_Pool"
+    _, plan = plan_of(RUN, doc)
+    with pytest.raises(InvalidSpec) as err:
+        cephblockpool(RUN, plan.pool)
+    assert err.value.field == "spec.client.pool"
+
+
+def test_rook_objects_are_valid_for_rook() -> None:
+    from test_manifests_cephcluster import validate_against
+
+    _, plan = socket_plan()
+    validate_against("CephClient", ceph_client(RUN, plan.pool, namespace="rook-ceph"))
+    validate_against("CephBlockPool", cephblockpool(RUN, plan.pool, namespace="rook-ceph"))
+
+
+# ---------------------------------------------------------------- names and models
+
+
+def test_names_are_dns_labels() -> None:
+    _, plan = socket_plan()
+    long_run = "a" * 60
+    names = {fio.fio_client_job(long_run, s.id, s.jobs, SERVERS, "n", OPTS, deadline_s=1)
+             ["metadata"]["name"] for s in plan.steps}  # fmt: skip
+    assert len(names) == len(plan.steps)
+    for name in names:
+        assert len(name) <= 63 and re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", name)
+    assert dns_name("run", "000-randread4k-qd001-r1") == "run-000-randread4k-qd001-r1"
+    assert dns_name("My.Run") != dns_name("my-run")
+
+
+@given(st.lists(st.text(min_size=0, max_size=90), min_size=1, max_size=4))
+def test_dns_name_always_valid(parts: list[str]) -> None:
+    name = dns_name(*parts)
+    assert 1 <= len(name) <= 63
+    assert re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", name), name
+
+
+@given(st.text(max_size=100))
+def test_label_value_always_valid(value: str) -> None:
+    out = label_value(value)
+    assert len(out) <= 63
+    assert out == "" or re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", out), out
+
+
+def test_kubernetes_models_know_every_field() -> None:
+    """Every key is a field of the kubernetes client's models (a typo would be pruned or
+    rejected by the API server)."""
+    k8s = pytest.importorskip("kubernetes.client")
+    _, plan = two_client_plan()
+    step = plan.steps[0]
+    external = ExternalTarget.model_validate({"monHost": "m", "keyringSecret": {"name": "s"}})
+    access = external_access("ns", external)
+    servers = {"client-a": "1.1.1.1:1", "client-b": "1.1.1.2:1"}
+    objects = {
+        "V1Job": [
+            fio.fio_server_job(RUN, plan.clients[0], plan, access, OPTS),
+            fio.fio_client_job(RUN, step.id, step.jobs, servers, "ns", OPTS, deadline_s=1),
+            maintenance.topology_probe_job(RUN, NODE, "x", OPTS),
+            maintenance.cluster_facts_job(RUN, access, OPTS),
+            maintenance.remove_images_job(RUN, "p", ["i"], access, OPTS),
+        ],
+        "V1ConfigMap": [fio.fio_jobs_configmap(RUN, step.id, step.jobs, "ns")],
+    }
+    for model, docs in objects.items():
+        for doc in docs:
+            assert _unknown(k8s, model, doc) == [], model
+
+
+def _unknown(k8s: Any, model: str, value: Any, path: str = "") -> list[str]:
+    if model.startswith("list["):
+        return [
+            u for i, v in enumerate(value) for u in _unknown(k8s, model[5:-1], v, f"{path}[{i}]")
+        ]
+    if model.startswith("dict("):
+        inner = model[model.index(",") + 1 : -1].strip()
+        return [u for k, v in value.items() for u in _unknown(k8s, inner, v, f"{path}.{k}")]
+    cls = getattr(k8s, model, None)
+    if cls is None:  # str, int, bool, object
+        return []
+    by_json = {json_key: attr for attr, json_key in cls.attribute_map.items()}
+    out = []
+    for key, v in value.items():
+        if key not in by_json:
+            out.append(f"{path}.{key}")
+        else:
+            out += _unknown(k8s, cls.openapi_types[by_json[key]], v, f"{path}.{key}")
+    return out
