@@ -1,7 +1,8 @@
 """Local mode fidelity and overhead, on one real throwaway cluster.
 
-Fidelity: the same fio job files run by hand (`taskset -c <client> fio ...`, as an engineer
-would) and through our step executor, interleaved A/B/A/B so machine noise hits both alike;
+Fidelity: the same fio job files run by hand (`taskset -c <client> fio ...`, one fio per
+image, as an engineer would) and through our step executor (one pinned fio per client with
+every job file of the client), interleaved A/B/A/B so machine noise hits both alike;
 prints the IOPS ratio ours/hand per pair (goal >= 0.98).
 Overhead: wall time of a step beyond runtime + ramp (goal < 1 s).
 
@@ -25,6 +26,7 @@ from crimsonbench.local.topology_probe import local_topology
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.types import Step
 from crimsonbench.results.fio_json import combine, parse_fio_json
+from crimsonbench.results.store import ResultStore
 from crimsonbench.spec.models import validate_spec
 
 
@@ -69,31 +71,26 @@ def main() -> None:
             "sweep": {"iodepths": [args.iodepth], "runtimeSeconds": args.runtime, "rampSeconds": 1},
         }
     )
-    plan = build_plan("bench", spec, local_topology(), None)
+    plan = build_plan("bench", spec, local_topology())
     step = plan.steps[0]
     local = spec.target.local
     assert local is not None  # noqa: S101
     ratios, overheads = [], []
     with (
         tempfile.TemporaryDirectory() as tmp,
-        LocalCluster(local, spec.osd, plan.cpu.osds, plan.ceph) as cluster,
+        LocalCluster(local, spec.osd, plan.local_host.cpu.osds, plan.ceph) as cluster,
     ):
-        cluster.create_pool("rbd", 32)
-        cluster.create_images(plan.images, 128 * 2**20)
-        cluster.prefill(plan.images, 128 * 2**20)
+        cluster.create_pool("rbd", 32, plan.client_options)
+        cluster.create_images(plan.images, plan.pool.image_size_bytes)
+        cluster.prefill(plan.images, plan.pool.image_size_bytes)
         env = {**os.environ, **cluster.client_conf().env}
         ctx = StepContext(
-            cpu=plan.cpu,
-            env=env,
-            osd_pids=cluster.osd_pids,
-            health_check=cluster.health_check,
-            sample_interval=1.0,
-            deadline_s=args.runtime + 60,
+            plan=plan, env=env, osd_pids=cluster.osd_pids, health_check=cluster.health_check
         )
         for i in range(args.pairs):
-            hand = by_hand(step, Path(tmp), plan.cpu.client_cpuset, env)
+            hand = by_hand(step, Path(tmp), plan.clients[0].cpuset, env)
             t0 = time.monotonic()
-            ours = run_step(step, Path(tmp) / f"ours-{i}", ctx)
+            ours = run_step(step, ResultStore(Path(tmp) / f"ours-{i}"), ctx)
             wall = time.monotonic() - t0
             overhead = wall - args.runtime - 1
             ratios.append(ours.fio.iops / hand)

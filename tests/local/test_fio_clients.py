@@ -18,6 +18,7 @@ from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC, step_job_file
 from crimsonbench.plan.types import ClientPlan, FioJob, Step
 from crimsonbench.results.fio_json import combine, combine_clients, parse_fio_json
+from crimsonbench.results.histogram import LatencyHistogram
 from crimsonbench.results.iops_log import iops_log_job, job_start_ms, start_skew_ms
 from crimsonbench.results.store import ResultStore
 from crimsonbench.spec.models import ClientSpec, SweepSpec, WorkloadSpec
@@ -71,6 +72,14 @@ def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> 
     assert total.iops == pytest.approx(sum(s.iops for s in per_client.values()))
     assert total.total_ios == sum(s.total_ios for s in per_client.values())
     assert total.jobs == 3
+    # fio wrote json+: the step's percentiles are read from the merged histograms of every
+    # job of both clients, exactly as fio reads its own
+    assert total.percentiles_exact and all(c.percentiles_exact for c in per_client.values())
+    merged = LatencyHistogram.merge(
+        d.hist for jobs in outputs.values() for j in jobs for d in j.directions if d.hist
+    )
+    assert total.clat_p99_ms == merged.percentile(99.0) / 1e6
+    assert total.clat_max_ms == merged.max_ns / 1e6
     # started together: the skew comes from each job's own IOPS log
     starts: dict[str, list[int | None]] = {}
     for path in store.iops_logs(step.id):

@@ -26,7 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crimsonbench.errors import ParseError
-from crimsonbench.results.fio_json import combine, find_json_document, parse_fio_json
+from crimsonbench.results.fio_doc import find_json_document
+from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.histogram import (
     PLAT_NR,
     LatencyHistogram,

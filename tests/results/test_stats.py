@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crimsonbench.errors import ParseError
+from crimsonbench.results.iops_log import parse_iops_log, per_second_series
 from crimsonbench.results.stats import (
     betainc,
     block_length,
@@ -29,8 +30,6 @@ from crimsonbench.results.stats import (
     bootstrap_interval,
     confidence_interval,
     mean,
-    parse_iops_log,
-    per_second_series,
     stdev,
     t_cdf,
     t_quantile,

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crimsonbench.results.fio_json import combine, parse_fio_json
-from crimsonbench.results.stats import per_second_series, welch
+from crimsonbench.results.iops_log import per_second_series
+from crimsonbench.results.stats import welch
 from crimsonbench.results.types import ResourceSummary, StepResult
 from crimsonbench.results.verdict import (
     BETTER,

@@ -13,16 +13,13 @@ from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
 from crimsonbench.manifests import fio, maintenance, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
 from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
-from crimsonbench.manifests.results import (
-    read_results_configmaps,
-    results_configmaps,
-    status_summary,
-)
+from crimsonbench.manifests.results import read_results_configmaps, results_configmaps
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
 from crimsonbench.plan.types import FioJob, RunPlan, Step
 from crimsonbench.results import step_log
 from crimsonbench.results.fio_json import JobStats, combine_clients, parse_fio_json
 from crimsonbench.results.iops_log import iops_log_job, job_start_ms, start_skew_ms
+from crimsonbench.results.status_summary import status_summary
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import StepResult
 

@@ -65,7 +65,7 @@ class FioGroup:
             files = [self._store.write_job_file(self._step.id, j.name, j.job_file) for j in jobs]
             paths = self._store.fio_paths(self._step.id, client.name)
             # The eta line each second is our live IOPS readout; the JSON goes to --output.
-            args = ["fio", "--output-format=json", f"--output={paths.output}", "--eta=always",
+            args = ["fio", "--output-format=json+", f"--output={paths.output}", "--eta=always",
                     "--eta-newline=1", *map(str, files)]  # fmt: skip
             argvs.append((client, paths, args))
         # Every client's files are written first, so the starts are as close as Popen allows.

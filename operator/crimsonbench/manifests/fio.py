@@ -146,7 +146,7 @@ def fio_jobs_configmap(
 CLIENT_SCRIPT = f"""\
 cd {RESULTS_DIR}
 rc=0
-fio --output-format=json --output={FIO_OUTPUT} "$@" > fio.log 2>&1 || rc=$?
+fio --output-format=json+ --output={FIO_OUTPUT} "$@" > fio.log 2>&1 || rc=$?
 if [ -s fio.log ]; then echo "==> fio.log <=="; cat fio.log; fi
 echo "==> {FIO_OUTPUT} <=="
 cat {FIO_OUTPUT} 2>/dev/null || true

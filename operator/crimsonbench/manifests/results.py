@@ -9,17 +9,12 @@ ConfigMap, split so that each stays under the API server's 1 MiB object limit.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
 from crimsonbench.manifests.naming import GROUP, dns_name, labels, metadata
-from crimsonbench.results.rules import average_repeats, by_workload, peak, should_stop
-from crimsonbench.results.sweep_state import latency_target_missed
 from crimsonbench.results.types import RunInfo, StepResult
-from crimsonbench.spec.models import BenchmarkRunSpec, SweepSpec
-from crimsonbench.spec.status import BenchmarkRunStatus, StepSummary, WorkloadPeak
 
 RESULTS_KEY = "results.json"
 RUN_INFO_KEY = "run.json"  # RunInfo of the run, as results.store writes it
@@ -31,7 +26,6 @@ ANNOTATION_STEPS = f"{GROUP}/steps"
 # (validateConfigMap); the request body escapes the quotes once more, which its 3 MiB body
 # limit absorbs, and etcd stores protobuf (no escaping) under its 1.5 MiB limit.
 DEFAULT_LIMIT = 900_000
-STATUS_STEPS = 200  # steps kept in .status (the newest); all of them are in the ConfigMaps
 
 
 # ---------------------------------------------------------------- ConfigMaps
@@ -148,84 +142,3 @@ def read_run_configmap(cm: Mapping[str, Any]) -> tuple[RunInfo, dict[str, Any]]:
     raw = json.loads(data[RUN_INFO_KEY])
     known = {f.name for f in fields(RunInfo)}
     return RunInfo(**{k: v for k, v in raw.items() if k in known}), json.loads(data[PLAN_KEY])
-
-
-# ---------------------------------------------------------------- .status
-
-
-def status_summary(
-    results: Sequence[StepResult], spec: BenchmarkRunSpec, *, max_steps: int = STATUS_STEPS
-) -> dict[str, Any]:
-    """{"steps": [...], "peaks": [...], "peakIops": n} for .status, with the key names of
-    spec.status (StepSummary, WorkloadPeak; camelCase). steps: the newest max_steps
-    results in step order (.status must stay small; all are in the results ConfigMaps),
-    each with the reason the sweep stopped after it, if it did. peaks: per workload (in
-    spec order), the step with the most IOPS, or MiB/s for sequential workloads, after
-    averaging repeats. peakIops: the most IOPS any workload reached (repeats averaged)."""
-    ordered = sorted(results, key=lambda r: r.step_id)
-    stops = _stop_reasons(ordered, spec.sweep)
-    steps = [_step_summary(r, stops.get(r.step_id, "")) for r in ordered[-max_steps:]]
-    groups = by_workload(average_repeats(ordered))
-    bandwidth = {w.key: w.reports_bandwidth for w in spec.workloads}
-    order = [w.key for w in spec.workloads] + sorted(set(groups) - set(bandwidth))
-    peaks: list[WorkloadPeak] = []
-    for workload in order:
-        if workload not in groups:
-            continue
-        best = peak(groups[workload], bandwidth.get(workload))
-        peaks.append(
-            WorkloadPeak(
-                workload=workload,
-                iodepth=best.iodepth,
-                iops=_num(best.fio.iops, 1),
-                bw_mib_s=_num(best.fio.bw_mib_s, 2),
-                clat_ms=_num(best.fio.clat_mean_ms, 3),
-            )
-        )
-    # the most IOPS any workload reached (its IOPS peak, whichever metric it reports)
-    top = max((peak(g, bandwidth=False).fio.iops for g in groups.values()), default=0.0)
-    status = BenchmarkRunStatus(steps=steps, peaks=peaks, peak_iops=round(_num(top, 0)))
-    return status.model_dump(by_alias=True, mode="json", include={"steps", "peaks", "peak_iops"})
-
-
-def _step_summary(r: StepResult, stopped: str) -> StepSummary:
-    return StepSummary(
-        id=r.step_id,
-        workload=r.workload,
-        iodepth=r.iodepth,
-        repeat=r.repeat,
-        iops=_num(r.fio.iops, 1),
-        bw_mib_s=_num(r.fio.bw_mib_s, 2),
-        clat_ms=_num(r.fio.clat_mean_ms, 3),
-        clat_stdev_ms=_num(r.fio.clat_stdev_ms, 3),
-        clat_p99_ms=_num(r.fio.clat_p99_ms, 3),
-        osd_cpu=_num(r.resources.osd_cpu, 1),
-        fio_cpu=_num(r.resources.fio_cpu, 1),
-        stopped_early=stopped,
-    )
-
-
-def _stop_reasons(ordered: Sequence[StepResult], sweep: SweepSpec) -> dict[str, str]:
-    """step_id -> why the sweep of its (workload, repeat) stopped after it: the first step
-    that met the early-exit or latency-target rule, as SweepState decides."""
-    out: dict[str, str] = {}
-    stopped: set[tuple[str, int]] = set()
-    for r in ordered:
-        if (r.workload, r.repeat) in stopped:
-            continue
-        ee = sweep.early_exit
-        reason = None
-        if ee.enabled:
-            reason = should_stop(r.fio, ee.clat_cv_limit, ee.mean_latency_ms_limit)
-        lt = sweep.latency_target
-        if reason is None and lt is not None and lt.stop_when_exceeded:
-            reason = latency_target_missed(r.fio, lt.percentile, lt.latency_ms)
-        if reason:
-            out[r.step_id] = reason
-            stopped.add((r.workload, r.repeat))
-    return out
-
-
-def _num(value: float, digits: int) -> float:
-    # status is JSON: no NaN (a percentile fio did not report) or infinity
-    return round(value, digits) if math.isfinite(value) else 0.0

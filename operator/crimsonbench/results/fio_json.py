@@ -9,7 +9,6 @@ and combine_clients gives the row of every client and of all of them together.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -18,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.errors import ParseError
+from crimsonbench.results.fio_doc import find_json_document
+from crimsonbench.results.histogram import LatencyHistogram
 from crimsonbench.results.types import FioSummary
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,10 @@ class DirectionStats:
     clat_p99_ns: float
     clat_p999_ns: float
     runtime_ms: int  # the direction's run time (not summed under group_reporting)
+    hist: LatencyHistogram | None = None  # fio's clat_ns.bins (json+), for exact merges
+    clat_p90_ns: float = math.nan
+    clat_p9999_ns: float = math.nan
+    clat_max_ns: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -100,29 +105,6 @@ def _load_document(text: str) -> dict[str, Any]:
         head = text.strip().splitlines()[0][:200] if text.strip() else "(empty output)"
         raise ParseError(f"no fio JSON document in the output; it starts with: {head}")
     return doc
-
-
-def find_json_document(text: str) -> dict[str, Any] | None:
-    """fio's JSON object in its output, or None.
-
-    fio prints notes and some errors on stdout before the JSON ("note: both iodepth >= 1
-    and synchronous I/O engine ..."), so try each line that opens an object."""
-    decoder = json.JSONDecoder()
-    starts = [0] if text.startswith("{") else []
-    pos = text.find("\n{")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = text.find("\n{", pos + 1)
-    for start in starts:
-        try:
-            doc, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(doc, dict):
-            if start:
-                log.debug("skipped %d characters before fio's JSON", start)
-            return doc
-    return None
 
 
 def _job(
@@ -178,7 +160,11 @@ def _direction(job: Mapping[str, Any], direction: str, where: str) -> DirectionS
         clat_p50_ns=pct.get(50.0, math.nan),
         clat_p99_ns=pct.get(99.0, math.nan),
         clat_p999_ns=pct.get(99.9, math.nan),
+        clat_p90_ns=pct.get(90.0, math.nan),
+        clat_p9999_ns=pct.get(99.99, math.nan),
+        clat_max_ns=_num(clat, "max", f"{where}.clat_ns", default=0.0),
         runtime_ms=int(_num(sec, "runtime", where)),
+        hist=LatencyHistogram.from_clat(clat, f"{where}.clat_ns") if clat.get("bins") else None,
     )
 
 
@@ -209,28 +195,43 @@ def combine(jobs: Sequence[JobStats]) -> FioSummary:
     Each direction of each job is one sample: a mixed workload's reads and writes are
     pooled like two jobs. Latency is weighted by clat samples (clat_ns.N, which equals
     total_ios unless I/Os failed), so idle or failed directions do not drag the mean.
-    Percentiles cannot be merged exactly without fio's histograms; the value is the
-    sample-weighted mean of each job's percentile, an approximation that is exact when the
-    jobs have the same distribution. `errors` counts the jobs fio reports an error for.
+    Percentiles: when every job carries fio's histogram (json+), the histograms are merged
+    and read as fio reads its own (exact: what fio would say of all the step's I/O);
+    otherwise the sample-weighted mean of each job's percentile, an approximation
+    (percentiles_exact False). `errors` counts the jobs fio reports an error for.
     """
     if not jobs:
         raise ParseError("no fio jobs to combine")
     dirs = [d for job in jobs for d in job.directions]
     mean, stdev = _pooled([(d.clat_samples, d.clat_mean_ns, d.clat_stddev_ns) for d in dirs])
+    busy = [d for d in dirs if d.clat_samples > 0]
+    exact = bool(busy) and all(d.hist is not None for d in busy)
+    if exact:
+        merged = LatencyHistogram.merge(d.hist for d in busy if d.hist is not None)
+        p = {k: float(v) / _NS_PER_MS for k, v in merged.percentiles().items()}
+        pct = [p[50.0], p[90.0], p[99.0], p[99.9], p[99.99], merged.max_ns / _NS_PER_MS]
+    else:
+        attrs = ("clat_p50_ns", "clat_p90_ns", "clat_p99_ns", "clat_p999_ns", "clat_p9999_ns")
+        pct = [_weighted_percentile(dirs, a) / _NS_PER_MS for a in attrs]
+        pct.append(max((d.clat_max_ns for d in busy), default=0.0) / _NS_PER_MS)
     return FioSummary(
         iops=math.fsum(d.iops for d in dirs),
         bw_mib_s=math.fsum(d.bw_kib_s for d in dirs) / 1024.0,
         total_ios=sum(d.total_ios for d in dirs),
         clat_mean_ms=mean / _NS_PER_MS,
         clat_stdev_ms=stdev / _NS_PER_MS,
-        clat_p50_ms=_weighted_percentile(dirs, "clat_p50_ns") / _NS_PER_MS,
-        clat_p99_ms=_weighted_percentile(dirs, "clat_p99_ns") / _NS_PER_MS,
-        clat_p999_ms=_weighted_percentile(dirs, "clat_p999_ns") / _NS_PER_MS,
+        clat_p50_ms=pct[0],
+        clat_p99_ms=pct[2],
+        clat_p999_ms=pct[3],
         usr_cpu=math.fsum(j.usr_cpu for j in jobs) / len(jobs),
         sys_cpu=math.fsum(j.sys_cpu for j in jobs) / len(jobs),
         runtime_s=max((d.runtime_ms for d in dirs), default=0) / 1000.0,
         jobs=len(jobs),
         errors=_failed(jobs),
+        clat_p90_ms=pct[1],
+        clat_p9999_ms=pct[4],
+        clat_max_ms=pct[5],
+        percentiles_exact=exact,
     )
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from crimsonbench.errors import ParseError
-from crimsonbench.results.fio_json import find_json_document
+from crimsonbench.results.fio_doc import find_json_document
 
 PLAT_BITS = 6  # FIO_IO_U_PLAT_BITS
 PLAT_VAL = 1 << PLAT_BITS  # buckets per group

@@ -8,8 +8,9 @@ gives the start skew of a step to the millisecond, whatever the window.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from crimsonbench.errors import ParseError
 
@@ -23,20 +24,40 @@ def iops_log_job(file_name: str) -> str | None:
     return m["job"] if m else None
 
 
-def parse_iops_log(text: str) -> list[tuple[int, float]]:
-    """(time in ms, IOPS of the window ending then), in file order."""
-    out: list[tuple[int, float]] = []
-    for n, line in enumerate(text.splitlines(), 1):
+def parse_iops_log(text: str) -> list[tuple[int, float, int]]:
+    """fio's write_iops_log lines: (time ms, IOPS, direction 0=read 1=write 2=trim).
+
+    With log_avg_msec=1000 each line is one second's average IOPS of one direction."""
+    out: list[tuple[int, float, int]] = []
+    for no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        parts = [p.strip() for p in line.split(",")]
+        cols = [c.strip() for c in line.split(",")]
         try:
-            out.append((int(parts[0]), float(parts[1])))
+            out.append((int(cols[0]), float(cols[1]), int(cols[2])))
         except (IndexError, ValueError):
-            raise ParseError(
-                f"fio IOPS log line {n} is not 'time, value, ...': {line[:80]!r}"
-            ) from None
+            msg = f"iops log line {no}: {line[:80]!r} is not 'msec, value, ddir, ...'"
+            raise ParseError(msg) from None
     return out
+
+
+def per_second_series(logs: Sequence[str], window_ms: int = 1000) -> tuple[float, ...]:
+    """A step's IOPS per window: every direction of every process summed.
+
+    Windows are keyed by round(t / window_ms). Only windows every log has are kept: a
+    window missing from one process (it started later or ended sooner) would otherwise
+    read as a dip."""
+    if not logs:
+        return ()
+    per_log: list[dict[int, float]] = []
+    for text in logs:
+        sums: dict[int, float] = {}
+        for t, v, _ in parse_iops_log(text):
+            w = round(t / window_ms)
+            sums[w] = sums.get(w, 0.0) + v
+        per_log.append(sums)
+    common = set(per_log[0]).intersection(*per_log[1:])
+    return tuple(math.fsum(s[w] for s in per_log) for w in sorted(common))
 
 
 def job_start_ms(text: str, window_ms: int) -> int | None:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 
 from crimsonbench.errors import ParseError
-from crimsonbench.results.fio_json import find_json_document
+from crimsonbench.results.fio_doc import find_json_document
 
 _DELIMITER = re.compile(r"^==> (?P<name>[A-Za-z0-9_.:-]+) <==$", re.MULTILINE)
 FIO_OUTPUT = "fio.json"

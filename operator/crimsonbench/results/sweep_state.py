@@ -5,23 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from crimsonbench.plan.types import Step
-from crimsonbench.results.rules import should_stop
+from crimsonbench.results.rules import misses_target, should_stop
 from crimsonbench.results.types import FioSummary, StepResult
 from crimsonbench.spec.models import SweepSpec
-
-_PERCENTILE_FIELDS = {50.0: "clat_p50_ms", 99.0: "clat_p99_ms", 99.9: "clat_p999_ms"}
-
-
-def latency_target_missed(fio: FioSummary, percentile: float, latency_ms: float) -> str | None:
-    field = _PERCENTILE_FIELDS.get(round(percentile, 3))
-    if field is None:
-        raise ValueError(
-            f"sweep.latencyTarget.percentile {percentile} is not recorded; use 50, 99 or 99.9"
-        )
-    value = float(getattr(fio, field))
-    if value > latency_ms:
-        return f"p{percentile:g} clat {value:.2f} ms > target {latency_ms:g} ms"
-    return None
 
 
 class SweepState:
@@ -31,10 +17,19 @@ class SweepState:
         self.sweep = sweep
         self.done: dict[str, StepResult] = dict(done)
         self.stopped: dict[tuple[str, int], str] = {}  # (workload, repeat) -> reason
+        self.stopped_after: dict[str, str] = {}  # step id that ended its sweep -> reason
         for result in sorted(self.done.values(), key=lambda r: r.step_id):
-            reason = self._stop_reason(result.fio)
-            if reason:
-                self.stopped.setdefault((result.workload, result.repeat), reason)
+            self._note(result)
+
+    def _note(self, result: StepResult) -> str | None:
+        key = (result.workload, result.repeat)
+        if key in self.stopped:
+            return None
+        reason = self._stop_reason(result.fio)
+        if reason:
+            self.stopped[key] = reason
+            self.stopped_after[result.step_id] = reason
+        return reason
 
     def _stop_reason(self, fio: FioSummary) -> str | None:
         ee = self.sweep.early_exit
@@ -43,7 +38,7 @@ class SweepState:
         )
         lt = self.sweep.latency_target
         if reason is None and lt is not None and lt.stop_when_exceeded:
-            reason = latency_target_missed(fio, lt.percentile, lt.latency_ms)
+            reason = misses_target(fio, lt.percentile, lt.latency_ms)
         return reason
 
     def skip_reason(self, step: Step) -> str | None:
@@ -55,8 +50,5 @@ class SweepState:
     def record(self, step: Step, result: StepResult) -> str:
         """Store the result; returns the early-exit reason if this step ends the sweep."""
         self.done[step.id] = result
-        reason = self._stop_reason(result.fio)
-        if reason:
-            self.stopped.setdefault((step.workload, step.repeat), reason)
-            return f"sweep of {step.workload} stops here: {reason}"
-        return ""
+        reason = self._note(result)
+        return f"sweep of {step.workload} stops here: {reason}" if reason else ""

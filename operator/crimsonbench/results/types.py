@@ -18,14 +18,19 @@ class FioSummary:
     total_ios: int
     clat_mean_ms: float  # weighted by total_ios
     clat_stdev_ms: float  # pooled
-    clat_p50_ms: float  # percentiles: io-weighted mean over jobs (approximation)
-    clat_p99_ms: float
+    clat_p50_ms: float  # percentiles: from the merged histogram (percentiles_exact), else
+    clat_p99_ms: float  # the I/O-weighted mean of each job's percentile (an approximation)
     clat_p999_ms: float
     usr_cpu: float  # fio's per-job usr %, averaged over jobs (as the published tables)
     sys_cpu: float
     runtime_s: float  # longest job runtime
     jobs: int  # fio jobs combined
     errors: int = 0  # fio's per-job error count, summed
+    # Results from before json+ lack these: NaN / False when read back.
+    clat_p90_ms: float = math.nan
+    clat_p9999_ms: float = math.nan
+    clat_max_ms: float = math.nan
+    percentiles_exact: bool = False  # every job's fio histogram merged (fio --output json+)
 
 
 @dataclass(frozen=True)
