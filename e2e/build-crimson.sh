@@ -57,10 +57,19 @@ cleanup() {
   [ "$rc" -eq 0 ] || log "failed (rc=$rc); log: $LOG; re-run to resume"
   exit "$rc"
 }
+child=""
+on_signal() {
+  log "interrupted: stopping the running stage; re-run to resume"
+  if [ -n "$child" ]; then
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  exit "$1"
+}
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+trap 'on_signal 129' HUP
 
 mount_chroot() {
   local m
@@ -96,7 +105,12 @@ run_stage() {
   log "stage $name: start (timeout ${limit}s)"
   local t0=$SECONDS
   echo "=== stage $name $(date -Is)" >>"$LOG"
-  timeout -k 30 "$limit" bash -c "set -euo pipefail; $(stage_env); stage_$name"
+  # In the background + wait, so a signal to this script runs its trap at once (which stops
+  # the stage: timeout passes the signal to its whole process group, compilers included).
+  timeout -k 30 "$limit" bash -c "set -euo pipefail; $(stage_env); stage_$name" &
+  child=$!
+  wait "$child"
+  child=""
   log "stage $name: done in $((SECONDS - t0))s"
   touch "$TOP/.done-$name"
 }
@@ -167,7 +181,20 @@ stage_patch() {
       log "  patch ${p##*/}: already applied"
     else
       log "  patch ${p##*/}"
+      # Keep the patched files' mtimes: these patches only fix compile errors, so objects
+      # that already compiled stay valid and a resumed ninja rebuilds only what failed
+      # (a touched header would otherwise rebuild everything that includes it).
+      local f files=() ref
+      mapfile -t files < <(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$p")
+      ref=$(mktemp -d)
+      for f in "${files[@]}"; do
+        if [ -e "$ROOT$SRC/$f" ]; then touch -r "$ROOT$SRC/$f" "$ref/${f//\//_}"; fi
+      done
       patch -d "$ROOT$SRC" -p1 -N -s -f <"$p" >>"$LOG" 2>&1
+      for f in "${files[@]}"; do
+        if [ -e "$ref/${f//\//_}" ]; then touch -r "$ref/${f//\//_}" "$ROOT$SRC/$f"; fi
+      done
+      rm -rf "$ref"
     fi
   done
 }
@@ -197,8 +224,10 @@ stage_configure() {
 stage_compile() {
   log "ninja -j$JOBS crimson-osd in $ROOT$OBJ (cold: ~1 h on 2 idle cores)"
   # ninja's [N/M] progress and any compiler error go to stderr and the log.
-  in_chroot sh -c "cd $OBJ && ninja -j$JOBS crimson-osd" 2>&1 | tee -a "$LOG" \
-    | grep --line-buffered -E '^\[[0-9]+/[0-9]+\]|error|FAILED|ninja:' >&2
+  # -k 0: on a compile error, keep building everything else, so one run shows every file
+  # that needs a patch (then add patches and re-run: ninja resumes).
+  in_chroot sh -c "cd $OBJ && ninja -k 0 -j$JOBS crimson-osd" 2>&1 | tee -a "$LOG" \
+    | { grep --line-buffered -E '^\[[0-9]+/[0-9]+\]|error|FAILED|ninja:' >&2 || true; }
   local out="$ROOT$OBJ/bin/crimson-osd"
   [ -x "$out" ] || { log "no $out after ninja"; return 1; }
   cp "$out" "$BIN.tmp"
