@@ -246,10 +246,18 @@ def report(
 
 @app.command()
 def compare(
-    results_dirs: list[Path] = typer.Argument(..., help="Two or more results directories."),
+    results_dirs: list[Path] = typer.Argument(
+        ..., help="BASE then one or more NEW results directories."
+    ),
     out: Path = typer.Option(Path("comparison"), help="Output directory."),
+    threshold: float = typer.Option(
+        5.0, min=0.0, help="A regression is worse by more than this many % (and significant)."
+    ),
+    alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level."),
 ) -> None:
-    """Compare two or more runs side by side (policy vs policy, backend vs backend)."""
+    """Compare runs with the first (policy vs policy, backend vs backend): peaks side by
+    side, curves overlaid, and a verdict per workload and iodepth. Exits 1 when NEW is
+    worse than BASE beyond --threshold, significantly: a CI job can gate on it."""
     from crimsonbench.reports.report import write_comparison
 
     with _guard():
@@ -258,8 +266,13 @@ def compare(
         stores = [_store(d) for d in results_dirs]
         if out.exists() and not out.is_dir():
             raise BadInput(f"--out {out} is a file, not a directory")
-        for path in write_comparison([s.root for s in stores], out):
-            typer.echo(path)
+        done = write_comparison([s.root for s in stores], out, threshold, alpha)
+    for path in done.written:
+        console.print(str(path), highlight=False)
+    sys.stdout.write(done.verdicts)
+    if done.regressions:
+        console.print(f"[bold red]{done.regressions} regression(s)[/] beyond {threshold:g} %")
+        raise typer.Exit(1)
 
 
 @app.command()

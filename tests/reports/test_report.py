@@ -138,8 +138,10 @@ def test_report_without_run_json(tmp_path: Path, caplog: pytest.LogCaptureFixtur
 def test_comparison_of_two_runs(tmp_path: Path) -> None:
     build_store(tmp_path / "a", "a", {"spec": SPEC})
     build_store(tmp_path / "b", "b")
-    paths = write_comparison([tmp_path / "a", tmp_path / "b"], tmp_path / "cmp")
+    done = write_comparison([tmp_path / "a", tmp_path / "b"], tmp_path / "cmp")
+    paths = done.written
     assert paths[0].name == "comparison.md"
+    assert done.regressions == 0  # the same data twice
     assert {p.name for p in paths[1:]} == {
         "randread4k_iops_vs_lat.png",
         "randread4k_cpu.png",

@@ -52,11 +52,29 @@ def test_sequential_workloads_lead_with_bw() -> None:
 
 
 def test_percentile_columns_are_appended() -> None:
-    lines = markdown_table([published_qd1()], percentiles=True).splitlines()
+    exact = replace(published_qd1(), fio=replace(published_qd1().fio, percentiles_exact=True))
+    lines = markdown_table([exact], percentiles=True).splitlines()
     assert lines[0] == HEADER + " clat\\_p99\\_ms| clat\\_p99.9\\_ms|"
     assert lines[2].endswith("| 12.50  | 0.90  | 1.80  |")
-    missing = replace(published_qd1(), fio=replace(published_qd1().fio, clat_p999_ms=math.nan))
+    # percentiles from plain JSON (no histogram to merge) are marked as approximations
+    approx = markdown_table([published_qd1()], percentiles=True).splitlines()[2]
+    assert approx.endswith("| 12.50  | ~0.90  | ~1.80  |")
+    missing = replace(exact, fio=replace(exact.fio, clat_p999_ms=math.nan))
     assert markdown_table([missing], percentiles=True).splitlines()[2].endswith("| n/a  |")
+
+
+def test_repeats_add_their_95_percent_interval() -> None:
+    # three repeats at qd 8 (300, 500, 400 IOPS), one step at qd 1
+    reps = [
+        make_step("randread4k", 8, v, index=i, repeat=i + 1)
+        for i, v in enumerate((300.0, 500.0, 400.0))
+    ]
+    lines = markdown_table([*reps, make_step("randread4k", 1, 100.0, index=3)]).splitlines()
+    assert lines[0].endswith("| ±ci95| clat\\_ms ±ci95| repeats|")
+    qd1, qd8 = lines[2], lines[3]
+    assert qd1.endswith("| n/a  | n/a  | 1  |")
+    # mean 400, sample stddev 100, t(0.975, 2) = 4.30265: 100 * 4.30265 / sqrt(3) = 248.41
+    assert " 400.00 " in qd8 and qd8.endswith("| ±248.41  | ±0.00  | 3  |")
 
 
 def test_rows_by_iodepth_and_repeats_averaged() -> None:

@@ -18,7 +18,13 @@ from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
 from crimsonbench.plan.types import FioJob, RunPlan, Step
 from crimsonbench.results import step_log
 from crimsonbench.results.fio_json import JobStats, combine_clients, parse_fio_json
-from crimsonbench.results.iops_log import iops_log_job, job_start_ms, start_skew_ms
+from crimsonbench.results.iops_log import (
+    IOPS_PER_SECOND,
+    iops_log_job,
+    job_start_ms,
+    rounded_series,
+    start_skew_ms,
+)
 from crimsonbench.results.status_summary import status_summary
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import StepResult
@@ -207,7 +213,11 @@ def _step_result(
         total,
         resources,
         # the Job's start -> completion, as local mode's wall time of a step
-        extra={"metrics_source": source, "wall_seconds": round(wall_seconds, 3)},
+        extra={
+            "metrics_source": source,
+            "wall_seconds": round(wall_seconds, 3),
+            IOPS_PER_SECOND: rounded_series(list(step_log.iops_logs(sections).values())),
+        },
         clients=per_client,
         start_skew_ms=_start_skew(step.jobs, sections),
     )

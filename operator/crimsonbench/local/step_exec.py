@@ -15,7 +15,13 @@ from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.fio_json import JobStats, combine_clients, parse_fio_json
-from crimsonbench.results.iops_log import iops_log_job, job_start_ms, start_skew_ms
+from crimsonbench.results.iops_log import (
+    IOPS_PER_SECOND,
+    iops_log_job,
+    job_start_ms,
+    rounded_series,
+    start_skew_ms,
+)
 from crimsonbench.results.resources import summarize_samples
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import StepResult
@@ -105,7 +111,10 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
         repeat=step.repeat,
         fio=total,
         resources=summarize_samples(samples),
-        extra={"wall_seconds": round(time.monotonic() - started, 3)},
+        extra={
+            "wall_seconds": round(time.monotonic() - started, 3),
+            IOPS_PER_SECOND: rounded_series([p.read_text() for p in store.iops_logs(step.id)]),
+        },
         clients=per_client,
         start_skew_ms=_start_skew(step, store),
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from crimsonbench.results.repeats import repeat_spread
 from crimsonbench.results.rules import average_repeats
 from crimsonbench.results.types import StepResult
 
@@ -26,9 +27,11 @@ def _new_figure(width: float = 8.0, height: float = 5.5) -> Figure:
 
 
 def response_curve(series: Sequence[Series], workload: str, bandwidth: bool) -> Figure:
-    """Throughput (IOPS, or MiB/s) vs mean clat with stddev bars, points named by iodepth."""
+    """Throughput (IOPS, or MiB/s) vs mean clat with stddev bars, points named by iodepth.
+    With repeats, horizontal bars are the 95 % interval of the throughput over them."""
     fig = _new_figure()
     ax = fig.add_subplot()
+    any_repeats = False
     for label, results in series:
         rows = sorted(average_repeats(results), key=lambda r: r.iodepth)
         x = [r.fio.bw_mib_s if bandwidth else r.fio.iops for r in rows]
@@ -36,13 +39,22 @@ def response_curve(series: Sequence[Series], workload: str, bandwidth: bool) -> 
         # clat stddev often exceeds the mean (a long tail); a bar below 0 ms means nothing
         low = [min(r.fio.clat_stdev_ms, r.fio.clat_mean_ms) for r in rows]
         high = [r.fio.clat_stdev_ms for r in rows]
-        ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, label=label)
+        spread = repeat_spread(results, {workload} if bandwidth else ())
+        xerr = [
+            s.throughput.half_width if (s := spread.get((r.workload, r.iodepth))) else 0.0
+            for r in rows
+        ]
+        any_repeats = any_repeats or bool(spread)
+        ax.errorbar(x, y, yerr=[low, high], xerr=xerr if spread else None, marker="o",
+                    capsize=3, label=label)  # fmt: skip
         for r, xi, yi in zip(rows, x, y, strict=True):
             ax.annotate(
                 str(r.iodepth), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7
             )
     ax.set_xlabel("bandwidth (MiB/s)" if bandwidth else "IOPS")
     ax.set_ylabel("mean clat (ms), bars: stddev")
+    if any_repeats:
+        ax.set_xlabel(ax.get_xlabel() + ", bars: 95 % interval over repeats")
     ax.set_title(f"{workload}: {'bandwidth' if bandwidth else 'IOPS'} vs latency (labels: iodepth)")
     ax.grid(True, alpha=0.3)
     if series:

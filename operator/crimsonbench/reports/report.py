@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from crimsonbench.reports.compare import Run, comparison_markdown, overlay_figures
+from crimsonbench.reports.compare import Run, comparison_markdown, labels, overlay_figures
 from crimsonbench.reports.plots import cpu_per_step, response_curve, save_png
 from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
+from crimsonbench.reports.verdicts import run_verdicts, verdict_markdown
 from crimsonbench.results.rules import (
     average_repeats,
     best_under_target,
@@ -23,6 +25,7 @@ from crimsonbench.results.rules import (
 )
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.results.verdict import regressions
 from crimsonbench.spec.models import SweepSpec, WorkloadSpec
 
 log = logging.getLogger(__name__)
@@ -77,8 +80,18 @@ def final_table(store_dir: Path, fmt: str) -> str:
     return "\n".join(parts) or "no finished steps\n"
 
 
-def write_comparison(dirs: Sequence[Path], out: Path) -> list[Path]:
-    """comparison.md and overlaid PNGs of 2+ results directories, the first as baseline."""
+@dataclass(frozen=True)
+class Comparison:
+    written: list[Path]
+    verdicts: str  # markdown: each run against the first
+    regressions: int  # rows worse beyond the threshold, significantly
+
+
+def write_comparison(
+    dirs: Sequence[Path], out: Path, threshold_pct: float = 5.0, alpha: float = 0.05
+) -> Comparison:
+    """comparison.md (peaks side by side, regression verdicts) and overlaid PNGs of 2+
+    results directories, the first as baseline."""
     runs: list[Run] = []
     bw: set[str] = set()
     for d in dirs:
@@ -87,7 +100,13 @@ def write_comparison(dirs: Sequence[Path], out: Path) -> list[Path]:
         results = store.load_results()
         runs.append((info, results))
         bw |= _bandwidth_workloads(extra, {r.workload for r in results})
-    text = comparison_markdown(runs, bw)
+    names = labels(runs)
+    verdicts, bad = [], 0
+    for new, name in zip(runs[1:], names[1:], strict=True):
+        rows = run_verdicts(runs[0], new, bw, alpha)
+        bad += len(regressions(rows, threshold_pct, alpha))
+        verdicts.append(verdict_markdown(names[0], name, rows, threshold_pct, alpha))
+    text = comparison_markdown(runs, bw) + "\n## Verdicts\n\n" + "\n".join(verdicts)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     sections = []
@@ -99,7 +118,7 @@ def write_comparison(dirs: Sequence[Path], out: Path) -> list[Path]:
         sections.append(f"![{workload}]({curve_png.name})\n![{workload} CPU]({cpu_png.name})\n")
     text += "\n## Plots\n\n" + "\n".join(sections)
     written.insert(0, _write(out / "comparison.md", text))
-    return written
+    return Comparison(written, "\n".join(verdicts), bad)
 
 
 def _write(path: Path, text: str) -> Path:
@@ -159,8 +178,11 @@ def _header(info: RunInfo, results: Sequence[StepResult]) -> str:
         "Rows with repeats show the mean of the repeats (errors summed). `iops`/`bw` are "
         "summed over all fio jobs; clat is the I/O-weighted mean and pooled stddev (ms); "
         "usr/sys\\_cpu are fio's per-job figures averaged; OSD\\_cpu and FIO\\_cpu are % of "
-        "one core summed over processes, OSD\\_mem is RSS in MiB. Percentiles are the "
-        "I/O-weighted mean over jobs (an approximation). Full precision: results.csv.",
+        "one core summed over processes, OSD\\_mem is RSS in MiB. Percentiles come from "
+        "fio's latency histograms of every job merged (exact); a ~ marks an approximation "
+        "(results from plain fio JSON: the I/O-weighted mean of the jobs' percentiles). "
+        "With repeats, ±ci95 is the half width of the 95 % Student-t interval over them. "
+        "Full precision: results.csv.",
         "",
     ]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import fields
 from typing import Any
 
+from crimsonbench.results.repeats import RepeatSpread, repeat_spread
 from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload
 from crimsonbench.results.types import FioSummary, ResourceSummary, StepResult
 
@@ -28,6 +29,8 @@ PUBLISHED_COLUMNS = (
     "FIO\\_cpu",
 )
 PERCENTILE_COLUMNS = ("clat\\_p99\\_ms", "clat\\_p99.9\\_ms")
+# With repeats: the 95 % interval's half width of the throughput and of the mean clat.
+SPREAD_COLUMNS = ("±ci95", "clat\\_ms ±ci95", "repeats")
 
 ROW_FIELDS: tuple[str, ...] = (
     ("step_id", "workload", "iodepth", "repeat")
@@ -45,18 +48,30 @@ def markdown_table(
     rows = average_repeats(results)
     if bandwidth is None:
         bandwidth = bool(rows) and is_bandwidth_workload(rows[0].workload)
+    spread = repeat_spread(results, {rows[0].workload} if bandwidth and rows else ())
     header = list(PUBLISHED_COLUMNS)
     if bandwidth:
         header[1] = "bw"
     if percentiles:
         header.extend(PERCENTILE_COLUMNS)
+    if spread:
+        header.extend(SPREAD_COLUMNS)
     lines = [
         "| " + "| ".join(header) + "|",
         "| " + "| ".join("---" for _ in header) + "|",
     ]
     for r in sorted(rows, key=lambda r: r.iodepth):
-        lines.append(" | " + "  | ".join(_cells(r, bandwidth, percentiles)) + "  |")
+        cells = _cells(r, bandwidth, percentiles)
+        if spread:
+            cells += _spread_cells(spread.get((r.workload, r.iodepth)))
+        lines.append(" | " + "  | ".join(cells) + "  |")
     return "\n".join(lines) + "\n"
+
+
+def _spread_cells(s: RepeatSpread | None) -> list[str]:
+    if s is None:
+        return ["n/a", "n/a", "1"]
+    return [f"±{_fmt(s.throughput.half_width)}", f"±{_fmt(s.latency.half_width)}", str(s.n)]
 
 
 def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
@@ -72,9 +87,12 @@ def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
         res.osd_mem_mib,
         res.fio_cpu,
     ]
+    cells = [str(r.iodepth)] + [_fmt(v) for v in values]
     if percentiles:
-        values += [f.clat_p99_ms, f.clat_p999_ms]
-    return [str(r.iodepth)] + [_fmt(v) for v in values]
+        # an approximate percentile (plain JSON, no histogram) is marked with ~
+        mark = "" if f.percentiles_exact else "~"
+        cells += [mark + _fmt(v) for v in (f.clat_p99_ms, f.clat_p999_ms)]
+    return cells
 
 
 def _fmt(value: float) -> str:

@@ -14,6 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from crimsonbench.errors import ParseError
 
+# StepResult.extra key: the step's IOPS per second, every job summed (for comparisons of
+# runs with one repeat: a bootstrap over it)
+IOPS_PER_SECOND = "iops_per_second"
+
 # <write_iops_log>_iops.<job number>.log, plus .<server host> when fio ran as a client
 _LOG_NAME = re.compile(r"^(?P<job>.+)_iops\.\d+\.log(\..+)?$")
 
@@ -77,3 +81,9 @@ def start_skew_ms(starts_by_client: Mapping[str, Iterable[int | None]]) -> float
     if len(firsts) < 2:
         return None
     return float(max(firsts) - min(firsts))
+
+
+def rounded_series(logs: Sequence[str]) -> list[float]:
+    """per_second_series, to 0.1 IOPS: what a step result keeps (small, still exact
+    enough for any comparison)."""
+    return [round(v, 1) for v in per_second_series(logs)]

@@ -179,6 +179,7 @@ def _average(group: Sequence[StepResult]) -> StepResult:
         total_ios=round(fio_vals["total_ios"]),
         jobs=round(fio_vals["jobs"]),
         errors=sum(r.fio.errors for r in group),
+        percentiles_exact=all(r.fio.percentiles_exact for r in group),
     )
     res = ResourceSummary(
         osd_cpu=mean(r.resources.osd_cpu for r in group),

@@ -1,0 +1,53 @@
+"""The regression verdicts of `crimsonbench compare`: each run after the first against the
+first (the baseline), per workload and iodepth, as a markdown table, plus the rows a CI
+gate fails on. The statistics are results.verdict's."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from crimsonbench.results.iops_log import IOPS_PER_SECOND
+from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.results.verdict import (
+    HEADER,
+    StepFigures,
+    Verdict,
+    compare,
+    figures_from_results,
+    regressions,
+)
+
+Run = tuple[RunInfo, Sequence[StepResult]]
+
+
+def run_verdicts(
+    base: Run, new: Run, bandwidth_workloads: Collection[str], alpha: float = 0.05
+) -> list[Verdict]:
+    def figures(run: Run) -> list[StepFigures]:
+        results = run[1]
+        series = {r.step_id: r.extra.get(IOPS_PER_SECOND) or () for r in results}
+        return figures_from_results(results, bandwidth_workloads, series)
+
+    return compare(figures(base), figures(new), alpha=alpha)
+
+
+def verdict_markdown(
+    base_label: str, new_label: str, rows: Sequence[Verdict], threshold_pct: float, alpha: float
+) -> str:
+    bad = regressions(rows, threshold_pct, alpha)
+    lines = [
+        f"### {new_label} vs {base_label}\n",
+        f"Regression: worse by more than {threshold_pct:g} % and significant at "
+        f"alpha {alpha:g} (Holm-adjusted over the rows). Tests: Welch's t over repeats; with "
+        "one repeat, a block bootstrap over fio's per-second IOPS (within-run noise only).\n",
+        "| " + " | ".join(HEADER) + " |",
+        "| " + " | ".join("---" for _ in HEADER) + " |",
+    ]
+    for r in rows:
+        cells = list(r.cells())
+        if r in bad:
+            cells[-1] = f"**REGRESSION** ({cells[-1]})"
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"{len(bad)} regression(s)" if bad else "no regression beyond the threshold")
+    return "\n".join(lines) + "\n"
