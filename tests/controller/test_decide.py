@@ -15,7 +15,6 @@ from crimsonbench.controller.decide import (
     PodState,
     Progress,
     expected_jobs,
-    next_step_index,
     preflight,
     rollout,
     select_client_nodes,
@@ -228,11 +227,7 @@ def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
         server_addresses(plan, up, 8765)
 
 
-def test_next_step_and_expected_job_counts() -> None:
+def test_expected_job_counts() -> None:
     plan = _plan(nodes=["a", "c"])
-    ids = [s.id for s in plan.steps]
-    assert next_step_index(plan, [], []) == 0
-    assert next_step_index(plan, ids[:2], [ids[2]]) == 3
-    assert next_step_index(plan, ids, []) is None
     # the default 32 images over two clients, one job per image
     assert expected_jobs(plan, 0) == {"a": 16, "c": 16}

@@ -33,6 +33,7 @@ ALL_RULES = (
     *models.EXTERNAL_RULES,
     *models.OSD_RULES,
     *models.CLIENT_RULES,
+    *models.SWEEP_RULES,
     *models.WORKLOAD_RULES,
     *models.RUN_RULES,
 )
@@ -216,6 +217,13 @@ GOOD = {
         "client": {"nodeSelector": {"role": "fio"}, "count": 2, "nodeCpuSets": {"w1": "0-3"}},
     },
     "local-two-clients": spec(client={"count": 2, "cpuSet": "2-3"}, osd={"cpuSet": "0-1"}),
+    "knee-search-and-steady-state": spec(
+        sweep={
+            "kneeSearch": {"latencyMs": 1.5, "metric": "p99.9", "minGainPct": 3},
+            "steadyState": {"criterion": "iops", "limit": 2, "durationSeconds": 20},
+            "runtimeSeconds": 60,
+        }
+    ),
     "classic-bluestore-cpus": spec(
         osd={"flavor": "classic", "objectStore": "bluestore", "count": 3, "cpusPerOsd": 2}
     ),
@@ -274,11 +282,12 @@ class Bad:
         return self.py_text if self.py_text is not None else self.api_words
 
 
-T, E, OSD, C, W, R = (
+T, E, OSD, C, S, W, R = (
     models.TARGET_RULES,
     models.EXTERNAL_RULES,
     models.OSD_RULES,
     models.CLIENT_RULES,
+    models.SWEEP_RULES,
     models.WORKLOAD_RULES,
     models.RUN_RULES,
 )
@@ -429,6 +438,19 @@ BAD = [
         "spec.client.nodes",
         rule=NEEDS_NODES,
     ),
+    # --- SWEEP_RULES
+    Bad(
+        "knee-search-with-early-exit",
+        spec(sweep={"kneeSearch": {"latencyMs": 2}, "earlyExit": {"enabled": True}}),
+        "spec.sweep.kneeSearch",
+        rule=S[0],
+    ),
+    Bad(
+        "steady-state-longer-than-runtime",
+        spec(sweep={"runtimeSeconds": 30, "steadyState": {"durationSeconds": 30}}),
+        "spec.sweep.steadyState",
+        rule=S[1],
+    ),
     # --- RUN_RULES: unique workload names
     Bad(
         "duplicate-presets",
@@ -517,7 +539,7 @@ BAD = [
         spec(sweep={"latencyTarget": {"percentile": 95, "latencyMs": 2}}),
         "spec.sweep.latencyTarget.percentile",
         "Unsupported value: 95",
-        py_text="95 is not recorded; use one of 50, 99 or 99.9",
+        py_text="95 is not recorded; use one of 50, 90, 99, 99.9 or 99.99",
     ),
     # --- patterns
     Bad(

@@ -276,3 +276,28 @@ def test_a_results_directory_in_use_is_refused(tmp_path: Path) -> None:
             run.execute()
     assert info.value.field == "--results" and "pid 4242" in info.value.message
     assert (res / ".lock").exists() and not (res / "spec.json").exists()
+
+
+def test_knee_search_with_steady_state_runs_fewer_steps(tmp_path: Path) -> None:
+    """A knee search on a real memstore OSD: only the iodepths it needs run; fio ends a
+    step at steady state (recorded per step); the rest are skipped, named in the status."""
+    spec = quick_spec("memstore", iodepths=[1, 2, 4, 8, 16, 32], runtimeSeconds=12)
+    spec["workloads"] = [{"preset": "randread4k"}]
+    spec["sweep"]["kneeSearch"] = {"latencyMs": 50, "metric": "mean", "minGainPct": 5}
+    spec["sweep"]["steadyState"] = {"criterion": "iops", "limit": 50, "durationSeconds": 4,
+                                    "rampSeconds": 1}  # fmt: skip
+    outcome = LocalRun("knee", validate_spec(spec), tmp_path / "res", QuietEvents()).execute()
+    assert outcome.phase == Phase.COMPLETED, outcome.message
+    ran = sorted(r.iodepth for r in outcome.results)
+    assert 2 <= len(ran) < 6, ran
+    status = json.loads((tmp_path / "res" / "status.json").read_text())
+    assert sorted(status["skipped"]) == sorted(
+        s
+        for s in (f"{i:03d}-randread4k-qd{qd:03d}-r1" for i, qd in enumerate([1, 2, 4, 8, 16, 32]))
+        if int(s.split("-qd")[1][:3]) not in ran
+    )
+    for r in outcome.results:
+        ss = r.extra["steady_state"]
+        assert ss["setting"].startswith("iops:50") and ss["jobs"] == 2
+        assert ss["longest_s"] <= 12.5  # steady state ends a step early, never late
+    assert ceph_daemons_under(tmp_path) == []

@@ -18,14 +18,14 @@ from crimsonbench.errors import ParseError
 from crimsonbench.plan.knee_search import (
     KneeDecision,
     Observation,
-    SteadyState,
     full_sweep_knee,
     next_iodepth,
-    parse_steady_state,
     search,
-    steady_state_options,
 )
+from crimsonbench.plan.steady_state import steady_state_options
 from crimsonbench.results.fio_json import combine, parse_fio_json
+from crimsonbench.results.steady_state import parse_steady_state
+from crimsonbench.spec.models import SteadyStateSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 JP = ROOT / "tests" / "fixtures" / "fio" / "jsonplus"
@@ -230,22 +230,22 @@ def test_published_curves_match_the_full_sweep() -> None:
 
 
 def test_steady_state_options() -> None:
-    assert steady_state_options(SteadyState(), runtime_s=300) == {
+    assert steady_state_options(SteadyStateSpec(limit=0.1), runtime_s=300) == {
         "steadystate": "iops_slope:0.1%",
         "ss_dur": "30s",
         "ss_ramp": "10s",
     }
-    opts = steady_state_options(SteadyState("bw", 2000.0, False, 20, 0), runtime_s=20)
-    assert opts["steadystate"] == "bw:2000"
+    bw = SteadyStateSpec(
+        criterion="bw", limit=2000.0, percent=False, duration_seconds=20, ramp_seconds=0
+    )
+    assert steady_state_options(bw, runtime_s=20)["steadystate"] == "bw:2000"
     with pytest.raises(ValueError, match="could never be attained"):
-        steady_state_options(SteadyState(duration_s=30, ramp_s=10), runtime_s=30)
-    with pytest.raises(ValueError, match="positive"):
-        steady_state_options(SteadyState(limit=0), runtime_s=300)
+        steady_state_options(SteadyStateSpec(), runtime_s=30)
 
 
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 def test_fio_accepts_the_steady_state_options(tmp_path: Path) -> None:
-    opts = steady_state_options(SteadyState(), runtime_s=60)
+    opts = steady_state_options(SteadyStateSpec(), runtime_s=60)
     job = tmp_path / "ss.fio"
     body = {"ioengine": "null", "size": "1M", "time_based": 1, "runtime": 60, **opts}
     job.write_text("[ss]\n" + "".join(f"{k}={v}\n" for k, v in body.items()))

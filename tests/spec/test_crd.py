@@ -60,6 +60,7 @@ def test_every_rule_is_in_the_crd() -> None:
             models.EXTERNAL_RULES,
             models.OSD_RULES,
             models.CLIENT_RULES,
+            models.SWEEP_RULES,
             models.WORKLOAD_RULES,
             models.RUN_RULES,
         )

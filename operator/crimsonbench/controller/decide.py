@@ -7,7 +7,7 @@ without a cluster (tests/controller/test_decide.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -260,14 +260,6 @@ def server_addresses(
 
 
 # ---------------------------------------------------------------- steps
-
-
-def next_step_index(plan: RunPlan, done: Collection[str], skip: Collection[str]) -> int | None:
-    """The first step neither done nor skipped by the sweep's rules; None when finished."""
-    for i, step in enumerate(plan.steps):
-        if step.id not in done and step.id not in skip:
-            return i
-    return None
 
 
 def expected_jobs(plan: RunPlan, step_index: int) -> dict[str, int]:

@@ -17,7 +17,12 @@ from crimsonbench.manifests.results import read_results_configmaps, results_conf
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
 from crimsonbench.plan.types import FioJob, RunPlan, Step
 from crimsonbench.results import step_log
-from crimsonbench.results.fio_json import JobStats, combine_clients, parse_fio_json
+from crimsonbench.results.fio_json import (
+    JobStats,
+    combine_clients,
+    parse_fio_json,
+    steady_state_summary,
+)
 from crimsonbench.results.iops_log import (
     IOPS_PER_SECOND,
     iops_log_job,
@@ -162,13 +167,12 @@ def _store(ctx: RunContext, plan: RunPlan, results: dict[str, StepResult]) -> No
 def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None:
     """One step per call at most: NotReady while steps remain."""
     results = load_results(ctx)  # resume: what is stored is done, whatever status says
-    state = SweepState(plan.sweep, results)
-    skip = {s.id for s in plan.steps if state.skip_reason(s)}
-    index = decide.next_step_index(plan, results, skip)
-    if index is None:
+    state = SweepState(plan.sweep, results, plan.bandwidth_workloads)
+    step = state.next_step(plan.steps)
+    if step is None:
         ctx.set(currentStep="")
         return
-    step = plan.steps[index]
+    index = plan.steps.index(step)
     ns = jobs_namespace(ctx)
     ctx.set(currentStep=step.id)
     body = fio.fio_client_job(
@@ -203,6 +207,7 @@ def _step_result(
     sections = step_log.parse_sections(log)
     jobs = _fio_jobs(log, step.jobs, servers, plan.fio_numjobs, step.id, sections)
     total, per_client = combine_clients(jobs)
+    steady = steady_state_summary([j for js in jobs.values() for j in js])
     resources, source = summarize(ctx)
     ctx.set(stepSamples=[])  # the next step starts its own samples
     return StepResult(
@@ -217,6 +222,7 @@ def _step_result(
             "metrics_source": source,
             "wall_seconds": round(wall_seconds, 3),
             IOPS_PER_SECOND: rounded_series(list(step_log.iops_logs(sections).values())),
+            **({"steady_state": steady} if steady else {}),
         },
         clients=per_client,
         start_skew_ms=_start_skew(step.jobs, sections),

@@ -35,6 +35,9 @@ from crimsonbench.spec.status import Phase
 log = logging.getLogger(__name__)
 
 
+_KNEE = "skipped: the knee search did not need this iodepth"
+
+
 class Events(Protocol):
     """What the runner tells its front end (the CLI's rich display, or nothing)."""
 
@@ -150,7 +153,7 @@ class LocalRun:
         # The report reads the spec from run.json: which workloads are bandwidth, the rules.
         spec_json = self.spec.model_dump(mode="json", by_alias=True)
         self.store.write_run_info(self.info(installed_ceph_version()), {"spec": spec_json})
-        state = SweepState(plan.sweep, self.store.completed_steps())
+        state = SweepState(plan.sweep, self.store.completed_steps(), plan.bandwidth_workloads)
         outcome = Outcome(Phase.PREPARING, "", self.dir)
         self._write_status(plan, outcome)
         try:
@@ -169,7 +172,7 @@ class LocalRun:
 
     def _run(self, plan: RunPlan, state: SweepState, outcome: Outcome) -> None:
         todo = [s for s in plan.steps if s.id not in state.done]
-        if not todo:
+        if state.next_step(plan.steps) is None:
             self._enter(
                 outcome,
                 Phase.RUNNING,
@@ -197,8 +200,12 @@ class LocalRun:
                 health_check=cluster.health_check,
                 live=self.events.live,
             )
-            for step in todo:
+            while (step := state.next_step(plan.steps)) is not None:
                 self._one_step(step, ctx, state, outcome, len(plan.steps))
+            for step in plan.steps:  # what the sweep's rules or the knee search left out
+                if step.id not in state.done:
+                    outcome.skipped.append(step.id)
+                    self.events.step_finished(step, None, state.skip_reason(step) or _KNEE)
             self._enter(outcome, Phase.RESTORING, "tearing the cluster down")
 
     def _prepare(self, cluster: LocalCluster, plan: RunPlan, outcome: Outcome) -> None:
@@ -217,11 +224,6 @@ class LocalRun:
     def _one_step(
         self, step: Step, ctx: StepContext, state: SweepState, outcome: Outcome, total: int
     ) -> None:
-        reason = state.skip_reason(step)
-        if reason:
-            outcome.skipped.append(step.id)
-            self.events.step_finished(step, None, reason)
-            return
         self.events.step_started(step, len(state.done), total)
         self._write_status(self._plan, outcome, current=step.id)
         try:

@@ -14,7 +14,12 @@ from crimsonbench.local.sampler import ResourceSampler
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.fio_eta import total_live_iops
-from crimsonbench.results.fio_json import JobStats, combine_clients, parse_fio_json
+from crimsonbench.results.fio_json import (
+    JobStats,
+    combine_clients,
+    parse_fio_json,
+    steady_state_summary,
+)
 from crimsonbench.results.iops_log import (
     IOPS_PER_SECOND,
     iops_log_job,
@@ -102,6 +107,7 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     store.write_samples(step.id, samples)
     jobs = _jobs_by_client(step, fio, ctx)
     total, per_client = combine_clients(jobs)
+    steady = steady_state_summary([j for js in jobs.values() for j in js])
     if total.errors:
         raise ExecutionError(f"step {step.id}: fio reported {total.errors} failed jobs")
     return StepResult(
@@ -114,6 +120,7 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
         extra={
             "wall_seconds": round(time.monotonic() - started, 3),
             IOPS_PER_SECOND: rounded_series([p.read_text() for p in store.iops_logs(step.id)]),
+            **({"steady_state": steady} if steady else {}),
         },
         clients=per_client,
         start_skew_ms=_start_skew(step, store),

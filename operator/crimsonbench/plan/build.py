@@ -80,6 +80,7 @@ def build_plan(
         osd_resources=osd_resources(spec, hosts),
         client_options=dict(RBD_CLIENT_OPTIONS),
         fio_numjobs=c.num_jobs,
+        bandwidth_workloads=frozenset(w.key for w in spec.workloads if w.reports_bandwidth),
     )
 
 

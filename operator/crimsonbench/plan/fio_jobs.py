@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from crimsonbench.plan.steady_state import steady_state_options
 from crimsonbench.spec.models import RECORDED_PERCENTILES, ClientSpec, SweepSpec, WorkloadSpec
 
 # Options the planner owns. Custom workloads cannot override them (see FIO_OPTION_ALLOWLIST)
@@ -72,6 +73,8 @@ def step_job_file(
             "log_unix_epoch": 1,
         }
     )
+    if sweep.steady_state is not None:
+        opts.update(steady_state_options(sweep.steady_state, sweep.runtime_seconds))
     opts.update(sorted(workload.options.items()))
     return _render({"global": opts, job_name: {}})
 

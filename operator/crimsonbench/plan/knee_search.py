@@ -1,5 +1,5 @@
 """Knee search: run only the iodepths needed to find the most throughput under a
-latency limit, instead of the whole sweep; plus fio's steady-state options for a step.
+latency limit, instead of the whole sweep.
 
 next_iodepth is a pure function of what was observed so far, so a runner (local or the
 operator) can call it after every step, also after a restart: no hidden state.
@@ -16,12 +16,8 @@ of 10.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from crimsonbench.errors import ParseError
 
 
 @dataclass(frozen=True)
@@ -145,85 +141,3 @@ def search(
 
 
 # ---------------------------------------------------------------- steady state
-
-Criterion = Literal["iops", "iops_slope", "bw", "bw_slope"]
-
-
-@dataclass(frozen=True)
-class SteadyState:
-    """fio's steady-state detection for a step: fio ends a job once `criterion` stays
-    under `limit` over a rolling `duration_s` window (sampled once per second), after
-    `ramp_s`. The step's runtime becomes an upper bound. *_slope: least-squares slope
-    of the window; iops/bw: every sample within limit of the window's mean; percent:
-    limit in % of that mean. fio applies it per process (per group with group_reporting),
-    so each of a step's processes may stop at a different time."""
-
-    criterion: Criterion = "iops_slope"
-    limit: float = 0.1
-    percent: bool = True
-    duration_s: int = 30
-    ramp_s: int = 10
-
-
-def steady_state_options(ss: SteadyState, runtime_s: int) -> dict[str, str]:
-    """Job-file options (to add to [global] with time_based=1 and runtime=runtime_s)."""
-    if ss.limit <= 0 or not math.isfinite(ss.limit):
-        raise ValueError(f"steady-state limit {ss.limit} must be a positive number")
-    if ss.duration_s < 2:
-        raise ValueError("steady-state duration must be at least 2 s (one sample per second)")
-    if ss.ramp_s < 0:
-        raise ValueError("steady-state ramp must not be negative")
-    if ss.ramp_s + ss.duration_s > runtime_s:
-        raise ValueError(
-            f"ss_ramp {ss.ramp_s} s + ss_dur {ss.duration_s} s exceed the runtime "
-            f"{runtime_s} s: steady state could never be attained"
-        )
-    return {
-        "steadystate": f"{ss.criterion}:{ss.limit:g}{'%' if ss.percent else ''}",
-        "ss_dur": f"{ss.duration_s}s",
-        "ss_ramp": f"{ss.ramp_s}s",
-    }
-
-
-@dataclass(frozen=True)
-class SteadyStateResult:
-    """fio's `steadystate` section of one job (or group).
-
-    setting: what was asked ("iops_slope:0.100000%"); observed: the criterion's value
-    over the last window ("1.65%" of the mean for a slope); stopped_after_ms: how long
-    the job ran (job_runtime): with attained, when steady state was reached and fio
-    ended the job; without, the full runtime. window_iops: the last window's samples."""
-
-    setting: str
-    attained: bool
-    observed: str
-    duration_s: int
-    max_deviation: float
-    slope: float
-    iops_mean: float
-    bw_mean_bytes: float
-    window_iops: tuple[float, ...]
-    stopped_after_ms: int
-
-
-def parse_steady_state(job: Mapping[str, Any]) -> SteadyStateResult | None:
-    """From one entry of a fio JSON document's "jobs"; None when ss was not used."""
-    sec = job.get("steadystate")
-    if not isinstance(sec, Mapping):
-        return None
-    data = sec.get("data") or {}
-    try:
-        return SteadyStateResult(
-            setting=str(sec["ss"]),
-            attained=bool(sec["attained"]),
-            observed=str(sec.get("criterion", "")),
-            duration_s=int(sec["duration"]),
-            max_deviation=float(sec.get("max_deviation", math.nan)),
-            slope=float(sec.get("slope", math.nan)),
-            iops_mean=float(data.get("iops_mean", math.nan)),
-            bw_mean_bytes=float(data.get("bw_mean", math.nan)),
-            window_iops=tuple(float(v) for v in data.get("iops") or ()),
-            stopped_after_ms=int(job.get("job_runtime", 0)),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ParseError(f"fio steadystate section not understood: {exc!r}") from None

@@ -217,6 +217,7 @@ class RunPlan:
     osd_resources: OsdResources
     client_options: dict[str, str]  # librbd settings of every fio client ([client] section)
     fio_numjobs: int  # jobs fio reports per job file (numjobs): a step's expected job count
+    bandwidth_workloads: frozenset[str]  # read as MiB/s (sequential), the others as IOPS
 
     @property
     def images(self) -> tuple[str, ...]:

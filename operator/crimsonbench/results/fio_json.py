@@ -19,6 +19,7 @@ from typing import Any
 from crimsonbench.errors import ParseError
 from crimsonbench.results.fio_doc import find_json_document
 from crimsonbench.results.histogram import LatencyHistogram
+from crimsonbench.results.steady_state import SteadyStateResult, parse_steady_state
 from crimsonbench.results.types import FioSummary
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class JobStats:
     job_runtime_ms: int  # summed over the group's jobs under group_reporting
     directions: tuple[DirectionStats, ...]
     host: str = ""  # "hostname:port" of the fio server that ran it (fio --client)
+    steady_state: SteadyStateResult | None = None  # when the job file asked for it
 
 
 def parse_fio_json(text: str, directions: Sequence[str] | None = None) -> list[JobStats]:
@@ -126,6 +128,7 @@ def _job(
         job_runtime_ms=int(_num(job, "job_runtime", where, default=0.0)),
         directions=tuple(_direction(job, d, where) for d in wanted),
         host=host,
+        steady_state=parse_steady_state(job),
     )
 
 
@@ -246,6 +249,20 @@ def combine_clients(
     per_client = {client: combine(jobs) for client, jobs in sorted(jobs_by_client.items())}
     total = combine([j for jobs in jobs_by_client.values() for j in jobs])
     return total, per_client
+
+
+def steady_state_summary(jobs: Sequence[JobStats]) -> dict[str, Any] | None:
+    """For StepResult.extra: how many jobs reached fio's steady state and how long the
+    longest ran (None when the step did not ask for steady state)."""
+    found = [j.steady_state for j in jobs if j.steady_state is not None]
+    if not found:
+        return None
+    return {
+        "setting": found[0].setting,
+        "jobs": len(found),
+        "attained": sum(1 for s in found if s.attained),
+        "longest_s": max(s.stopped_after_ms for s in found) / 1000.0,
+    }
 
 
 def _failed(jobs: Sequence[JobStats]) -> int:

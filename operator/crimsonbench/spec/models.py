@@ -62,6 +62,8 @@ FIO_OPTION_ALLOWLIST = (
 SIZE_PATTERN = r"^[1-9][0-9]*(Mi|Gi|Ti)$"
 BLOCK_SIZE_PATTERN = r"^[1-9][0-9]*[kKmM]?$"
 _SIZE_UNITS = {"Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
 def _parsable_cpuset(value: str) -> str:
     parse_cpuset(value)  # ValueError: backwards range, id above the kernel's limit
     return value
@@ -534,7 +536,59 @@ class LatencyTarget(_Model):
         return v
 
 
+class KneeSearch(_Model):
+    """Run only the iodepths needed to find the knee: the most throughput whose latency
+    stays under latencyMs (bisecting the iodepth list, stopping past saturation)."""
+
+    latency_ms: float = Field(gt=0, description="The latency limit of the knee (ms).")
+    metric: Literal["mean", "p50", "p90", "p99", "p99.9", "p99.99"] = Field(
+        default="p99", description="Which completion latency the limit is on."
+    )
+    min_gain_pct: float = Field(
+        default=5.0,
+        ge=0,
+        le=100,
+        description="Saturated when a deeper queue adds no more than this % throughput "
+        "while latency rises (0: only the limit bounds the search).",
+    )
+
+
+class SteadyStateSpec(_Model):
+    """fio's steady-state detection: a step ends once `criterion` stays within `limit`
+    over durationSeconds (after rampSeconds); runtimeSeconds becomes an upper bound."""
+
+    criterion: Literal["iops", "iops_slope", "bw", "bw_slope", "lat", "lat_slope"] = Field(
+        default="iops_slope", description="fio's steadystate criterion."
+    )
+    limit: float = Field(default=0.5, gt=0, le=1e9, description="fio's steadystate limit.")
+    percent: bool = Field(default=True, description="limit is a % of the window's mean.")
+    duration_seconds: int = Field(default=30, ge=2, le=86400, description="fio's ss_dur.")
+    ramp_seconds: int = Field(default=10, ge=0, le=86400, description="fio's ss_ramp.")
+
+
+SWEEP_RULES = (
+    Rule(
+        cel="!has(self.kneeSearch) || !has(self.earlyExit) || !has(self.earlyExit.enabled) "
+        "|| !self.earlyExit.enabled",
+        message="kneeSearch picks the iodepths itself; turn earlyExit off (or drop kneeSearch)",
+        field="kneeSearch",
+        check=lambda s: s.knee_search is None or not s.early_exit.enabled,
+    ),
+    Rule(
+        cel="!has(self.steadyState) || self.steadyState.rampSeconds + "
+        "self.steadyState.durationSeconds <= self.runtimeSeconds",
+        message="steadyState.rampSeconds + durationSeconds must fit in runtimeSeconds, or "
+        "steady state could never be reached",
+        field="steadyState",
+        check=lambda s: s.steady_state is None
+        or s.steady_state.ramp_seconds + s.steady_state.duration_seconds <= s.runtime_seconds,
+    ),
+)
+
+
 class SweepSpec(_Model):
+    model_config = ConfigDict(json_schema_extra=cel_rules(SWEEP_RULES))
+
     iodepths: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
         default_factory=lambda: list(DEFAULT_IODEPTHS),
         min_length=1,
@@ -550,6 +604,16 @@ class SweepSpec(_Model):
     latency_target: LatencyTarget | None = Field(
         default=None, description="Find the most IOPS meeting a percentile latency."
     )
+    knee_search: KneeSearch | None = Field(
+        default=None, description="Run only the iodepths that find the knee (fewer steps)."
+    )
+    steady_state: SteadyStateSpec | None = Field(
+        default=None, description="End each step once fio sees steady state."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SweepSpec:
+        return _enforce(SWEEP_RULES, self)
 
     @field_validator("iodepths")
     @classmethod
@@ -570,8 +634,10 @@ RUN_RULES = (
         message="a local run uses this machine: remove client.node, nodes and nodeSelector "
         "(client.count sets how many fio clients run here)",
         field="client",
-        check=lambda s: s.target.local is None
-        or (s.client.node is None and not s.client.nodes and not s.client.node_selector),
+        check=lambda s: (
+            s.target.local is None
+            or (s.client.node is None and not s.client.nodes and not s.client.node_selector)
+        ),
     ),
     Rule(
         cel="has(self.target.local) || has(self.client.node) || "
@@ -580,8 +646,10 @@ RUN_RULES = (
         message="name where fio runs: client.node, client.nodes or client.nodeSelector "
         "(kubectl get nodes)",
         field="client.nodes",
-        check=lambda s: s.target.local is not None
-        or bool(s.client.node or s.client.nodes or s.client.node_selector),
+        check=lambda s: (
+            s.target.local is not None
+            or bool(s.client.node or s.client.nodes or s.client.node_selector)
+        ),
     ),
     Rule(
         cel="self.workloads.all(w, self.workloads.filter(v, "
