@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from crimsonbench.results.histogram import (
-    LatencyHistogram,
+from crimsonbench.results.histogram import LatencyHistogram
+from crimsonbench.results.histogram_docs import (
     document_histograms,
     merge_directions,
     pooled,

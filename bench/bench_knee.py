@@ -30,7 +30,7 @@ import numpy as np
 
 from crimsonbench.plan.knee_search import Observation, full_sweep_knee, search
 from crimsonbench.results.fio_json import combine, parse_fio_json
-from crimsonbench.results.histogram import step_latency
+from crimsonbench.results.histogram_docs import step_latency
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "tests" / "fixtures" / "fio" / "jsonplus" / "sweep"

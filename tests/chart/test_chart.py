@@ -5,7 +5,6 @@ test_chart_apply.py."""
 
 from __future__ import annotations
 
-import filecmp
 import json
 import shutil
 import subprocess
@@ -31,7 +30,7 @@ def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
 
 
 def ours(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chart's own objects (not the Rook subcharts')."""
+    """The chart's own objects."""
     return [
         d for d in docs
         if (d["metadata"].get("labels") or {}).get("helm.sh/chart", "").startswith("crimsonbench-")
@@ -194,9 +193,8 @@ def test_full_render(render: Render) -> None:
         assert json.loads(cm["data"][path.name]) == json.loads(path.read_text())
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
         assert cm["metadata"]["annotations"] == {"grafana_folder": "Ceph"}
-    # the Rook dependencies render too (vendored in charts/)
-    kinds = {d["kind"] for d in docs}
-    assert {"CephCluster", "CustomResourceDefinition"} <= kinds
+    # no Rook in this chart: Rook comes from its own chart repository
+    assert not {"CephCluster", "CustomResourceDefinition"} & {d["kind"] for d in docs}
 
 
 def test_watch_namespace_uses_a_namespaced_peering(render: Render) -> None:
@@ -253,14 +251,10 @@ def test_package_holds_only_chart_files(helm: Path, tmp_path: Path) -> None:
     with tarfile.open(tgz) as tar:
         names = [n.split("/", 1)[1] for n in tar.getnames()]
     top = {n.split("/")[0] for n in names}
-    assert top <= {"Chart.yaml", "values.yaml", "values.schema.json", ".helmignore",
+    assert top <= {"Chart.yaml", "values.yaml", "values.schema.json", ".helmignore", "LICENSE",
                    "README.md", "templates", "crds", "charts", "dashboards"}, top  # fmt: skip
-    assert {
-        "crds/benchmarkrun.yaml",
-        "crds/kopf-peering.yaml",
-        "charts/rook-ceph/Chart.yaml",
-        "charts/rook-ceph-cluster/Chart.yaml",
-    } <= set(names)
+    assert {"crds/benchmarkrun.yaml", "crds/kopf-peering.yaml"} <= set(names)
+    assert not [n for n in names if n.startswith("charts/")]  # nothing vendored
     for n in names:
         if n.startswith("dashboards/"):
             assert n.endswith(".json") or n == "dashboards/rules.yaml", n
@@ -284,25 +278,3 @@ def test_checked_in_manifests_are_a_fresh_render(helm: Path, tmp_path: Path) -> 
     assert crds == {"benchmarkruns.bench.crimson.ceph.io", "clusterkopfpeerings.kopf.dev",
                     "kopfpeerings.kopf.dev"}  # fmt: skip
     assert {d["kind"] for d in docs} == OUR_KINDS | {"Namespace", "CustomResourceDefinition"}
-
-
-def test_vendored_rook_charts_are_rooks(tmp_path: Path) -> None:
-    if shutil.which("go") is None:
-        pytest.skip("Go is not installed: cannot fetch github.com/rook/rook to compare")
-    proc = subprocess.run(
-        ["bash", str(ROOT / "e2e" / "vendor-charts.sh"), str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    if proc.returncode != 0 and ("dial tcp" in proc.stderr or "403" in proc.stderr):
-        pytest.skip(f"module proxy unreachable: {proc.stderr.strip()}")
-    assert proc.returncode == 0, proc.stderr
-    for chart in ("rook-ceph", "rook-ceph-cluster"):
-        cmp = filecmp.dircmp(tmp_path / chart, ROOT / "charts" / chart)
-        assert _same_tree(cmp), f"charts/{chart} differs from Rook's: run e2e/vendor-charts.sh"
-
-
-def _same_tree(cmp: filecmp.dircmp[str]) -> bool:
-    if cmp.left_only or cmp.right_only or cmp.funny_files:
-        return False
-    _, mismatch, errors = filecmp.cmpfiles(cmp.left, cmp.right, cmp.common_files, shallow=False)
-    return not mismatch and not errors and all(_same_tree(s) for s in cmp.subdirs.values())

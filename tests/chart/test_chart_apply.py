@@ -50,12 +50,10 @@ def applied(control_plane: ControlPlane, render: Render) -> list[dict[str, Any]]
     for path in crd_files:
         _wait_established(control_plane, control_plane.apply_yaml(path))
     control_plane.apply_yaml([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}])
-    # our objects only: Rook's subcharts are rendered in test_chart.py, their CRDs are
-    # already here (from Rook's crds.yaml) and must stay as the operator tests expect them
+    # our objects (Rook's CRDs are already here, from Rook's crds.yaml)
     docs = render(
         [FULL_VALUES],
-        sets=["rook-ceph.enabled=false", "rook-ceph-cluster.enabled=false",
-              "dashboards.enabled=true"],
+        sets=["dashboards.enabled=true"],
         release=RELEASE, namespace=NS, crds=True,
     )  # fmt: skip
     crds = [d for d in docs if d["kind"] == "CustomResourceDefinition"]

@@ -31,13 +31,15 @@ from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.histogram import (
     PLAT_NR,
     LatencyHistogram,
-    approximate_latency,
     bin_index,
     bin_value,
+    percentile_rank,
+)
+from crimsonbench.results.histogram_docs import (
+    approximate_latency,
     document_histograms,
     has_bins,
     merge_directions,
-    percentile_rank,
     pooled,
     step_histograms,
     step_latency,

@@ -14,23 +14,11 @@ from crimsonbench.manifests import fio, maintenance, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
 from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
 from crimsonbench.manifests.results import read_results_configmaps, results_configmaps
-from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
-from crimsonbench.plan.types import FioJob, RunPlan, Step
+from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results import step_log
-from crimsonbench.results.fio_json import (
-    JobStats,
-    combine_clients,
-    parse_fio_json,
-    steady_state_summary,
-)
-from crimsonbench.results.iops_log import (
-    IOPS_PER_SECOND,
-    iops_log_job,
-    job_start_ms,
-    rounded_series,
-    start_skew_ms,
-)
+from crimsonbench.results.fio_json import JobStats, parse_fio_json
 from crimsonbench.results.status_summary import status_summary
+from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import StepResult
 
@@ -137,7 +125,8 @@ def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None
         deadline_s=plan.prefill.deadline_s, node=plan.clients[0].node,
     )  # fmt: skip
     log = await_job(ctx, body, "prefill", cm)
-    _fio_jobs(log, plan.prefill.jobs, servers, plan.fio_numjobs, "prefill")  # all reported
+    prefill = Step(-1, "prefill", 16, 1, plan.prefill.jobs)
+    check_job_counts(prefill, _fio_jobs(step_log.parse_sections(log), servers), 1)
     ctx.kube.delete_job(ns, body["metadata"]["name"])
     ctx.set(prefilled=True)
 
@@ -205,62 +194,22 @@ def _step_result(
     wall_seconds: float,
 ) -> StepResult:
     sections = step_log.parse_sections(log)
-    jobs = _fio_jobs(log, step.jobs, servers, plan.fio_numjobs, step.id, sections)
-    total, per_client = combine_clients(jobs)
-    steady = steady_state_summary([j for js in jobs.values() for j in js])
+    jobs = _fio_jobs(sections, servers)
+    check_job_counts(step, jobs, plan.fio_numjobs)
     resources, source = summarize(ctx)
     ctx.set(stepSamples=[])  # the next step starts its own samples
-    return StepResult(
-        step.id,
-        step.workload,
-        step.iodepth,
-        step.repeat,
-        total,
-        resources,
-        # the Job's start -> completion, as local mode's wall time of a step
-        extra={
-            "metrics_source": source,
-            "wall_seconds": round(wall_seconds, 3),
-            IOPS_PER_SECOND: rounded_series(list(step_log.iops_logs(sections).values())),
-            **({"steady_state": steady} if steady else {}),
-        },
-        clients=per_client,
-        start_skew_ms=_start_skew(step.jobs, sections),
-    )
+    # wall time: the Job's start -> completion, as local mode's wall time of a step
+    extra = {"metrics_source": source, "wall_seconds": round(wall_seconds, 3)}
+    return step_result(step, jobs, step_log.iops_logs(sections), resources, extra)
 
 
-def _fio_jobs(
-    log: str,
-    jobs: tuple[FioJob, ...],
-    servers: dict[str, str],
-    numjobs: int,
-    what: str,
-    sections: dict[str, str] | None = None,
-) -> dict[str, list[JobStats]]:
-    """fio's jobs per client, checked against the plan: every server must report every
-    job of its job files (numjobs each), or the step fails naming the client and count."""
-    sections = sections if sections is not None else step_log.parse_sections(log)
-    parsed = parse_fio_json(step_log.fio_output(sections))
+def _fio_jobs(sections: dict[str, str], servers: dict[str, str]) -> dict[str, list[JobStats]]:
+    """fio's jobs per client, by the server (host:port) that ran each."""
     by_addr = {addr: client for client, addr in servers.items()}
-    out: dict[str, list[JobStats]] = {c: [] for c in sorted({j.client for j in jobs})}
-    for job in parsed:
+    out: dict[str, list[JobStats]] = {}
+    for job in parse_fio_json(step_log.fio_output(sections)):
         client = by_addr.get(job.host)
         if client is None:
-            raise ExecutionError(f"{what}: fio reported a job from unknown server {job.host}")
+            raise ExecutionError(f"fio reported a job from unknown server {job.host}")
         out.setdefault(client, []).append(job)
-    expected = {c: sum(numjobs for j in jobs if j.client == c) for c in out}
-    short = {c: (len(out[c]), n) for c, n in expected.items() if len(out[c]) != n}
-    if short:
-        detail = ", ".join(f"{c}: {got} of expected={n}" for c, (got, n) in sorted(short.items()))
-        raise ExecutionError(f"{what}: fio reported the wrong number of jobs ({detail})")
     return out
-
-
-def _start_skew(jobs: tuple[FioJob, ...], sections: dict[str, str]) -> float | None:
-    client_of = {j.name: j.client for j in jobs}
-    starts: dict[str, list[int | None]] = {}
-    for name, text in step_log.iops_logs(sections).items():
-        client = client_of.get(iops_log_job(name) or "")
-        if client is not None:
-            starts.setdefault(client, []).append(job_start_ms(text, IOPS_LOG_MSEC))
-    return start_skew_ms(starts)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.ceph_cli import run
+from crimsonbench.plan.ini import render_ini
 
 MON_ID = "a"
 MGR_ID = "x"
@@ -156,12 +157,7 @@ def render_client_conf(layout: Layout, fsid: str, mon_port: int) -> str:
 
 
 def ini(sections: dict[str, dict[str, str]]) -> str:
-    lines: list[str] = []
-    for name, opts in sections.items():
-        lines.append(f"[{name}]")
-        lines.extend(f"\t{k} = {v}" for k, v in opts.items())
-        lines.append("")
-    return "\n".join(lines)
+    return render_ini(sections, sep=" = ", indent="\t")
 
 
 def make_keyrings(layout: Layout) -> None:

@@ -11,23 +11,11 @@ from dataclasses import dataclass
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.local.sampler import ResourceSampler
-from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.fio_eta import total_live_iops
-from crimsonbench.results.fio_json import (
-    JobStats,
-    combine_clients,
-    parse_fio_json,
-    steady_state_summary,
-)
-from crimsonbench.results.iops_log import (
-    IOPS_PER_SECOND,
-    iops_log_job,
-    job_start_ms,
-    rounded_series,
-    start_skew_ms,
-)
+from crimsonbench.results.fio_json import parse_fio_json
 from crimsonbench.results.resources import summarize_samples
+from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import StepResult
 from crimsonbench.spec.cpuset import format_cpuset
@@ -105,50 +93,8 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
         ctx.health_check()
     samples = sampler.samples
     store.write_samples(step.id, samples)
-    jobs = _jobs_by_client(step, fio, ctx)
-    total, per_client = combine_clients(jobs)
-    steady = steady_state_summary([j for js in jobs.values() for j in js])
-    if total.errors:
-        raise ExecutionError(f"step {step.id}: fio reported {total.errors} failed jobs")
-    return StepResult(
-        step_id=step.id,
-        workload=step.workload,
-        iodepth=step.iodepth,
-        repeat=step.repeat,
-        fio=total,
-        resources=summarize_samples(samples),
-        extra={
-            "wall_seconds": round(time.monotonic() - started, 3),
-            IOPS_PER_SECOND: rounded_series([p.read_text() for p in store.iops_logs(step.id)]),
-            **({"steady_state": steady} if steady else {}),
-        },
-        clients=per_client,
-        start_skew_ms=_start_skew(step, store),
-    )
-
-
-def _jobs_by_client(step: Step, fio: FioGroup, ctx: StepContext) -> dict[str, list[JobStats]]:
-    """Every client's jobs, checked against the plan: one job per job file and numjobs,
-    so a fio that lost a job cannot pass as a smaller result."""
-    out: dict[str, list[JobStats]] = {}
-    for proc in fio.procs:
-        jobs = parse_fio_json(proc.paths.output.read_text())
-        expected = len(step.jobs_of(proc.client.name)) * ctx.plan.fio_numjobs
-        if len(jobs) != expected:
-            raise ExecutionError(
-                f"step {step.id}: fio of {proc.client.name} reported {len(jobs)} jobs, "
-                f"expected {expected} (job files x numjobs)"
-            )
-        out[proc.client.name] = jobs
-    return out
-
-
-def _start_skew(step: Step, store: ResultStore) -> float | None:
-    """From each job's IOPS log (complete once fio exited): when each client started."""
-    by_job = {j.name: j.client for j in step.jobs}
-    starts: dict[str, list[int | None]] = {}
-    for path in store.iops_logs(step.id):
-        client = by_job.get(iops_log_job(path.name) or "")
-        if client is not None:
-            starts.setdefault(client, []).append(job_start_ms(path.read_text(), IOPS_LOG_MSEC))
-    return start_skew_ms(starts)
+    jobs = {p.client.name: parse_fio_json(p.paths.output.read_text()) for p in fio.procs}
+    check_job_counts(step, jobs, ctx.plan.fio_numjobs)
+    logs = {p.name: p.read_text() for p in store.iops_logs(step.id)}
+    wall = {"wall_seconds": round(time.monotonic() - started, 3)}
+    return step_result(step, jobs, logs, summarize_samples(samples), wall)

@@ -162,11 +162,7 @@ def create_images_job(
         access,
         opts,
         deadline_s=600,
-        env=[
-            {"name": "CB_POOL", "value": pool},
-            {"name": "CB_IMAGES", "value": " ".join(checked_name(i) for i in images)},
-            {"name": "CB_IMAGE_BYTES", "value": str(image_bytes)},
-        ],
+        env=[*_images_env(pool, images), {"name": "CB_IMAGE_BYTES", "value": str(image_bytes)}],
     )
 
 
@@ -199,8 +195,11 @@ def remove_images_job(
         access,
         opts,
         deadline_s=300,
-        env=[
-            {"name": "CB_POOL", "value": pool},
-            {"name": "CB_IMAGES", "value": " ".join(checked_name(i) for i in images)},
-        ],
+        env=_images_env(pool, images),
     )
+
+
+def _images_env(pool: str, images: Sequence[str]) -> list[dict[str, Any]]:
+    """The pool and the images (space separated) a script works on."""
+    names = " ".join(checked_name(i) for i in images)
+    return [{"name": "CB_POOL", "value": pool}, {"name": "CB_IMAGES", "value": names}]

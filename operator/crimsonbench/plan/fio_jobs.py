@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from crimsonbench.plan.ini import render_ini
 from crimsonbench.plan.steady_state import steady_state_options
 from crimsonbench.spec.models import RECORDED_PERCENTILES, ClientSpec, SweepSpec, WorkloadSpec
 
@@ -18,15 +17,6 @@ RBD_CLIENT_OPTIONS = {"rbd_cache": "false", "rbd_io_scheduler": "none"}
 # timestamp is the job's start (log_unix_epoch) -> start skew between clients; its
 # samples -> the spread of a step with one repeat.
 IOPS_LOG_MSEC = 1000
-
-
-def _render(sections: Mapping[str, Mapping[str, str | int]]) -> str:
-    lines: list[str] = []
-    for name, opts in sections.items():
-        lines.append(f"[{name}]")
-        lines.extend(f"{k}={v}" for k, v in opts.items())
-        lines.append("")
-    return "\n".join(lines)
 
 
 def rbd_global(client: ClientSpec, image: str, cpus: str) -> dict[str, str | int]:
@@ -76,11 +66,11 @@ def step_job_file(
     if sweep.steady_state is not None:
         opts.update(steady_state_options(sweep.steady_state, sweep.runtime_seconds))
     opts.update(sorted(workload.options.items()))
-    return _render({"global": opts, job_name: {}})
+    return render_ini({"global": opts, job_name: {}})
 
 
 def prefill_job_file(*, client: ClientSpec, image: str, cpus: str) -> str:
     """Sequential write of the whole image, so reads hit allocated objects."""
     opts = rbd_global(client, image, cpus)
     opts.update({"rw": "write", "bs": client.prefill_block_size, "iodepth": 16, "numjobs": 1})
-    return _render({"global": opts, f"prefill-{image}": {}})
+    return render_ini({"global": opts, f"prefill-{image}": {}})

@@ -18,13 +18,12 @@ from typing import Any
 
 from crimsonbench.errors import ParseError
 from crimsonbench.results.fio_doc import find_json_document
-from crimsonbench.results.histogram import LatencyHistogram
+from crimsonbench.results.histogram import DIRECTIONS, NS_PER_MS, LatencyHistogram
 from crimsonbench.results.steady_state import SteadyStateResult, parse_steady_state
 from crimsonbench.results.types import FioSummary
 
 log = logging.getLogger(__name__)
 
-DIRECTIONS = ("read", "write", "trim")
 
 # fio's rw values -> the JSON sections that carry the workload's I/O. Anything after ':'
 # (e.g. "randread:8", a sequence modifier) does not change the directions.
@@ -43,7 +42,6 @@ _RW_DIRECTIONS: dict[str, tuple[str, ...]] = {
 }
 _FIO_DEFAULT_RW = "read"  # what fio does when no rw option is given
 
-_NS_PER_MS = 1_000_000.0
 ALL_CLIENTS = "All clients"  # fio's own sum over servers in client mode; we sum ourselves
 
 
@@ -211,18 +209,18 @@ def combine(jobs: Sequence[JobStats]) -> FioSummary:
     exact = bool(busy) and all(d.hist is not None for d in busy)
     if exact:
         merged = LatencyHistogram.merge(d.hist for d in busy if d.hist is not None)
-        p = {k: float(v) / _NS_PER_MS for k, v in merged.percentiles().items()}
-        pct = [p[50.0], p[90.0], p[99.0], p[99.9], p[99.99], merged.max_ns / _NS_PER_MS]
+        p = {k: float(v) / NS_PER_MS for k, v in merged.percentiles().items()}
+        pct = [p[50.0], p[90.0], p[99.0], p[99.9], p[99.99], merged.max_ns / NS_PER_MS]
     else:
         attrs = ("clat_p50_ns", "clat_p90_ns", "clat_p99_ns", "clat_p999_ns", "clat_p9999_ns")
-        pct = [_weighted_percentile(dirs, a) / _NS_PER_MS for a in attrs]
-        pct.append(max((d.clat_max_ns for d in busy), default=0.0) / _NS_PER_MS)
+        pct = [_weighted_percentile(dirs, a) / NS_PER_MS for a in attrs]
+        pct.append(max((d.clat_max_ns for d in busy), default=0.0) / NS_PER_MS)
     return FioSummary(
         iops=math.fsum(d.iops for d in dirs),
         bw_mib_s=math.fsum(d.bw_kib_s for d in dirs) / 1024.0,
         total_ios=sum(d.total_ios for d in dirs),
-        clat_mean_ms=mean / _NS_PER_MS,
-        clat_stdev_ms=stdev / _NS_PER_MS,
+        clat_mean_ms=mean / NS_PER_MS,
+        clat_stdev_ms=stdev / NS_PER_MS,
         clat_p50_ms=pct[0],
         clat_p99_ms=pct[2],
         clat_p999_ms=pct[3],

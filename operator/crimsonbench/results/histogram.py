@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from crimsonbench.errors import ParseError
-from crimsonbench.results.fio_doc import find_json_document
 
 PLAT_BITS = 6  # FIO_IO_U_PLAT_BITS
 PLAT_VAL = 1 << PLAT_BITS  # buckets per group
@@ -45,7 +44,7 @@ DEFAULT_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)
 # nr = 100 * k at p99, so it is emulated exactly (set 113 for aarch64's IEEE quad).
 LONG_DOUBLE_BITS = 64
 
-_NS_PER_MS = 1_000_000.0
+NS_PER_MS = 1_000_000.0
 
 
 def bin_value(index: int) -> int:
@@ -147,13 +146,13 @@ class LatencySummary:
     hist_stddev_ms: float = math.nan
 
     def percentile_ms(self, percentile: float) -> float:
-        for p, attr in _SUMMARY_FIELDS.items():
+        for p, attr in SUMMARY_FIELDS.items():
             if math.isclose(p, percentile, abs_tol=1e-9):
                 return float(getattr(self, attr))
-        raise ValueError(f"p{percentile:g} is not in a LatencySummary; use {list(_SUMMARY_FIELDS)}")
+        raise ValueError(f"p{percentile:g} is not in a LatencySummary; use {list(SUMMARY_FIELDS)}")
 
 
-_SUMMARY_FIELDS = {
+SUMMARY_FIELDS = {
     50.0: "p50_ms",
     90.0: "p90_ms",
     99.0: "p99_ms",
@@ -280,7 +279,7 @@ class LatencyHistogram:
             return hists[0]
         n, mean, s = 0, 0.0, 0.0
         for h in hists:
-            n, mean, s = _sum_stat(n, mean, s, h.samples, h.mean_ns, h.stddev_ns)
+            n, mean, s = sum_stat(n, mean, s, h.samples, h.mean_ns, h.stddev_ns)
         idx = np.fromiter(itertools.chain.from_iterable(h.index for h in hists), np.int64)
         cnt = np.fromiter(itertools.chain.from_iterable(h.counts for h in hists), np.int64)
         if n < 2**53:  # float weights add integers exactly below 2**53
@@ -328,27 +327,27 @@ class LatencyHistogram:
 
     def summary(self, note: str = "merged fio histogram (json+)") -> LatencySummary:
         if not self.samples:
-            return _empty_summary(True, "no I/O completed")
-        pct = self.percentiles(tuple(_SUMMARY_FIELDS))
+            return empty_summary(True, "no I/O completed")
+        pct = self.percentiles(tuple(SUMMARY_FIELDS))
         hmean, hstd = self.histogram_moments()
         return LatencySummary(
             exact=True,
             note=note,
             samples=self.samples,
-            mean_ms=self.mean_ns / _NS_PER_MS,
-            stddev_ms=self.stddev_ns / _NS_PER_MS,
-            min_ms=self.min_ns / _NS_PER_MS,
-            max_ms=self.max_ns / _NS_PER_MS,
-            hist_mean_ms=hmean / _NS_PER_MS,
-            hist_stddev_ms=hstd / _NS_PER_MS,
-            **{attr: pct[p] / _NS_PER_MS for p, attr in _SUMMARY_FIELDS.items()},
+            mean_ms=self.mean_ns / NS_PER_MS,
+            stddev_ms=self.stddev_ns / NS_PER_MS,
+            min_ms=self.min_ns / NS_PER_MS,
+            max_ms=self.max_ns / NS_PER_MS,
+            hist_mean_ms=hmean / NS_PER_MS,
+            hist_stddev_ms=hstd / NS_PER_MS,
+            **{attr: pct[p] / NS_PER_MS for p, attr in SUMMARY_FIELDS.items()},
         )
 
 
 EMPTY = LatencyHistogram((), (), samples=0, min_ns=0, max_ns=0, mean_ns=0.0, stddev_ns=0.0)
 
 
-def _sum_stat(
+def sum_stat(
     n: int, mean: float, s: float, src_n: int, src_mean: float, src_stddev: float
 ) -> tuple[int, float, float]:
     """fio's __sum_stat: (N, mean, S) of the union; S (the sum of squared deviations) is
@@ -392,128 +391,5 @@ def _float(obj: Mapping[str, Any], key: str, where: str) -> float:
 # ---------------------------------------------------------------- fio documents
 
 
-def load_document(doc: str | Mapping[str, Any]) -> Mapping[str, Any]:
-    """A fio JSON document from fio's stdout (notes before the JSON are skipped)."""
-    if isinstance(doc, Mapping):
-        return doc
-    found = find_json_document(doc)
-    if found is None:
-        raise ParseError("no fio JSON document in the output")
-    return found
-
-
-def _jobs(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    # client/server output lists per-client jobs (and "All clients") in client_stats
-    jobs = doc.get("jobs")
-    if jobs is None:
-        jobs = [j for j in doc.get("client_stats") or [] if j.get("jobname") != "All clients"]
-    if not isinstance(jobs, list) or not jobs:
-        raise ParseError("fio JSON has no jobs")
-    return jobs
-
-
-def _sections(doc: Mapping[str, Any]) -> Iterable[tuple[str, str, Mapping[str, Any]]]:
-    """(direction, where, clat_ns) of every job direction that completed I/O. The
-    "mixed" section (unified_rw_reporting=both) repeats read+write and is skipped."""
-    for i, job in enumerate(_jobs(doc)):
-        for d in DIRECTIONS:
-            sec = job.get(d)
-            if not isinstance(sec, dict):
-                continue
-            clat = sec.get("clat_ns")
-            if isinstance(clat, dict) and clat.get("N"):
-                yield d, f"jobs[{i}] {job.get('jobname')!r}.{d}.clat_ns", clat
-
-
-def has_bins(doc: str | Mapping[str, Any]) -> bool:
-    """True when every direction with I/O carries json+ bins."""
-    return all("bins" in clat for _, _, clat in _sections(load_document(doc)))
-
-
-def document_histograms(doc: str | Mapping[str, Any]) -> dict[str, LatencyHistogram]:
-    """direction -> histogram merged over every job of one fio json+ document."""
-    per: dict[str, list[LatencyHistogram]] = {}
-    for d, where, clat in _sections(load_document(doc)):
-        per.setdefault(d, []).append(LatencyHistogram.from_clat(clat, where))
-    return {d: LatencyHistogram.merge(h) for d, h in per.items()}
-
-
-def step_histograms(docs: Iterable[str | Mapping[str, Any]]) -> dict[str, LatencyHistogram]:
-    """direction -> histogram over every json+ document of a step (every process)."""
-    return merge_directions(document_histograms(doc) for doc in docs)
-
-
-def merge_directions(
-    parts: Iterable[Mapping[str, LatencyHistogram]],
-) -> dict[str, LatencyHistogram]:
-    """Merge {direction: histogram} maps, e.g. the stored histograms of each client of a
-    step, direction by direction; exact at any level."""
-    per: dict[str, list[LatencyHistogram]] = {}
-    for part in parts:
-        for d, h in part.items():
-            per.setdefault(d, []).append(h)
-    return {d: LatencyHistogram.merge(per[d]) for d in DIRECTIONS if d in per}
-
-
-def pooled(histograms: Mapping[str, LatencyHistogram]) -> LatencyHistogram:
-    """Every direction in one histogram (what fio's unified_rw_reporting=both calls
-    "mixed"); a mixed workload's table row pools reads and writes the same way."""
-    return LatencyHistogram.merge(histograms[d] for d in DIRECTIONS if d in histograms)
-
-
-def step_latency(
-    docs: Sequence[str | Mapping[str, Any]], directions: Sequence[str] | None = None
-) -> LatencySummary:
-    """The step's latency over the given directions (default: all with I/O), pooled.
-
-    Exact when every document has json+ bins; otherwise the percentiles fall back to
-    the sample-weighted mean of each job's reported percentiles and the summary says
-    `exact=False` so a report can flag them."""
-    loaded = [load_document(d) for d in docs]
-    wanted = tuple(directions) if directions is not None else DIRECTIONS
-    if all(has_bins(d) for d in loaded):
-        hists = step_histograms(loaded)
-        return pooled({d: h for d, h in hists.items() if d in wanted}).summary()
-    return approximate_latency(loaded, wanted)
-
-
-def approximate_latency(
-    docs: Sequence[str | Mapping[str, Any]], directions: Sequence[str] = DIRECTIONS
-) -> LatencySummary:
-    """From plain JSON: exact moments, approximate percentiles (NaN where no job
-    reported that percentile)."""
-    sections = [
-        clat for doc in docs for d, _, clat in _sections(load_document(doc)) if d in directions
-    ]
-    if not sections:
-        return _empty_summary(False, "no I/O completed")
-    n, mean, s = 0, 0.0, 0.0
-    for clat in sections:
-        n, mean, s = _sum_stat(
-            n, mean, s, int(clat["N"]), float(clat["mean"]), float(clat["stddev"])
-        )
-    pct: dict[str, float] = {}
-    for p, attr in _SUMMARY_FIELDS.items():
-        known = [
-            (int(c["N"]), float(v))
-            for c in sections
-            for k, v in (c.get("percentile") or {}).items()
-            if math.isclose(float(k), p, abs_tol=1e-6)
-        ]
-        total = sum(w for w, _ in known)
-        pct[attr] = math.fsum(w * v for w, v in known) / total / _NS_PER_MS if total else math.nan
-    return LatencySummary(
-        exact=False,
-        note="approximate: plain fio JSON has no histogram bins; percentiles are the "
-        "sample-weighted mean of per-job percentiles (run fio with --output-format=json+)",
-        samples=n,
-        mean_ms=mean / _NS_PER_MS,
-        stddev_ms=(math.sqrt(s / (n - 1)) if n > 1 else 0.0) / _NS_PER_MS,
-        min_ms=min(int(c["min"]) for c in sections) / _NS_PER_MS,
-        max_ms=max(int(c["max"]) for c in sections) / _NS_PER_MS,
-        **pct,
-    )
-
-
-def _empty_summary(exact: bool, note: str) -> LatencySummary:
+def empty_summary(exact: bool, note: str) -> LatencySummary:
     return LatencySummary(exact, note, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)

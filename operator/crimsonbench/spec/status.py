@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from crimsonbench.spec.models import _Model
+from crimsonbench.spec.base import SpecModel
 
 
 class Phase(StrEnum):
@@ -18,7 +18,7 @@ class Phase(StrEnum):
     FAILED = "Failed"
 
 
-class Condition(_Model):
+class Condition(SpecModel):
     """The standard Kubernetes condition shape (metav1.Condition)."""
 
     type: str = Field(max_length=316)
@@ -29,7 +29,7 @@ class Condition(_Model):
     observed_generation: int | None = None
 
 
-class StepSummary(_Model):
+class StepSummary(SpecModel):
     id: str
     workload: str
     iodepth: int
@@ -49,14 +49,14 @@ class StepSummary(_Model):
     stopped_early: str = Field(default="", description="Why the sweep stopped after this step.")
 
 
-class StepSample(_Model):
+class StepSample(SpecModel):
     t: float
     osd_cpu: float
     osd_mem_mib: float
     fio_cpu: float
 
 
-class WorkloadPeak(_Model):
+class WorkloadPeak(SpecModel):
     workload: str
     iodepth: int
     iops: float
@@ -64,13 +64,13 @@ class WorkloadPeak(_Model):
     clat_ms: float
 
 
-class ResultsRef(_Model):
+class ResultsRef(SpecModel):
     kind: str = Field(default="ConfigMap")
     name: str
     path: str | None = Field(default=None, description="Results directory (local mode).")
 
 
-class BenchmarkRunStatus(_Model):
+class BenchmarkRunStatus(SpecModel):
     phase: Phase = Phase.PENDING
     message: str = ""
     observed_generation: int | None = None

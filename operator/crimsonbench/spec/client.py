@@ -1,0 +1,84 @@
+"""The fio clients: where they run, their CPUs, the pool and images they drive."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, model_validator
+
+from crimsonbench.spec.base import BlockSizeStr, CpuSetStr, NodeName, SizeStr, SpecModel, enforce
+from crimsonbench.spec.rules import Rule, cel_rules
+
+CLIENT_RULES = (
+    Rule(
+        cel="[has(self.node), has(self.nodes) && self.nodes.size() > 0, "
+        "has(self.nodeSelector) && self.nodeSelector.size() > 0].filter(x, x).size() <= 1",
+        message="name the client nodes one way: node, nodes or nodeSelector",
+        field="nodes",
+        check=lambda c: sum((c.node is not None, bool(c.nodes), bool(c.node_selector))) <= 1,
+    ),
+    Rule(
+        cel="!has(self.count) || (!has(self.node) && (!has(self.nodes) || self.nodes.size() == 0))",
+        message="count is for nodeSelector (how many matching nodes) or local runs (fio "
+        "clients on this machine); with node or nodes there is one client per node",
+        field="count",
+        check=lambda c: c.count is None or (c.node is None and not c.nodes),
+    ),
+)
+
+
+class ClientSpec(SpecModel):
+    model_config = ConfigDict(json_schema_extra=cel_rules(CLIENT_RULES))
+
+    cpu_set: CpuSetStr | None = Field(
+        default=None,
+        description="CPUs reserved for fio on every client (local: shared equally by count "
+        "clients); must not overlap osd.cpuSet. Default: the CPUs the OSDs do not use.",
+    )
+    pool: str = Field(default="rbd", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    pg_num: int = Field(default=128, ge=1, le=65536)
+    images: int = Field(default=32, ge=1, le=1024, description="Number of RBD images.")
+    image_size: SizeStr = Field(default="2Gi", description="Size of each RBD image.")
+    processes_per_image: int = Field(default=1, ge=1, le=64, description="fio processes per image.")
+    num_jobs: int = Field(default=1, ge=1, le=64, description="fio numjobs per process.")
+    prefill: bool = Field(default=True, description="Write every image once, 64K sequential.")
+    prefill_block_size: BlockSizeStr = Field(default="64k")
+    user: str = Field(default="admin", min_length=1, description="cephx client for fio.")
+    image_prefix: str = Field(default="fio_test_", pattern=r"^[A-Za-z0-9_.-]{1,48}$")
+    node: str | None = Field(
+        default=None, max_length=253, description="The node fio runs on (operator)."
+    )
+    nodes: list[NodeName] = Field(
+        default_factory=list,
+        max_length=1024,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Client nodes (operator): one fio client on each, started together; "
+        "the images are spread over them.",
+    )
+    node_selector: dict[str, Annotated[str, Field(max_length=63)]] = Field(
+        default_factory=dict,
+        max_length=16,
+        description="Client nodes by label (operator): the first `count` matching nodes by "
+        "name (default: all of them).",
+    )
+    count: int | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        description="Number of fio clients: with nodeSelector, how many nodes; in local "
+        "runs, fio clients on this machine, each on its own share of cpuSet.",
+    )
+    node_cpu_sets: dict[str, CpuSetStr] = Field(
+        default_factory=dict,
+        max_length=1024,
+        description="Client CPUs per node name, overriding cpuSet on that node.",
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClientSpec:
+        return enforce(CLIENT_RULES, self)
+
+    @property
+    def named_nodes(self) -> tuple[str, ...]:
+        """The client nodes the spec names (node or nodes); () for a selector or local."""
+        return (self.node,) if self.node is not None else tuple(self.nodes)

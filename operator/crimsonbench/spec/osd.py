@@ -1,0 +1,150 @@
+"""The OSDs: flavor, object store, reactors and their CPU placement."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import ConfigDict, Field, model_validator
+
+from crimsonbench.spec.base import CpuSetStr, SpecModel, enforce
+from crimsonbench.spec.rules import Rule, cel_rules
+
+
+class Flavor(StrEnum):
+    CRIMSON = "crimson"
+    CLASSIC = "classic"
+
+
+class ObjectStore(StrEnum):
+    CYANSTORE = "cyanstore"
+    SEASTORE = "seastore"
+    BLUESTORE = "bluestore"
+    MEMSTORE = "memstore"
+
+
+class CpuPolicy(StrEnum):
+    DEFAULT = "default"  # contiguous CPUs per OSD
+    OSD = "osd"  # every reactor of an OSD on one NUMA node; OSDs alternate nodes
+    SOCKET = "socket"  # each OSD's reactors spread evenly over NUMA nodes
+
+
+class HyperThreads(StrEnum):
+    PHYSICAL = "physical"  # one reactor per physical core; its sibling stays idle
+    DUAL = "dual"  # both hyper-thread siblings host a reactor ("dual reactor")
+
+
+class OptionNaming(StrEnum):
+    AUTO = "auto"  # from the Ceph version
+    LEGACY = "legacy"  # crimson_seastar_cpu_cores / crimson_alien_* (squid, tentacle)
+    CURRENT = "current"  # crimson_cpu_set / crimson_bluestore_* (Ceph 21 and newer)
+
+
+_CRIMSON_STORES = ("cyanstore", "seastore", "bluestore")
+_CLASSIC_STORES = ("bluestore", "memstore")
+
+OSD_RULES = (
+    Rule(
+        cel="self.flavor != 'classic' || self.objectStore in ['bluestore', 'memstore']",
+        message="classic OSDs support objectStore bluestore or memstore; "
+        "cyanstore and seastore need flavor crimson",
+        field="objectStore",
+        check=lambda o: o.flavor != Flavor.CLASSIC or o.object_store.value in _CLASSIC_STORES,
+    ),
+    Rule(
+        cel="self.flavor != 'crimson' "
+        "|| self.objectStore in ['cyanstore', 'seastore', 'bluestore']",
+        message="crimson OSDs support objectStore cyanstore, seastore or bluestore; "
+        "memstore needs flavor classic",
+        field="objectStore",
+        check=lambda o: o.flavor != Flavor.CRIMSON or o.object_store.value in _CRIMSON_STORES,
+    ),
+    Rule(
+        cel="self.flavor != 'classic' || !has(self.reactors)",
+        message="reactors applies to crimson OSDs only; for classic OSDs set cpusPerOsd",
+        field="reactors",
+        check=lambda o: o.flavor != Flavor.CLASSIC or o.reactors is None,
+    ),
+    Rule(
+        cel="self.flavor != 'crimson' || !has(self.cpusPerOsd)",
+        message="cpusPerOsd applies to classic OSDs only; for crimson OSDs set reactors",
+        field="cpusPerOsd",
+        check=lambda o: o.flavor != Flavor.CRIMSON or o.cpus_per_osd is None,
+    ),
+    Rule(
+        cel="(self.flavor == 'crimson' && self.objectStore == 'bluestore') "
+        "|| (!has(self.alienThreads) && !has(self.alienCpuSet))",
+        message="alienThreads and alienCpuSet apply to crimson with objectStore bluestore only",
+        field="alienThreads",
+        check=lambda o: (
+            (o.flavor == Flavor.CRIMSON and o.object_store == ObjectStore.BLUESTORE)
+            or (o.alien_threads is None and o.alien_cpu_set is None)
+        ),
+    ),
+)
+
+
+class OsdSpec(SpecModel):
+    model_config = ConfigDict(json_schema_extra=cel_rules(OSD_RULES))
+
+    flavor: Flavor = Field(default=Flavor.CRIMSON, description="crimson or classic ceph-osd.")
+    object_store: ObjectStore = Field(
+        default=ObjectStore.BLUESTORE,
+        description="crimson: cyanstore|seastore|bluestore; classic: bluestore|memstore.",
+    )
+    count: int = Field(default=1, ge=1, le=128, description="Number of OSDs.")
+    reactors: int | None = Field(
+        default=None, ge=1, le=1024, description="Seastar reactors per crimson OSD (default 1)."
+    )
+    cpus_per_osd: int | None = Field(
+        default=None, ge=1, le=1024, description="CPUs per classic OSD (default: an equal share)."
+    )
+    cpu_policy: CpuPolicy = Field(default=CpuPolicy.DEFAULT, description="Reactor placement.")
+    cpu_set: CpuSetStr | None = Field(
+        default=None, description="CPUs the OSDs may use; default: all CPUs not given to fio."
+    )
+    hyper_threads: HyperThreads = Field(
+        default=HyperThreads.DUAL,
+        description="physical: one reactor per core; dual: both siblings host a reactor.",
+    )
+    alien_threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=4096,
+        description="BlueStore alien threads (default 4*OSDs*reactors).",
+    )
+    alien_cpu_set: CpuSetStr | None = Field(
+        default=None, description="CPUs for alien threads; default: allowed CPUs left by reactors."
+    )
+    option_naming: OptionNaming = Field(
+        default=OptionNaming.AUTO, description="Crimson option names; auto picks by Ceph version."
+    )
+    ceph_version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+(\.\d+)?$",
+        description="Ceph version if it cannot be detected, e.g. 19.2.1.",
+    )
+    devices: list[Annotated[str, Field(max_length=256)]] = Field(
+        default_factory=list, max_length=128, description="Block devices, one per OSD (seastore)."
+    )
+    ceph_config: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
+        default_factory=dict, max_length=128, description="Extra options for the [osd] section."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OsdSpec:
+        return enforce(OSD_RULES, self)
+
+    @property
+    def reactors_per_osd(self) -> int:
+        """Reactors for crimson (default 1); 0 for classic, which has none."""
+        if self.flavor == Flavor.CLASSIC:
+            return 0
+        return self.reactors or 1
+
+    @property
+    def alien_thread_count(self) -> int:
+        """The reference method's sizing: 4 x OSDs x reactors (crimson bluestore only)."""
+        if self.flavor != Flavor.CRIMSON or self.object_store != ObjectStore.BLUESTORE:
+            return 0
+        return self.alien_threads or 4 * self.count * self.reactors_per_osd

@@ -1,0 +1,107 @@
+"""Where a run goes: a throwaway local cluster, a Rook cluster, or an existing one."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from crimsonbench.spec.base import NodeName, SizeStr, SpecModel, enforce
+from crimsonbench.spec.rules import Rule, cel_rules
+
+
+class SecretKeyRef(SpecModel):
+    name: str = Field(min_length=1, description="Secret in the BenchmarkRun's namespace.")
+    key: str = Field(default="keyring", min_length=1, description="Key holding the keyring.")
+
+
+class LocalTarget(SpecModel):
+    """A throwaway single-node cluster started from the installed Ceph packages."""
+
+    work_dir: str | None = Field(
+        default=None, description="Cluster and results directory; default: a fresh one."
+    )
+    bluestore_backing: Literal["file", "loop"] = Field(
+        default="file",
+        description="Classic bluestore on a plain file or on a loop device.",
+    )
+    bluestore_size: SizeStr = Field(default="8Gi", description="Block size per bluestore OSD.")
+    force_ssd: bool = Field(
+        default=True, description="Apply SSD tunables even if the disk reports rotational."
+    )
+    crimson_binary: str | None = Field(
+        default=None, description="Path of crimson-osd; default: search PATH."
+    )
+    keep_cluster: bool = Field(default=False, description="Leave the cluster running afterwards.")
+
+
+class RookTarget(SpecModel):
+    cluster_name: str = Field(min_length=1, description="Name of the Rook CephCluster.")
+    namespace: str = Field(default="rook-ceph", min_length=1)
+    osd_nodes: list[NodeName] = Field(
+        default_factory=list,
+        max_length=1024,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Nodes whose OSDs are planned and pinned, each from its own CPU "
+        "topology; default: every node running an OSD of the cluster. OSDs never move.",
+    )
+    osd_ids: list[Annotated[int, Field(ge=0, le=1_000_000)]] = Field(
+        default_factory=list,
+        max_length=4096,
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+        description="Only these OSDs are planned and pinned; default: every OSD on osdNodes.",
+    )
+    allow_reprovision: bool = Field(
+        default=False,
+        description="Allow purging and re-creating crimson OSDs when the reactor layout changes.",
+    )
+
+
+EXTERNAL_RULES = (
+    Rule(
+        cel="has(self.keyringSecret) || has(self.keyringFile)",
+        message="set keyringSecret (operator) or keyringFile (local CLI) to reach the cluster",
+        field="keyringSecret",
+        check=lambda s: s.keyring_secret is not None or s.keyring_file is not None,
+    ),
+)
+
+
+class ExternalTarget(SpecModel):
+    """An existing cluster (cephadm, Proxmox, ...) reached through its monitors."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(EXTERNAL_RULES))
+
+    mon_host: str = Field(min_length=1, description="mon_host as in ceph.conf.")
+    user: str = Field(default="admin", min_length=1, description="cephx user without 'client.'.")
+    keyring_secret: SecretKeyRef | None = Field(default=None, description="For the operator.")
+    keyring_file: str | None = Field(default=None, description="For the local CLI.")
+
+    @model_validator(mode="after")
+    def _one_keyring(self) -> ExternalTarget:
+        return enforce(EXTERNAL_RULES, self)
+
+
+TARGET_RULES = (
+    Rule(
+        cel="[has(self.local), has(self.rook), has(self.external)].filter(x, x).size() == 1",
+        message="set exactly one of local, rook or external",
+        field="",
+        check=lambda t: sum(x is not None for x in (t.local, t.rook, t.external)) == 1,
+    ),
+)
+
+
+class TargetSpec(SpecModel):
+    model_config = ConfigDict(json_schema_extra=cel_rules(TARGET_RULES))
+    local: LocalTarget | None = None
+    rook: RookTarget | None = None
+    external: ExternalTarget | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TargetSpec:
+        return enforce(TARGET_RULES, self)
+
+    @property
+    def kind(self) -> str:
+        return "local" if self.local else "rook" if self.rook else "external"
