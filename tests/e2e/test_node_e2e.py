@@ -1,10 +1,12 @@
-"""Operator → fio pods on a real kubelet → a real Ceph cluster → results, metrics, cleanup.
+"""Operator → fio server and client pods on a real kubelet → a real Ceph cluster →
+results, metrics, fetch/report/compare, cleanup.
 
 One BenchmarkRun (2 workloads × 3 iodepths, 3 s + 1 s ramp per step) against the local
 cluster as an external target. While it runs, the test watches from outside: every pod
-the operator's Jobs create, every fio pod's log (streamed, so it survives the Job's
-deletion), and the CPU affinity of every fio thread on this host. The operator pod is
-killed after the second step; the run must still finish with no step run twice.
+the operator's Jobs create, every fio client pod's log (streamed, so it survives the
+Job's deletion), and the CPU affinity of every thread of the fio server on this host.
+The operator pod is killed after the second step; the run must still finish with no step
+run twice, and the new operator's handlers must never have failed.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ import pytest
 from harness.stack import OPERATOR_NS, POOL, RUN_NS, Stack
 from kubernetes import watch
 from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
 
+from crimsonbench.cli import app
 from crimsonbench.local.topology_probe import local_topology
-from crimsonbench.manifests.jobs import parse_step_log, step_job_name
+from crimsonbench.manifests.fio import client_job_name, server_job_name
+from crimsonbench.manifests.rbac import RULES
 from crimsonbench.manifests.results import read_results_configmaps
 from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.spec.models import validate_spec
 
 pytestmark = [pytest.mark.node, pytest.mark.k8s, pytest.mark.ceph]
@@ -102,7 +108,7 @@ class Watcher:
                     self.job_of_pod[pod.metadata.name] = job
                 running = pod.status.phase in ("Running", "Succeeded", "Failed")
                 if (
-                    labels.get(ROLE) == "fio"
+                    labels.get(ROLE) in ("fio", "prefill")
                     and running
                     and pod.metadata.name not in self._following
                 ):
@@ -123,10 +129,12 @@ class Watcher:
         self.logs[name] = b"".join(resp.stream()).decode()
 
     def _sample_affinity(self) -> None:
+        """Every fio process of the server pod: the server and the job processes it forks
+        (they carry the server's command line)."""
         while not self._stop.is_set():
             for proc in psutil.process_iter(["name", "cmdline"]):
                 cmd = proc.info.get("cmdline") or []
-                if proc.info.get("name") != "fio" or not any("/jobs/" in c for c in cmd):
+                if proc.info.get("name") != "fio" or not any("--server" in c for c in cmd):
                     continue
                 self.fio_seen_running.append(time.monotonic())
                 try:
@@ -158,9 +166,17 @@ def wait_for(what: str, check: Any, timeout: float, s: Stack) -> Any:
     )
 
 
-def fio_documents(log: str) -> list[dict[str, Any]]:
-    """The fio JSON documents of a pod log, read straight from fio's own output."""
-    return [json.loads(text[text.index("{") :]) for text in parse_step_log(log).values()]
+def fio_document(log: str) -> dict[str, Any]:
+    """fio's JSON of a client pod's log, read here without the product's parser: the text
+    between `==> fio.json <==` and the next delimiter, from its first brace."""
+    body = log.split("==> fio.json <==", 1)[1].split("\n==> ", 1)[0]
+    doc = json.loads(body[body.index("{") :])
+    assert isinstance(doc, dict)
+    return doc
+
+
+def server_jobs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [j for j in doc["client_stats"] if j["jobname"] != "All clients"]
 
 
 def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
@@ -172,7 +188,7 @@ def scrape(port: int) -> dict[str, list[tuple[dict[str, str], float]]]:
     return out
 
 
-def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> None:
+def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack, tmp_path: Any) -> None:
     s = stack
     first_operator = s.wait_operator_ready(timeout=60).metadata.name
     pools_before = s.ceph.cli.ceph("osd", "pool", "ls").split()
@@ -206,15 +222,20 @@ def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> Non
 
     assert status["phase"] == "Completed", status.get("message")
     assert status["stepsDone"] == status["stepsTotal"] == 6
-    assert [p.metadata.name for p in s.operator_pods()] != [first_operator]
+    assert 2 <= killed_at < 6, "the operator must be killed mid-sweep, not after it"
+    new_pods = s.operator_pods()
+    assert new_pods and first_operator not in [p.metadata.name for p in new_pods]
     print(f"operator killed after step {killed_at} of 6; its successor finished the run")
 
-    # No step ran twice, across the restart: one pod ever per step Job.
+    # No step ran twice, across the restart: one pod ever per step's client Job; one fio
+    # server for the run's one client node.
     spec = validate_spec(run_manifest("x")["spec"])
-    plan = build_plan(RUN, spec, local_topology())
-    step_of_job = {step_job_name(RUN, st.id, "localhost"): st.id for st in plan.steps}
+    layout = ClusterLayout({"localhost": local_topology()}, {}, ("localhost",), plan_osds=False)
+    plan = build_plan(RUN, spec, layout)
+    step_of_job = {client_job_name(RUN, st.id): st.id for st in plan.steps}
     assert set(step_of_job) <= set(watcher.pods_by_job), sorted(watcher.pods_by_job)
     assert all(len(watcher.pods_by_job[j]) == 1 for j in step_of_job), watcher.pods_by_job
+    assert len(watcher.pods_by_job[server_job_name(RUN, "localhost")]) == 1
 
     # Results (status + results ConfigMaps) are exactly what fio printed in the pods.
     cms = s.core.list_namespaced_config_map(
@@ -228,28 +249,34 @@ def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> Non
     summary = {row["id"]: row for row in status.get("steps", [])}
     seen_steps = set()
     for pod_name, log in watcher.logs.items():
+        if watcher.job_of_pod[pod_name] not in step_of_job:
+            continue  # the prefill's client
         step = step_of_job[watcher.job_of_pod[pod_name]]
         seen_steps.add(step)
-        docs = fio_documents(log)
-        jobs = [j for d in docs for j in d["jobs"]]
-        for d in docs:  # the rbd engine, pinned to the client set, as planned
-            for j in d["jobs"]:
-                assert _option(d, j, "ioengine") == "rbd"
-                assert _option(d, j, "cpus_allowed") == "1"
+        doc = fio_document(log)
+        jobs = server_jobs(doc)
+        # counted here, not by the product: one job per image (2 images, 1 process each)
+        assert len(jobs) == 2, (step, [j["jobname"] for j in jobs])
+        for j in jobs:  # the rbd engine, pinned to the client set, from the one server
+            assert j["job options"].get("ioengine", "rbd") == "rbd"
+            assert j["hostname"] and j["port"] == 8765
         iops = sum(j["read"]["iops"] + j["write"]["iops"] for j in jobs)
         ios = sum(j["read"]["total_ios"] + j["write"]["total_ios"] for j in jobs)
         assert iops > 0, step
         assert results[step].fio.iops == pytest.approx(iops, rel=1e-9)
         assert results[step].fio.total_ios == ios
+        assert results[step].fio.percentiles_exact  # every job's histogram merged
+        assert list(results[step].clients) == ["localhost"]
         if step in summary:
             assert float(summary[step]["iops"]) == pytest.approx(iops, rel=1e-2, abs=1)
     assert seen_steps == set(results), "a step's pod log was not captured"
 
-    # fio threads on this host never left the client CPU set
+    # the fio server and every job it forked never left the client CPU set
+    assert watcher.fio_seen_running, "never saw the fio server on the host"
     assert watcher.fio_affinity, "never saw a fio thread on the host"
     assert set().union(*watcher.fio_affinity.values()) == CLIENT_CPUS, watcher.fio_affinity
 
-    # The (restarted) operator's metrics endpoint shows every step.
+    # The (restarted) operator's metrics endpoint shows every step, and no handler failed.
     metrics = scrape(s.metrics_port)
     iops_series = [
         (labels, v) for labels, v in metrics["crimsonbench_step_iops"] if labels["run"] == RUN
@@ -261,22 +288,95 @@ def test_operator_runs_a_sweep_with_fio_pods_on_a_real_node(stack: Stack) -> Non
     durations = [v for labels, v in metrics["crimsonbench_step_duration_seconds"]
                  if labels["run"] == RUN]  # fmt: skip
     assert len(durations) == 6 and all(4 <= d < 120 for d in durations), durations  # 3 s + 1 s
+    errors = metrics.get("crimsonbench_operator_reconcile_errors_total", [])
+    assert sum(v for _, v in errors) == 0, errors
+    ticks = [v for labels, v in metrics["crimsonbench_operator_reconcile_duration_seconds_count"]]
+    assert ticks and ticks[0] > 0, "the new operator never reconciled"
+    assert "failed with an exception" not in s.operator_logs(400)
 
-    # Finished: every Job it made is gone already (steps, probe, image removal), and so
-    # are the RBD images (external cluster: nothing else removes them).
+    # fetch -> report -> compare, as a user reads a Kubernetes run
+    fetched = _fetch_report_and_compare(s, tmp_path)
+    assert sorted(r.step_id for r in fetched) == sorted(results)
+
+    # Finished: every Job it made is gone already (servers, steps, probe, facts, image
+    # removal), and so are the RBD images (external cluster: nothing else removes them).
     for ns in (RUN_NS, OPERATOR_NS):
         left = [j.metadata.name for j in s.batch.list_namespaced_job(ns).items]
         assert left == [], (ns, left)
     assert s.ceph.cli.rbd("ls", POOL).split() == []
 
-    # Delete the run: no pod, Job or RBD image left.
+    # Delete the run: nothing the operator may create is left (kinds from its RBAC).
     s.custom.delete_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, RUN)
     wait_for("run deleted", lambda: not _exists(s), 180, s)
     wait_for("pods gone", lambda: not _leftover_pods(s), 120, s)
-    for ns in (RUN_NS, OPERATOR_NS):
-        assert s.batch.list_namespaced_job(ns).items == [], ns
+    assert _leftovers(s) == {}
     assert s.ceph.cli.ceph("osd", "pool", "ls").split() == pools_before
     assert s.ceph.cli.rbd("ls", POOL).split() == []
+
+
+def _fetch_report_and_compare(s: Stack, tmp: Any) -> list[Any]:
+    """The operator's run through `crimsonbench fetch`, then `report`, then `compare`
+    against the same spec run by local mode."""
+    from crimsonbench.local.runner import LocalRun
+    from crimsonbench.progress import QuietEvents
+    from crimsonbench.results.store import ResultStore
+
+    kubeconfig = s.cp.kubeconfig(tmp / "kubeconfig")
+    k8s_dir, local_dir = tmp / "k8s", tmp / "local"
+    runner = CliRunner()
+    got = runner.invoke(app, ["fetch", f"{RUN_NS}/{RUN}", "--kubeconfig", str(kubeconfig),
+                              "--results", str(k8s_dir)])  # fmt: skip
+    assert got.exit_code == 0, got.output
+    assert runner.invoke(app, ["report", str(k8s_dir)]).exit_code == 0
+    assert (k8s_dir / "report" / "summary.md").exists()
+    local = run_manifest("x")["spec"] | {"target": {"local": {}}}
+    local["client"] = {k: v for k, v in local["client"].items() if k not in ("node", "pool")}
+    local["osd"]["cpuSet"] = "0"
+    outcome = LocalRun("local", validate_spec(local), local_dir, QuietEvents()).execute()
+    assert outcome.phase.value == "Completed", outcome.message
+    cmp = runner.invoke(app, ["compare", str(local_dir), str(k8s_dir), "--out", str(tmp / "c")])
+    assert cmp.exit_code in (0, 1), cmp.output  # 1: the gate saw a regression
+    text = (tmp / "c" / "comparison.md").read_text()
+    assert (
+        "## Verdicts" in text and text.count("| randread4k |") + text.count("| randwrite4k |") >= 6
+    )
+    return ResultStore(k8s_dir).load_results()
+
+
+def _leftovers(s: Stack) -> dict[str, list[str]]:
+    """Every object of the run of every kind the operator's RBAC lets it create. Events
+    are left: they are the run's audit trail and expire on their own (the API's TTL)."""
+    creatable = {res for _g, resources, verbs, _why in RULES if "create" in verbs
+                 for res in resources}  # fmt: skip
+    assert {"jobs", "configmaps", "leases", "events"} <= creatable, creatable
+    sel = f"bench.crimson.ceph.io/run={RUN}"
+    found: dict[str, list[str]] = {}
+    for ns in (RUN_NS, OPERATOR_NS):
+        found[f"jobs/{ns}"] = [j.metadata.name for j in s.batch.list_namespaced_job(ns).items]
+        found[f"configmaps/{ns}"] = [
+            c.metadata.name for c in s.core.list_namespaced_config_map(ns, label_selector=sel).items
+        ]
+        found[f"pods/{ns}"] = [
+            p.metadata.name
+            for p in s.core.list_namespaced_pod(ns).items
+            if (p.metadata.labels or {}).get("bench.crimson.ceph.io/run") == RUN
+        ]
+    coord = kubernetes.client.CoordinationV1Api(s.api)
+    found["leases"] = [
+        le.metadata.name
+        for le in coord.list_namespaced_lease(OPERATOR_NS).items
+        if le.metadata.name.startswith("crimsonbench-")
+    ]
+    unchecked = creatable - {
+        "jobs",
+        "configmaps",
+        "leases",
+        "events",
+        "cephclients",
+        "cephblockpools",
+    }
+    assert not unchecked, f"the operator may create {unchecked}: check them here too"
+    return {k: v for k, v in found.items() if v}
 
 
 def _exists(s: Stack) -> bool:
@@ -291,7 +391,3 @@ def _exists(s: Stack) -> bool:
 
 def _leftover_pods(s: Stack) -> list[str]:
     return [p.metadata.name for p in s.core.list_namespaced_pod(RUN_NS).items]
-
-
-def _option(doc: dict[str, Any], job: dict[str, Any], key: str) -> str:
-    return str(job.get("job options", {}).get(key) or doc.get("global options", {}).get(key, ""))
