@@ -20,11 +20,11 @@ from typing import Any
 import kubernetes.client
 import pytest
 from harness import (
-    ENVIRONMENTAL,
     ROOK_VERSION,
     BinariesUnavailable,
     ControlPlane,
     ensure_binaries,
+    environmental,
     rook_crds_yaml,
 )
 
@@ -75,7 +75,7 @@ def control_plane() -> Iterator[ControlPlane]:
     try:
         bin_dir = ensure_binaries()
     except BinariesUnavailable as exc:
-        if any(m in str(exc) for m in ENVIRONMENTAL):
+        if environmental(exc):
             _skip(f"no Kubernetes control plane on this machine: {exc}")
         raise
     t0 = time.monotonic()

@@ -6,6 +6,7 @@ from harness.controlplane import (
     ControlPlane,
     NotReadyError,
     ensure_binaries,
+    environmental,
 )
 from harness.rook import ROOK_VERSION, RookUnavailable, rook_crds_yaml
 
@@ -17,5 +18,6 @@ __all__ = [
     "NotReadyError",
     "RookUnavailable",
     "ensure_binaries",
+    "environmental",
     "rook_crds_yaml",
 ]

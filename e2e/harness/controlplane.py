@@ -59,7 +59,16 @@ ENVIRONMENTAL = (
     "TLS handshake timeout",
     "403 Forbidden",
     "no space left on device",
+    "Temporary failure resolving",  # apt/debootstrap: no package mirror
+    "Could not resolve",
+    "not root",
 )
+
+
+def environmental(exc: BaseException) -> bool:
+    """True when a failure comes from the machine (no network, no Go, no disk), not from
+    our own files: only such failures may turn a test into a skip."""
+    return any(marker in str(exc) for marker in ENVIRONMENTAL)
 
 
 def cache_root() -> Path:

@@ -25,7 +25,14 @@ import yaml
 from crimsonbench.local.cluster import LocalCluster
 from crimsonbench.plan.types import OsdCpus
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec
-from harness.controlplane import REPO, BinariesUnavailable, ControlPlane, ensure_binaries, free_port
+from harness.controlplane import (
+    REPO,
+    BinariesUnavailable,
+    ControlPlane,
+    ensure_binaries,
+    environmental,
+    free_port,
+)
 from harness.helm import ensure_helm
 from harness.images import (
     FIO_IMAGE,
@@ -64,7 +71,9 @@ def helm_binary() -> Path:
     try:
         return ensure_helm()
     except RuntimeError as exc:
-        raise StackUnavailable(f"helm cannot be built here: {str(exc)[-500:]}") from exc
+        if environmental(exc):
+            raise StackUnavailable(f"helm cannot be built here: {str(exc)[-500:]}") from exc
+        raise  # our build script or a pinned version is broken: a failure, never a skip
 
 
 def render_chart(values: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
@@ -192,7 +201,9 @@ def e2e_stack(osd_cpu: int = 0) -> Iterator[Stack]:
         bin_dir = ensure_binaries(extra=("kubelet",))
         archives = [pause_archive(), *product_archives()]
     except (BinariesUnavailable, ImagesUnavailable) as exc:
-        raise StackUnavailable(f"cannot build what the node needs here: {exc}") from exc
+        if environmental(exc):
+            raise StackUnavailable(f"cannot build what the node needs here: {exc}") from exc
+        raise  # a broken Dockerfile, package list or build script: a failure, never a skip
     timings = {"binaries_and_images_s": time.monotonic() - t0}
     before = host_state()
     osd = OsdSpec(flavor=Flavor.CLASSIC, object_store=ObjectStore.MEMSTORE, count=1)

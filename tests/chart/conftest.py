@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from chartlib import Render, _skip, run_helm
-from harness.controlplane import ENVIRONMENTAL
+from harness.controlplane import environmental
 from harness.helm import ensure_helm
 
 
@@ -18,7 +18,7 @@ def helm() -> Path:
     try:
         return ensure_helm()
     except RuntimeError as exc:
-        if any(m in str(exc) for m in ENVIRONMENTAL):
+        if environmental(exc):
             _skip(f"no helm on this machine: {exc}")
         raise
 

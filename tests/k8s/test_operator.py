@@ -261,9 +261,13 @@ def test_observe_records_where_everything_runs_then_waits_for_preflight(
     assert len(current) == 1 and 'phase="Preparing"' in current[0]
     assert all('namespace="bench"' in line and 'reactors="56"' in line for line in current)
 
-    # Restart: the new operator keeps waiting on the same Job; it creates nothing twice.
+    # Restart: the new operator keeps waiting on the same Job; it creates nothing twice,
+    # and its handlers really ran without failing (not just an idle process).
     with operator():
-        time.sleep(6)
+        wait_for("the new operator to reconcile", lambda: _reconciles(metrics_port) >= 3)
+        reconciled = _reconciles(metrics_port)
+        errors = _reconcile_errors(metrics_port)
+    assert reconciled >= 3 and errors == {}, errors
     assert jobs_of(admin, "ref56") == ["ref56-facts"]
     assert status_of(admin, "ref56")["osdPlacement"] == {"0": NODE}
 
@@ -274,6 +278,31 @@ def test_observe_records_where_everything_runs_then_waits_for_preflight(
     assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == original
     leases = kubernetes.client.CoordinationV1Api(admin).list_namespaced_lease(OP_NS).items
     assert leases == []
+
+
+def _scrape(port: int) -> list[str]:
+    """The metrics lines; none while the operator's endpoint is not up yet."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            return str(resp.read().decode()).splitlines()
+    except OSError:
+        return []
+
+
+def _reconciles(port: int) -> float:
+    for line in _scrape(port):
+        if line.startswith("crimsonbench_operator_reconcile_duration_seconds_count"):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def _reconcile_errors(port: int) -> dict[str, float]:
+    """error class -> count of reconcile ticks that raised it (empty: none raised)."""
+    out = {}
+    for line in _scrape(port):
+        if line.startswith("crimsonbench_operator_reconcile_errors_total{"):
+            out[line.split('error="')[1].split('"')[0]] = float(line.rsplit(" ", 1)[1])
+    return out
 
 
 def _gone(api: Any, name: str) -> bool:

@@ -60,12 +60,60 @@ def ceph_daemons_under(root: Path) -> list[str]:
     return [line for line in out.splitlines() if "ceph-" in line and str(root) in line]
 
 
+class AffinityObserver:
+    """Watches, from outside the product, the CPU affinity of every thread of the OSDs and
+    fio processes under a directory while a run goes on (psutil on /proc)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = str(root)
+        self.seen: dict[str, set[int]] = {"ceph-osd": set(), "fio": set()}
+        self.threads: dict[str, int] = {"ceph-osd": 0, "fio": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> AffinityObserver:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            procs = [
+                p
+                for p in psutil.process_iter(["name", "cmdline"])
+                if p.info.get("name") in self.seen
+                and self.root in " ".join(p.info["cmdline"] or [])
+            ]
+            # only while a step runs (fio is up): `ceph-osd --mkfs` during bring-up is not
+            # the measured OSD and is not pinned
+            if any(p.info["name"] == "fio" for p in procs):
+                for proc in procs:
+                    try:
+                        for th in proc.threads():
+                            self.seen[proc.info["name"]] |= set(
+                                psutil.Process(th.id).cpu_affinity()
+                            )
+                            self.threads[proc.info["name"]] += 1
+                    except psutil.Error:
+                        continue
+            time.sleep(0.2)
+
+
 @pytest.mark.parametrize("store", ["memstore", "bluestore"])
 def test_sweep_end_to_end(tmp_path: Path, store: str) -> None:
-    spec = validate_spec(quick_spec(store))
+    doc = quick_spec(store)
+    doc["target"]["local"]["workDir"] = str(tmp_path / "cluster")  # the OSDs' command lines
+    spec = validate_spec(doc)
     events = QuietEvents()
-    outcome = LocalRun(f"e2e-{store}", spec, tmp_path / "res", events).execute()
+    with AffinityObserver(tmp_path) as observer:
+        outcome = LocalRun(f"e2e-{store}", spec, tmp_path / "res", events).execute()
     assert outcome.phase == Phase.COMPLETED, outcome.message
+    # seen independently of the product's own affinity.json: OSD on CPU 0, fio on CPU 1
+    assert observer.threads["ceph-osd"] > 0 and observer.threads["fio"] > 0, observer.threads
+    assert observer.seen == {"ceph-osd": {0}, "fio": {1}}, observer.seen
     results = {r.step_id: r for r in outcome.results}
     assert sorted(results) == [
         "000-randread4k-qd001-r1",
