@@ -4,7 +4,8 @@ CephCluster with 1 mon, 1 mgr and one bluestore OSD per loop device.
 
     with rook_stack() as rook:          # control plane + node + Rook, Ready
         rook.ceph_json("status")
-        rook.patch_cluster({"spec": {"cephConfig": {"osd.0": {"osd_max_backfills": "3"}}}})
+        rook.patch_cluster({"spec": {"cephConfig": {"osd.0": {"osd_op_complaint_time": "45"}}}})
+        rook.wait_ready(600)            # that generation reconciled, Ceph ready again
 
 or, on a ControlPlane(scheduler=True) and a Node of your own: `with RookCluster(cp, node)`.
 
@@ -17,9 +18,14 @@ What a node without CNI and registry needs (see e2e/rook/*.yaml for the values):
 - loop devices listed by name (Rook skips them under useAllDevices), ROOK_CEPH_ALLOW_LOOP_DEVICES,
   >= 5 GiB each (ceph-volume's floor), /run/udev present on the host (OSD pods mount it).
 
-Teardown deletes the CephCluster, the operator and the namespace, wipes and detaches the loop
-devices, removes the NAT rule, the data directory and whatever else Rook put on the host,
-and checks host_state() and `iptables-save` are what they were at the start.
+Ready means: CephCluster phase Ready with its current generation reconciled, an active mgr,
+every OSD up and in, every PG active+clean. Bring-up then runs Rook's second reconcile
+(settle_osds: Rook restarts raw-mode OSDs once, on that one), so tests start steady.
+
+Teardown deletes Rook's objects (dependents first: Rook keeps a CephCluster that has any),
+the operator and the namespace, wipes and detaches the loop devices, removes the NAT rule,
+the data directory and whatever else Rook put on the host, and checks host_state() and
+`iptables-save` are what they were at the start.
 """
 
 from __future__ import annotations
@@ -134,7 +140,7 @@ def ceph_ready(status: dict[str, Any], pools: list[dict[str, Any]], osds: int) -
     if not status.get("mgrmap", {}).get("available"):
         return "no active mgr"
     osdmap = status.get("osdmap", {})
-    osdmap = osdmap.get("osdmap", osdmap)  # pacific clients nest it one level deeper
+    osdmap = osdmap.get("osdmap", osdmap)  # older Ceph releases nest it one level deeper
     counts = (osdmap.get("num_osds"), osdmap.get("num_up_osds"), osdmap.get("num_in_osds"))
     if counts != (osds, osds, osds):
         return f"OSDs total/up/in = {counts}, want {osds}"
@@ -198,6 +204,7 @@ class RookCluster:
     name: str = CLUSTER
     operator_timeout: float = 600.0
     ready_timeout: float = 1500.0
+    settle: bool = True  # see settle_osds()
     keep_dir: bool = field(default_factory=lambda: os.environ.get("CRIMSONBENCH_KEEP_DIR") == "1")
 
     dir: Path = field(init=False)
@@ -205,6 +212,7 @@ class RookCluster:
     timings: dict[str, float] = field(init=False, default_factory=dict)
     api: kubernetes.client.ApiClient = field(init=False)
     teardown_problems: list[str] = field(init=False, default_factory=list)
+    settled_osd_restarts: int = field(init=False, default=0)  # OSDs settle_osds() restarted
     _nat: list[str] = field(init=False, default_factory=list)
     _made_run_udev: bool = field(init=False, default=False)
     _before: dict[str, object] = field(init=False, default_factory=dict)
@@ -236,6 +244,10 @@ class RookCluster:
             self.cp.apply_yaml([self.cluster_manifest()])
             self.wait_ready(self.ready_timeout)
             self.timings["cluster_ready_s"] = time.monotonic() - t2
+            if self.settle:
+                t3 = time.monotonic()
+                self.settle_osds()
+                self.timings["settle_s"] = time.monotonic() - t3
         except BaseException:
             self.stop(check=False)
             raise
@@ -247,7 +259,7 @@ class RookCluster:
             return
         t0 = time.monotonic()
         steps: list[tuple[str, Callable[[], None]]] = [
-            ("delete the CephCluster", self._delete_cluster),
+            ("delete Rook's objects, the CephCluster last", self._delete_rook_objects),
             ("uninstall the operator", self._uninstall_operator),
             ("delete the namespace", self._delete_namespace),
             ("wipe and detach the loop devices", self._release_loops),
@@ -400,7 +412,25 @@ class RookCluster:
         pools = self.ceph_json("osd", "pool", "ls", "detail")
         return ceph_ready(self.ceph_json("status"), pools, self.osds)
 
+    def settle_osds(self) -> None:
+        """Run Rook's second reconcile now, so that tests start from a steady state.
+
+        Rook 1.17.8 restarts every raw-mode OSD once, on the first reconcile after it
+        created them: the OSD Deployments lose their `device-type` label (the prepare Job
+        reports the device type only for OSDs it creates), which changes their pod template.
+        Without this, a test's first CephCluster change (even a cephConfig-only one)
+        would restart every OSD. The change used to trigger it only matters to upgrades."""
+        gens = {i: d.metadata.generation for i, d in self.osd_deployments().items()}
+        minutes = self.cluster()["spec"].get("waitTimeoutForHealthyOSDInMinutes", 10)
+        self.patch_cluster({"spec": {"waitTimeoutForHealthyOSDInMinutes": int(minutes) + 1}})
+        self.wait_ready(self.ready_timeout)
+        self.settled_osd_restarts = sum(
+            d.metadata.generation != gens.get(i) for i, d in self.osd_deployments().items()
+        )
+
     def wait_ready(self, timeout: float) -> None:
+        """Until Rook has reconciled the CephCluster's current generation and Ceph is ready
+        (not_ready_reason() is '')."""
         reason = ["not checked yet"]
 
         def ready() -> bool:
@@ -507,24 +537,67 @@ class RookCluster:
 
     # ------------------------------------------------------------------ teardown steps
 
-    def _delete_cluster(self) -> None:
-        try:
+    def _rook_objects(self) -> list[tuple[str, str]]:
+        """(plural, name) of every ceph.rook.io object in the namespace, CephCluster last."""
+        found = []
+        resources: Any = self.custom.get_api_resources(GROUP, VERSION)
+        for r in resources.resources:
+            if "/" in r.name or not r.namespaced or "delete" not in (r.verbs or []):
+                continue
+            items: Any = self.custom.list_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, r.name)  # fmt: skip
+            found += [(r.name, o["metadata"]["name"]) for o in items["items"]]
+        return sorted(found, key=lambda o: o[0] == PLURAL)
+
+    def _delete_custom(self, plural: str, name: str) -> None:
+        with contextlib.suppress(kubernetes.client.ApiException):  # 404: gone already
+            self.custom.delete_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, plural, name)  # fmt: skip
+
+    def _strip_finalizers(self, everything: bool = True) -> list[str]:
+        """Drop the finalizers of Rook's CRs but the CephCluster (everything=False), or of
+        all Rook put in the namespace (its CRs, and the ceph.rook.io/disaster-protection
+        ones on the mon Secret and ConfigMap); returns what had them."""
+        stripped = []
+        with self.cp.admin_api_client() as api:
+            api.set_default_header("Content-Type", "application/merge-patch+json")
+            custom, core = kubernetes.client.CustomObjectsApi(api), kubernetes.client.CoreV1Api(api)
+            unset = {"metadata": {"finalizers": None}}
+            for plural, name in self._rook_objects():
+                if everything or plural != PLURAL:
+                    custom.patch_namespaced_custom_object(
+                        GROUP, VERSION, self.namespace, plural, name, unset)  # fmt: skip
+                    stripped.append(f"{plural}/{name}")
+            listed: list[tuple[str, Any, Any]] = [
+                ("configmap", core.list_namespaced_config_map, core.patch_namespaced_config_map),
+                ("secret", core.list_namespaced_secret, core.patch_namespaced_secret),
+            ]
+            for kind, lister, patcher in listed if everything else []:
+                for obj in lister(self.namespace).items:
+                    if obj.metadata.finalizers:
+                        patcher(obj.metadata.name, self.namespace, unset)
+                        stripped.append(f"{kind}/{obj.metadata.name}")
+        return stripped
+
+    def _delete_rook_objects(self) -> None:
+        """Rook keeps a CephCluster that has dependents (CephBlockPool, CephClient, ...),
+        and a CephBlockPool that holds RBD images: the dependents are deleted with their
+        finalizers dropped (the whole cluster goes anyway), then the CephCluster, whose
+        deletion the operator must finish (else its finalizers are dropped, and reported)."""
+        dependents = [o for o in self._rook_objects() if o[0] != PLURAL]
+        for plural, name in dependents:
+            self._delete_custom(plural, name)
+        if dependents:
+            self._strip_finalizers(everything=False)
+        with contextlib.suppress(kubernetes.client.ApiException):  # 404: gone already
             self.custom.delete_namespaced_custom_object(
                 GROUP, VERSION, self.namespace, PLURAL, self.name)  # fmt: skip
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                return
-            raise
-
-        def gone() -> bool:
-            try:
-                self.cluster()
-            except kubernetes.client.ApiException as exc:
-                return exc.status == 404
-            return False
-
-        # the operator removes its finalizer once it has stopped the cluster's daemons
-        wait_for(gone, 300, "CephCluster deleted", self.diagnostics)
+        try:
+            wait_for(lambda: not self._rook_objects(), 300, "Rook's objects deleted",
+                     self.diagnostics)  # fmt: skip
+        except NotReadyError as exc:
+            stripped = self._strip_finalizers()
+            self.teardown_problems.append(f"{str(exc)[:3000]}\n(finalizers dropped: {stripped})")
 
     def _uninstall_operator(self) -> None:
         if self._helm_env:
@@ -532,11 +605,8 @@ class RookCluster:
                       "--timeout", "5m")  # fmt: skip
 
     def _delete_namespace(self) -> None:
-        try:
+        with contextlib.suppress(kubernetes.client.ApiException):  # 404: gone already
             self.core.delete_namespace(self.namespace)
-        except kubernetes.client.ApiException as exc:
-            if exc.status != 404:
-                raise
 
         def gone() -> bool:
             try:
@@ -545,8 +615,13 @@ class RookCluster:
                 return exc.status == 404
             return False
 
-        # pods first: the OSDs hold the loop devices open until their containers are gone
-        wait_for(gone, 600, f"namespace {self.namespace} deleted", self.diagnostics)
+        # the pods go first: the OSDs hold the loop devices open until their containers end
+        try:
+            wait_for(gone, 300, f"namespace {self.namespace} deleted", self.diagnostics)
+        except NotReadyError as exc:
+            stripped = self._strip_finalizers()
+            self.teardown_problems.append(f"{str(exc)[:3000]}\n(finalizers dropped: {stripped})")
+            wait_for(gone, 120, f"namespace {self.namespace} deleted", self.diagnostics)
 
     def _release_loops(self) -> None:
         for loop in self.loops:
@@ -582,21 +657,29 @@ class RookStack:
     closed: bool = False
 
     def close(self) -> None:
+        """Everything down (once); AssertionError naming whatever was left behind."""
         if self.closed:
             return
         self.closed = True
         t0 = time.monotonic()
+        problems = []
         try:
             self._exit.close()
+        except Exception as exc:  # still restore and check the host below
+            problems.append(f"{type(exc).__name__}: {exc}")
         finally:
             remove_kubelet_chains(self._before_rules)  # belongs in Node.stop (see the report)
             self.timings["stack_teardown_s"] = time.monotonic() - t0
-        self.timings.update(self.rook.timings)
+            self.timings.update(self.rook.timings)
         after, rules = host_state(), iptables_rules()
-        assert after == self._before, f"host not restored: before {self._before}, after {after}"
+        if after != self._before:
+            problems.append(f"host not restored: before {self._before}, after {after}")
         added = sorted(set(rules) - set(self._before_rules))
         gone = sorted(set(self._before_rules) - set(rules))
-        assert not added and not gone, f"iptables not restored: added {added}, removed {gone}"
+        if added or gone:
+            problems.append(f"iptables not restored: added {added}, removed {gone}")
+        if problems:
+            raise AssertionError("\n".join(problems))
 
 
 def open_rook_stack(**cluster_args: Any) -> RookStack:
