@@ -6,10 +6,15 @@ from collections.abc import Mapping
 
 
 def render_ini(
-    sections: Mapping[str, Mapping[str, str | int]], *, sep: str = "=", indent: str = ""
+    sections: Mapping[str, Mapping[str, str | int]],
+    *,
+    sep: str = "=",
+    indent: str = "",
+    prefix: str = "",
 ) -> str:
-    """fio: `key=value`; ceph.conf: render_ini(..., sep=" = ", indent="\\t")."""
-    lines: list[str] = []
+    """fio: `key=value`; ceph.conf: render_ini(..., sep=" = ", indent="\\t").
+    prefix: sections already rendered, kept in front."""
+    lines: list[str] = [prefix] if prefix else []
     for name, opts in sections.items():
         lines.append(f"[{name}]")
         lines.extend(f"{indent}{k}{sep}{v}" for k, v in opts.items())

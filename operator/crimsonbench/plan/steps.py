@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crimsonbench.plan.fio_jobs import prefill_job_file, step_job_file
+from crimsonbench.plan.fio_jobs import image_job, prefill_job_file, step_global
 from crimsonbench.plan.types import ClientPlan, FioJob, Step
 from crimsonbench.spec.models import BenchmarkRunSpec
 
@@ -14,30 +14,30 @@ def expand_steps(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan]) -> tuple
     """Each repeat sweeps the whole iodepth list before the next starts, so a slow
     drift of the machine shows as a difference between repeats, not as a bent curve."""
     steps: list[Step] = []
+    cpusets = {c.name: c.cpuset for c in clients}
     for workload in spec.workloads:
         for repeat in range(1, spec.sweep.repeats + 1):
             for iodepth in spec.sweep.iodepths:
-                jobs = tuple(
-                    FioJob(
-                        name=f"{image}-p{proc}",
-                        image=image,
-                        client=client.name,
-                        job_file=step_job_file(
-                            client=spec.client,
-                            sweep=spec.sweep,
-                            workload=workload,
-                            image=image,
-                            iodepth=iodepth,
-                            cpus=client.cpuset,
-                            job_name=f"{workload.key}-qd{iodepth}-{image}-p{proc}",
-                            log_name=f"{image}-p{proc}",
-                        ),
+                jobs: list[FioJob] = []
+                for client in clients:
+                    shared = step_global(
+                        client=spec.client,
+                        sweep=spec.sweep,
+                        workload=workload,
+                        iodepth=iodepth,
+                        cpus=cpusets[client.name],
                     )
-                    for client in clients
-                    for image in client.images
-                    for proc in range(spec.client.processes_per_image)
-                )
-                steps.append(Step(len(steps), workload.key, iodepth, repeat, jobs))
+                    for image in client.images:
+                        for proc in range(spec.client.processes_per_image):
+                            name = f"{image}-p{proc}"
+                            text = image_job(
+                                shared,
+                                image=image,
+                                job_name=f"{workload.key}-qd{iodepth}-{name}",
+                                log_name=name,
+                            )
+                            jobs.append(FioJob(name, image, client.name, text))
+                steps.append(Step(len(steps), workload.key, iodepth, repeat, tuple(jobs)))
     return tuple(steps)
 
 
