@@ -11,6 +11,8 @@ restarted operator makes the very same plan from it.
 
 from __future__ import annotations
 
+import json
+from collections import OrderedDict
 from collections.abc import Callable
 
 from crimsonbench.controller import decide, external, rook
@@ -47,19 +49,42 @@ from crimsonbench.spec.status import Phase
 ORDER = ("lease", "observe", "patch", "rollout", "prepare", "steps", "restore")
 
 
+# A run's plan is the same every tick (its inputs are recorded in status); the largest
+# take ~0.25 s to plan and read a topology ConfigMap per node, so the operator keeps a few.
+_PLANS: OrderedDict[tuple[str, ...], RunPlan] = OrderedDict()
+_PLANS_KEPT = 16
+
+
 def plan_for(ctx: RunContext) -> RunPlan:
-    """Made once per tick from what observe recorded; the planner is pure, so every tick
-    (and every restarted operator) gets the same plan."""
-    if ctx.plan is None:
-        ctx.plan = build_plan(
+    """Made from what observe recorded; the planner is pure, so every tick (and every
+    restarted operator) gets the same plan."""
+    if ctx.plan is not None:
+        return ctx.plan
+    version, family = rook.ceph_version(ctx), _family(ctx)
+    key = (
+        ctx.uid,
+        ctx.spec.model_dump_json(),
+        json.dumps([ctx.get("clientNodes"), ctx.get("osdPlacement")], sort_keys=True),
+        str(version),
+        str(family),
+        str(ctx.settings.step_grace_seconds),
+    )
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = build_plan(
             ctx.name,
             ctx.spec,
             layout_of(ctx),
-            ceph_version=rook.ceph_version(ctx),
-            option_family=_family(ctx),
+            ceph_version=version,
+            option_family=family,
             grace_s=ctx.settings.step_grace_seconds,
         )
-    return ctx.plan
+        _PLANS[key] = plan
+        while len(_PLANS) > _PLANS_KEPT:
+            _PLANS.popitem(last=False)
+    _PLANS.move_to_end(key)
+    ctx.plan = plan
+    return plan
 
 
 def _family(ctx: RunContext) -> str | None:
