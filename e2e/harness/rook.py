@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harness.controlplane import REPO
+from harness.controlplane import ENVIRONMENTAL, REPO
 
 ROOK_VERSION = "v1.17.8"
 # Ceph in the image e2e/rook/build-image.sh builds: reef from Debian trixie (Rook v1.17
@@ -21,21 +21,10 @@ ROOK_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CEPH_VERSION}"
 BUILD_ROOK = REPO / "e2e" / "build-rook.sh"
 BUILD_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-image.sh"
 
-# Build failures caused by the machine (package mirrors or the module proxy unreachable,
-# disk full), not by our files: callers skip on these and fail on anything else.
-ENVIRONMENTAL_BUILD = (
-    "Go is not installed",
-    "dial tcp",
-    "no such host",
-    "Could not resolve",
-    "Temporary failure resolving",
-    "Failed to fetch",
-    "Max retries exceeded",
-    "Network is unreachable",
-    "Unable to locate package",
-    "403 Forbidden",
-    "no space left on device",
-)
+# Build failures caused by the machine, on top of the harness's ENVIRONMENTAL markers:
+# apt and pip without a mirror. Callers skip on these and fail on anything else.
+ENVIRONMENTAL_BUILD = (*ENVIRONMENTAL, "Failed to fetch", "Max retries exceeded",
+                       "Network is unreachable")  # fmt: skip
 
 
 class RookUnavailable(RuntimeError):

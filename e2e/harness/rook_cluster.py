@@ -52,6 +52,7 @@ from harness.controlplane import (
     ControlPlane,
     NotReadyError,
     ensure_binaries,
+    environmental,
 )
 from harness.helm import ensure_helm
 from harness.images import ImagesUnavailable, pause_archive
@@ -692,8 +693,10 @@ def open_rook_stack(**cluster_args: Any) -> RookStack:
         bin_dir = ensure_binaries(extra=("kubelet",))
         ensure_helm()
         pause = pause_archive()
-    except (BinariesUnavailable, ImagesUnavailable) as exc:
-        raise RookUnavailable(f"cannot build what the node needs here: {exc}") from exc
+    except (BinariesUnavailable, ImagesUnavailable, RuntimeError) as exc:
+        if environmental(exc):
+            raise RookUnavailable(f"cannot build what the node needs here: {exc}") from exc
+        raise  # a broken build script or package list: a failure, never a skip
     archive = rook_image_archive()
     timings = {"builds_s": time.monotonic() - t0}
     before, before_rules = host_state(), iptables_rules()
