@@ -131,6 +131,11 @@ if stage crimson; then
     in_root "${APT[@]}" install "${pkgs[@]}" >>"$LOG" 2>&1
   done
   if in_root ldd /usr/bin/crimson-osd | grep 'not found' >&2; then exit 1; fi
+  # Our build's compiled-in osd_class_dir is "lib/rados-classes" (CMAKE_INSTALL_LIBDIR=lib),
+  # relative to the daemon's cwd (/): point it at Debian's object classes (cls_rbd, cls_lock
+  # ...; same 20.2.4 source, they load into crimson-osd). Without them `rbd create` fails
+  # with EOPNOTSUPP. Setting osd_class_dir=/usr/lib/x86_64-linux-gnu/rados-classes works too.
+  ln -sfn x86_64-linux-gnu/rados-classes "$ROOT/usr/lib/rados-classes"
   in_root crimson-osd --version >&2
   in_root apt-get clean
   done_stage crimson

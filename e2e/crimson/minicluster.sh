@@ -12,8 +12,8 @@
 #   minicluster.sh ceph DIR ARGS...       the ceph CLI (also: rbd, fio, in_root)
 #   minicluster.sh down DIR               stop daemons by pid, unmount, remove DIR
 # FLAVOR: classic|crimson. STORE: bluestore|memstore (classic), cyanstore|seastore|bluestore
-# (crimson). REACTOR_CPUS: crimson_seastar_cpu_cores (cpuset list), or "" for
-# crimson_seastar_num_threads=1 unpinned. ALIEN_CPUS/THREADS: crimson bluestore's alien pool.
+# (crimson). REACTOR_CPUS: crimson_seastar_cpu_cores (cpuset list, pinned reactors), "n=N"
+# for crimson_seastar_num_threads=N (unpinned), "" for n=1. ALIEN_CPUS/THREADS: crimson bluestore's alien pool.
 #
 # How the root is used: DIR is bind-mounted at the same path inside ROOTFS, and /proc, /sys,
 # /dev are mounted there, so every path in ceph.conf is valid both on the host and in the
@@ -87,6 +87,7 @@ mc_stop() {  # mc_stop DIR NAME [GRACE]: SIGTERM, SIGKILL after GRACE seconds
   local dir=$1 name=$2 grace=${3:-20} pid i
   [ -e "$dir/pids/$name" ] || return 0
   pid=$(cat "$dir/pids/$name")
+  local t0=$SECONDS
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
     for ((i = 0; i < grace * 10; i++)); do
@@ -100,15 +101,18 @@ mc_stop() {  # mc_stop DIR NAME [GRACE]: SIGTERM, SIGKILL after GRACE seconds
     fi
   fi
   rm -f "$dir/pids/$name"
+  mc_log "stopped $name (pid $pid) in $((SECONDS - t0))s"
 }
 
 # ----------------------------------------------------------------- cluster
 
 mc_conf() {  # ceph.conf: only what a daemon needs before it can reach the mon
   local dir=$1 port=$2 fsid=$3 crimson=$4 extra=""
-  # crimson-osd refuses to start without it, and reads it before it reaches the mon.
-  [ "$crimson" = crimson ] &&
+  # Only the mon needs it (`osd set-allow-crimson` checks it); crimson-osd and the clients
+  # do not. In [global] every CLI call would print a "dangerous and experimental" warning.
+  if [ "$crimson" = crimson ]; then
     extra=$'\tenable_experimental_unrecoverable_data_corrupting_features = crimson\n'
+  fi
   cat <<EOF
 [global]
 	fsid = $fsid
@@ -130,8 +134,8 @@ mc_conf() {  # ceph.conf: only what a daemon needs before it can reach the mon
 	mgr_data = $dir/mgr.\$id
 	osd_data = $dir/osd.\$id
 	osd_crush_chooseleaf_type = 0
-$extra[mon]
-	keyring = \$mon_data/keyring
+[mon]
+$extra	keyring = \$mon_data/keyring
 	mon_cluster_log_file = $dir/log/cluster.log
 	mgr_initial_modules = iostat
 [mgr]
@@ -231,11 +235,11 @@ mc_osd() {  # mc_osd DIR ID FLAVOR STORE [REACTOR_CPUS [ALIEN_CPUS [ALIEN_THREAD
     mc_crimson_prereqs "$dir"
     # Startup-only reactor options, read by crimson-osd before Seastar starts (it aborts if
     # neither is set, or if --cpuset is on its command line).
-    if [ -n "$cpus" ]; then
-      ceph_ "$dir" config set "$sec" crimson_seastar_cpu_cores "$cpus"
-    else
-      ceph_ "$dir" config set "$sec" crimson_seastar_num_threads 1
-    fi
+    case $cpus in
+      "") ceph_ "$dir" config set "$sec" crimson_seastar_num_threads 1 ;;
+      n=*) ceph_ "$dir" config set "$sec" crimson_seastar_num_threads "${cpus#n=}" ;;
+      *) ceph_ "$dir" config set "$sec" crimson_seastar_cpu_cores "$cpus" ;;
+    esac
     if [ -n "$alien" ]; then
       ceph_ "$dir" config set "$sec" crimson_alien_thread_cpu_cores "$alien"
     fi
