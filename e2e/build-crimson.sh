@@ -158,7 +158,7 @@ stage_source() {
   log "extracting ${file##*/}"
   rm -rf "$ROOT/build/src/ceph-$VERSION" "$ROOT/build/src/tmp"
   mkdir -p "$ROOT/build/src/tmp"
-  tar -C "$ROOT/build/src/tmp" -xf "$file"
+  tar -C "$ROOT/build/src/tmp" --no-same-owner -xf "$file"
   local top
   top=$(ls "$ROOT/build/src/tmp")
   mv "$ROOT/build/src/tmp/$top" "$ROOT/build/src/ceph-$VERSION"
