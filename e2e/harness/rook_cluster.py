@@ -31,8 +31,10 @@ the data directory and whatever else Rook put on the host, and checks host_state
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -74,6 +76,12 @@ NAT_COMMENT = "crimsonbench-rook: kubernetes Service -> API server"
 GIB = 1 << 30
 
 T = TypeVar("T")
+# Rook's operator log (capnslog, UTC): the start and the end of a CephCluster reconcile
+_RECONCILE_LOG = re.compile(
+    r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) I \| ceph-cluster-controller: "
+    r"(?P<done>done )?reconciling ceph cluster in namespace \"(?P<ns>[^\"]+)\"$",
+    re.MULTILINE,
+)
 
 
 def prerequisites() -> str:
@@ -219,6 +227,7 @@ class RookCluster:
     _before: dict[str, object] = field(init=False, default_factory=dict)
     _before_rules: list[str] = field(init=False, default_factory=list)
     _helm_env: dict[str, str] = field(init=False, default_factory=dict)
+    _changed_at: float = field(init=False, default=0.0)  # time.time() of the last change
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -242,6 +251,7 @@ class RookCluster:
             self._install_operator()
             self.timings["operator_ready_s"] = time.monotonic() - t1
             t2 = time.monotonic()
+            self.mark_changed()
             self.cp.apply_yaml([self.cluster_manifest()])
             self.wait_ready(self.ready_timeout)
             self.timings["cluster_ready_s"] = time.monotonic() - t2
@@ -249,6 +259,7 @@ class RookCluster:
                 t3 = time.monotonic()
                 self.settle_osds()
                 self.timings["settle_s"] = time.monotonic() - t3
+                self.timings["settle_osd_restarts"] = self.settled_osd_restarts
         except BaseException:
             self.stop(check=False)
             raise
@@ -316,12 +327,17 @@ class RookCluster:
 
     def patch_cluster(self, patch: dict[str, Any]) -> dict[str, Any]:
         """A JSON merge patch of the CephCluster (what a user's `kubectl patch --type merge`
-        does); returns the patched object."""
+        does); returns the patched object. wait_ready() then waits for Rook's reconcile of
+        it (change the CephCluster another way? call mark_changed() first)."""
+        before, changed_at = self.cluster()["metadata"]["generation"], self._changed_at
+        self.mark_changed()
         with self.cp.admin_api_client() as api:
             api.set_default_header("Content-Type", "application/merge-patch+json")
             out: Any = kubernetes.client.CustomObjectsApi(api).patch_namespaced_custom_object(
                 GROUP, VERSION, self.namespace, PLURAL, self.name, patch
             )
+        if out["metadata"]["generation"] == before:  # the spec did not change: Rook will
+            self._changed_at = changed_at  # not reconcile, so there is nothing to wait for
         return dict(out)
 
     # ------------------------------------------------------------------ ceph
@@ -400,16 +416,49 @@ class RookCluster:
         """The namespace's pods (V1Pod), those matching the label selector if one is given."""
         return list(self.core.list_namespaced_pod(self.namespace, label_selector=selector).items)
 
+    def mark_changed(self) -> None:
+        """The CephCluster changes now: readiness waits for a reconcile that ends after it."""
+        self._changed_at = time.time()
+
+    def reconcile_pending(self) -> str:
+        """'' when Rook's operator has finished a CephCluster reconcile since the last change
+        (mark_changed) and started none since; else what it is doing.
+
+        Read from the operator's log, because Rook 1.17.8's CephCluster status cannot say:
+        its status writers race (a stale cached copy written back), so observedGeneration
+        vanishes and a finished reconcile's Progressing condition comes back, and the health
+        checker sets phase Ready while a reconcile still runs (all seen here)."""
+        pods = [p for p in self.pods("app=rook-ceph-operator") if pod_ready(p)]
+        if not pods:
+            return "no Rook operator running"
+        since = max(1, int(time.time() - self._changed_at) + 2)
+        log = self.core.read_namespaced_pod_log(
+            pods[0].metadata.name, self.namespace, since_seconds=since)  # fmt: skip
+        started, done = 0.0, 0.0  # the last start and end after the change (a reconcile
+        for match in _RECONCILE_LOG.finditer(log):  # running before it ends after it too)
+            stamp = dt.datetime.fromisoformat(match["time"]).replace(tzinfo=dt.UTC).timestamp()
+            if match["ns"] != self.namespace or stamp < self._changed_at - 1:
+                continue
+            if match["done"]:
+                done = stamp
+            else:
+                started = stamp
+        if not started:
+            return "Rook has not started a reconcile since the last change"
+        if done < started:
+            return "Rook is reconciling the CephCluster"
+        return ""
+
     def not_ready_reason(self) -> str:
-        """'' when the CephCluster is Ready, its generation reconciled, and Ceph itself is
-        ready (ceph_ready); else the first thing missing."""
+        """'' when the CephCluster is Ready, Rook has reconciled its last change, and Ceph
+        itself is ready (ceph_ready); else the first thing missing."""
         cluster = self.cluster()
         status = cluster.get("status") or {}
         if status.get("phase") != "Ready":
             return f"CephCluster phase {status.get('phase')!r}: {status.get('message', '')}"
-        gen = cluster["metadata"].get("generation")
-        if status.get("observedGeneration") not in (None, gen):
-            return f"observedGeneration {status.get('observedGeneration')} != generation {gen}"
+        reconciling = self.reconcile_pending()
+        if reconciling:
+            return reconciling
         pools = self.ceph_json("osd", "pool", "ls", "detail")
         return ceph_ready(self.ceph_json("status"), pools, self.osds)
 
@@ -709,7 +758,10 @@ def open_rook_stack(**cluster_args: Any) -> RookStack:
         rook = exit_stack.enter_context(RookCluster(cp, node, archive, **cluster_args))
         timings.update(rook.timings)
     except BaseException:
-        exit_stack.close()
+        try:
+            exit_stack.close()
+        finally:
+            remove_kubelet_chains(before_rules)
         raise
     return RookStack(rook, timings, exit_stack, before, before_rules)
 
