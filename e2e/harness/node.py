@@ -25,6 +25,7 @@ unmounted. containerd's content store lives in the cache (imported images surviv
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO, cast
 
 import kubernetes.client
 import psutil
@@ -63,6 +65,9 @@ HOST_PATHS = (
     "/opt/cni",
 )
 NOT_READY_TOLERATION = {"key": "node.kubernetes.io/not-ready", "operator": "Exists"}
+
+
+NODE_LOCK = "/run/crimsonbench-node.lock"  # flock: one real-node stack at a time
 
 
 class NodeUnavailable(RuntimeError):
@@ -111,6 +116,7 @@ class Node:
     timings: dict[str, float] = field(init=False, default_factory=dict)
     before: dict[str, object] = field(init=False, default_factory=dict)
     _components: list[Component] = field(init=False, default_factory=list)
+    _lock: TextIO | None = field(init=False, default=None)
 
     def __enter__(self) -> Node:
         self.start()
@@ -130,6 +136,12 @@ class Node:
         kubelet = self.control_plane.bin_dir / "kubelet" if self.control_plane.bin_dir else None
         if kubelet is None or not os.access(kubelet, os.X_OK):
             raise NodeUnavailable(f"no kubelet binary at {kubelet}")
+        # One real node per machine (fixed node name, kubelet ports, host network pods):
+        # a second stack waits here instead of colliding with the first.
+        self._lock = open(NODE_LOCK, "w")  # noqa: SIM115 - held until stop()
+        t_wait = time.monotonic()
+        fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self.timings["waited_for_node_lock"] = time.monotonic() - t_wait
         self.before = host_state()
         t0 = time.monotonic()
         self.dir = Path(tempfile.mkdtemp(prefix="crimsonbench-node-"))
@@ -162,6 +174,10 @@ class Node:
         self._restore_host()
         if getattr(self, "dir", None) is not None and self.dir.exists() and not self.keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.close()  # releases the node lock
+            self._lock = None
 
     def _kill_shims(self) -> None:
         """containerd's shims daemonize (own session): any left, with the containers under
@@ -186,7 +202,8 @@ class Node:
             with contextlib.suppress(OSError):
                 Path("/proc/sys", name).write_text(value)
         # deepest first; a cgroup directory goes with rmdir once no task is left in it
-        for cg in sorted(set(_pod_cgroups()) - set(self.before["cgroups"]), reverse=True):  # type: ignore[arg-type]
+        before_cgroups = set(cast(list[str], self.before["cgroups"]))
+        for cg in sorted(set(_pod_cgroups()) - before_cgroups, reverse=True):
             with contextlib.suppress(OSError):
                 os.rmdir(cg)
         for path, existed in self.before["paths"].items():  # type: ignore[attr-defined]
