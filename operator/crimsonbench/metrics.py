@@ -85,6 +85,16 @@ _STEP_GAUGES = (
         "fio CPU in % of one core, mean over samples",
         lambda r: r.resources.fio_cpu,
     ),
+    (  # crimson only: Seastar's own busy measure (reactors poll, so OSD CPU stays high)
+        "reactor_utilization_percent",
+        "Crimson reactor_utilization, mean over reactors and samples",
+        lambda r: r.resources.reactor_util,
+    ),
+    (
+        "reactor_utilization_max_percent",
+        "Crimson reactor_utilization of the busiest reactor, mean over samples",
+        lambda r: r.resources.reactor_util_max,
+    ),
 )
 
 
@@ -169,7 +179,9 @@ class RunCollector(Collector):
             for r in s.steps:
                 labels = [*s.run_labels(), r.workload, str(r.iodepth), r.step_id]
                 for fam, fn in families:
-                    fam.add_metric(labels, float(fn(r)))
+                    value = fn(r)
+                    if value is not None:  # reactor figures exist for crimson only
+                        fam.add_metric(labels, float(value))
                 if r.step_id in s.step_seconds:
                     duration.add_metric(labels, s.step_seconds[r.step_id])
         yield from (fam for fam, _ in families)

@@ -54,4 +54,4 @@ def _ours(pid: int) -> bool:
         exe = os.readlink(f"/proc/{pid}/exe")
     except OSError:
         return False
-    return "ceph-" in exe
+    return "ceph-" in exe or "crimson-osd" in exe

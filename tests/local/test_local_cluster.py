@@ -280,28 +280,6 @@ def test_crimson_without_binary_fails_before_creating_anything(tmp_path: Path) -
 
 
 @pytest.mark.ceph
-def test_crimson_cyanstore_cluster(record: Record, nothing_left: Check) -> None:
-    found = [n for n in CRIMSON_NAMES if shutil.which(n)]
-    if not found:
-        pytest.skip(
-            f"no crimson OSD binary ({' / '.join(CRIMSON_NAMES)}) on PATH: Debian's Ceph "
-            "packages do not ship one"
-        )
-    setup = CephSetup(
-        config={"global": {"osd_pool_default_crimson": "true"}},
-        commands=(("osd", "set-allow-crimson", "--yes-i-really-mean-it"),),
-    )
-    cpu = sorted(os.sched_getaffinity(0))[0]
-    osd = OsdSpec(flavor=Flavor.CRIMSON, object_store=ObjectStore.CYANSTORE, reactors=1)
-    with LocalCluster(small(), osd, [OsdCpus(osd_id=0, reactors=(cpu,))], setup) as c:
-        root, pids = c.layout.root, c.pids()
-        prepare_and_check_data(c)
-        assert any(cpus == [cpu] for cpus in c.observed_affinity()[0].values())
-    record(c)
-    nothing_left(root, pids)
-
-
-@pytest.mark.ceph
 def test_keep_cluster_leaves_it_running_until_destroy(nothing_left: Check) -> None:
     target = LocalTarget(bluestore_size="1Gi", keep_cluster=True)
     with LocalCluster(target, classic("memstore")) as c:

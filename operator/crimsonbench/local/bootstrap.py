@@ -17,6 +17,7 @@ from pathlib import Path
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.ceph_cli import run
+from crimsonbench.local.userland import Userland
 from crimsonbench.plan.ini import render_ini
 
 MON_ID = "a"
@@ -160,7 +161,7 @@ def ini(sections: dict[str, dict[str, str]]) -> str:
     return render_ini(sections, sep=" = ", indent="\t")
 
 
-def make_keyrings(layout: Layout) -> None:
+def make_keyrings(layout: Layout, ul: Userland) -> None:
     """admin and mgr keys, imported into the mon keyring so mon mkfs registers them."""
     admin = str(layout.admin_keyring)
     mgr_keyring = layout.mgr_data / "keyring"
@@ -168,26 +169,31 @@ def make_keyrings(layout: Layout) -> None:
     tool = ["ceph-authtool", "--create-keyring", "--gen-key"]
     all_caps = ["--cap", "mon", "allow *", "--cap", "osd", "allow *"]
     all_caps += ["--cap", "mgr", "allow *", "--cap", "mds", "allow *"]
-    run([*tool, admin, "-n", "client.admin", *all_caps])
+    run([*tool, admin, "-n", "client.admin", *all_caps], userland=ul)
     mgr_caps = ["--cap", "mon", "allow profile mgr", "--cap", "osd", "allow *"]
-    run([*tool, str(mgr_keyring), "-n", f"mgr.{MGR_ID}", *mgr_caps, "--cap", "mds", "allow *"])
+    mgr_caps += ["--cap", "mds", "allow *"]
+    run([*tool, str(mgr_keyring), "-n", f"mgr.{MGR_ID}", *mgr_caps], userland=ul)
     mon = str(layout.mon_keyring)
-    run([*tool, mon, "-n", "mon.", "--cap", "mon", "allow *"])
-    run(["ceph-authtool", mon, "--import-keyring", admin])
-    run(["ceph-authtool", mon, "--import-keyring", str(mgr_keyring)])
+    run([*tool, mon, "-n", "mon.", "--cap", "mon", "allow *"], userland=ul)
+    run(["ceph-authtool", mon, "--import-keyring", admin], userland=ul)
+    run(["ceph-authtool", mon, "--import-keyring", str(mgr_keyring)], userland=ul)
 
 
-def mkfs_mon(layout: Layout, fsid: str, mon_port: int) -> None:
+def mkfs_mon(layout: Layout, fsid: str, mon_port: int, ul: Userland) -> None:
     monmap = str(layout.monmap)
     addr = f"[v2:127.0.0.1:{mon_port}]"
-    run(["monmaptool", "--create", "--clobber", "--fsid", fsid, "--addv", MON_ID, addr, monmap])
+    run(
+        ["monmaptool", "--create", "--clobber", "--fsid", fsid, "--addv", MON_ID, addr, monmap],
+        userland=ul,
+    )
     layout.mon_data.mkdir(parents=True, exist_ok=True)
     keyring = ["--keyring", str(layout.mon_keyring)]
-    run(["ceph-mon", "-c", str(layout.conf), "--mkfs", "-i", MON_ID, "--monmap", monmap, *keyring])
+    mkfs = ["ceph-mon", "-c", str(layout.conf), "--mkfs", "-i", MON_ID, "--monmap", monmap]
+    run([*mkfs, *keyring], userland=ul)
 
 
-def gen_key() -> str:
-    return run(["ceph-authtool", "--gen-print-key"]).strip()
+def gen_key(ul: Userland) -> str:
+    return run(["ceph-authtool", "--gen-print-key"], userland=ul).strip()
 
 
 def write_osd_keyring(layout: Layout, osd_id: int, secret: str) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crimsonbench.errors import ExecutionError, ParseError
+from crimsonbench.local.userland import Userland
 
 log = logging.getLogger(__name__)
 
@@ -25,18 +26,21 @@ def run(
     timeout: float = DEFAULT_TIMEOUT,
     stdin: str | None = None,
     env: Mapping[str, str] | None = None,
+    userland: Userland | None = None,
 ) -> str:
-    """Run a tool, return its stdout. Failures and timeouts raise ExecutionError."""
+    """Run a tool (from `userland`, default this machine), return its stdout. Failures and
+    timeouts raise ExecutionError. `env` is added to the environment."""
     cmd = " ".join(argv)
+    full, full_env, _ = (userland or Userland()).wrap(argv, env)
     t0 = time.monotonic()
     try:
         res = subprocess.run(
-            list(argv),
+            full,
             input=stdin,
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=dict(env) if env is not None else None,
+            env=full_env,
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -71,13 +75,14 @@ class ClientConf:
 class CephCli:
     """The ceph and rbd CLIs bound to one cluster's ceph.conf (which names the keyring)."""
 
-    def __init__(self, conf: Path) -> None:
+    def __init__(self, conf: Path, userland: Userland | None = None) -> None:
         self.conf = conf
+        self.userland = userland or Userland()
 
     def ceph(self, *args: str, timeout: float = DEFAULT_TIMEOUT, stdin: str | None = None) -> str:
         connect = str(max(1, min(CONNECT_TIMEOUT, int(timeout) - 1)))
         argv = ["ceph", "-c", str(self.conf), "--connect-timeout", connect, *args]
-        return run(argv, timeout=timeout, stdin=stdin)
+        return run(argv, timeout=timeout, stdin=stdin, userland=self.userland)
 
     def ceph_json(self, *args: str, timeout: float = DEFAULT_TIMEOUT) -> Any:
         out = self.ceph(*args, "--format", "json", timeout=timeout)
@@ -113,7 +118,7 @@ class CephCli:
                     self.ceph("config", "set", sec, key, str(value))
 
     def rbd(self, *args: str, timeout: float = DEFAULT_TIMEOUT) -> str:
-        return run(["rbd", "-c", str(self.conf), *args], timeout=timeout)
+        return run(["rbd", "-c", str(self.conf), *args], timeout=timeout, userland=self.userland)
 
     def rbd_json(self, *args: str, timeout: float = DEFAULT_TIMEOUT) -> Any:
         return parse_json(self.rbd(*args, "--format", "json", timeout=timeout), "rbd " + args[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -36,6 +37,9 @@ def destroy(root: Path) -> list[str]:
     while procs.processes_mentioning(str(root)) and time.monotonic() < deadline:
         time.sleep(0.2)
     left: list[str] = []
+    note = root / "ceph-root-mount"  # cluster.MOUNT_NOTE: its Ceph root's private mount
+    if note.is_file():
+        left.extend(_unmount_tree(Path(note.read_text().strip())))
     for img in sorted(root.glob("osd.*.img")):
         for dev in bs.loop_devices_of(img):
             left.extend(bs.detach_loop(dev, img))
@@ -45,3 +49,17 @@ def destroy(root: Path) -> list[str]:
     shutil.rmtree(root, ignore_errors=True)
     left.extend(f"process {p} still uses {root}" for p in procs.processes_mentioning(str(root)))
     return left + ([f"directory {root} remains"] if root.exists() else [])
+
+
+def _unmount_tree(mount_point: Path) -> list[str]:
+    """umount -R a Ceph root's private mount point (cbroot-*) and remove it."""
+    if not mount_point.name.startswith("cbroot-") or not mount_point.is_dir():
+        return []
+    res = subprocess.run(["umount", "-R", str(mount_point)], capture_output=True, text=True)
+    if res.returncode != 0:
+        subprocess.run(["umount", "-R", "-l", str(mount_point)], capture_output=True)
+    try:
+        mount_point.rmdir()
+    except OSError as exc:
+        return [f"Ceph root mount {mount_point}: {exc}"]
+    return []

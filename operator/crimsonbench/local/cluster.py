@@ -17,11 +17,13 @@ from types import TracebackType
 
 from crimsonbench.errors import ExecutionError, InvalidSpec
 from crimsonbench.local import bootstrap as bs
-from crimsonbench.local import osds, procs, rbd
+from crimsonbench.local import crimson_checks, osds, procs, rbd
+from crimsonbench.local.aio import AioLimit, aio_needed
 from crimsonbench.local.ceph_cli import CephCli, ClientConf, run
 from crimsonbench.local.cleanup import destroy, remove_dir
 from crimsonbench.local.ports import PortLease, reserve_port
 from crimsonbench.local.readiness import missing, wait_until
+from crimsonbench.local.userland import CephRoot, userland_for
 from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
 from crimsonbench.plan.types import CephSetup, OsdCpus
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
@@ -48,6 +50,7 @@ BASE_CONFIG: dict[str, dict[str, str]] = {
     "mon": {"paxos_propose_interval": "0.1"},
 }
 STOP_ORDER = ("osd", "mgr", "mon")
+MOUNT_NOTE = "ceph-root-mount"  # where the Ceph root is mounted for this cluster
 IN_MEMORY = (
     ObjectStore.MEMSTORE,
     ObjectStore.CYANSTORE,
@@ -70,14 +73,18 @@ class LocalCluster:
     ) -> None:
         self.target, self.osd, self.setup = target, osd, setup or CephSetup()
         self.crimson = osd.flavor == Flavor.CRIMSON
-        self.binary = osds.find_osd_binary(osd, target)  # fails before anything exists
+        # the programs' userland: checked now, mounted in start(), unmounted in teardown()
+        self.userland = userland_for(target.ceph_root, self.crimson)
+        self.binary = osds.find_osd_binary(osd, target, self.userland)  # before anything exists
+        osds.check_store_size(osd, target)
         self.cpus = osds.check_cpus(osd_cpus, osd.count)
         self.ready_timeout, self.stop_grace = ready_timeout, stop_grace
         self._root_arg = root
         self._made_root = False
         self.layout = bs.Layout(Path("/nonexistent"))
-        self.cli = CephCli(self.layout.conf)
+        self.cli = CephCli(self.layout.conf, self.userland)
         self.fsid = str(uuid.uuid4())
+        self._aio = AioLimit()
         self._lease: PortLease | None = None
         self.mon_port = 0
         self._daemons: dict[str, procs.Daemon] = {}
@@ -114,12 +121,15 @@ class LocalCluster:
         """Bring the cluster up and wait until it is ready; on any failure, tear down."""
         t0 = time.monotonic()
         try:
+            if isinstance(self.userland, CephRoot):
+                self.userland.open()
             self._create_root()
             self._bootstrap_mon()
             self.apply_config(BASE_CONFIG)
             self.apply_config(self.setup.config)  # OSDs read it at boot: no restart needed
             if self.crimson:  # reactor options and allow-crimson must precede OSD creation
                 self.run_commands(self.setup.commands)
+                self._aio.ensure(aio_needed(self.osd))
             conf = str(self.layout.conf)
             self._spawn("mgr." + bs.MGR_ID, ["ceph-mgr", "-c", conf, "-i", bs.MGR_ID, "-f"])
             for osd_id in range(self.osd.count):
@@ -128,6 +138,8 @@ class LocalCluster:
                 self.run_commands(self.setup.commands)
             self.wait_ready()
             self.pin_threads()
+            if self.crimson:
+                self.verify_crimson()
         except BaseException:
             log.error("bring-up of %s failed; tearing down", self.layout.root)
             self.teardown(keep_dir=self.target.keep_cluster)  # keepCluster keeps the logs
@@ -149,8 +161,14 @@ class LocalCluster:
         else:
             self._made_root = not root.exists()
         self.layout = bs.layout_for(root.resolve())
-        self.cli = CephCli(self.layout.conf)
+        self.cli = CephCli(self.layout.conf, self.userland)
         self.layout.make_dirs()
+        if isinstance(self.userland, CephRoot) and self.userland.root is not None:
+            self.userland.share(self.layout.root)  # the same paths inside the root
+            if self.layout.run_alias is not None:
+                self.userland.link(self.layout.run_alias, self.layout.root / "run")
+            # destroy() finds the root's mounts of a cluster left running (keepCluster)
+            (self.layout.root / MOUNT_NOTE).write_text(f"{self.userland.root}\n")
 
     def _bootstrap_mon(self) -> None:
         self._lease = reserve_port()
@@ -162,8 +180,8 @@ class LocalCluster:
         sections = {i: self._store_options(i) for i in range(self.osd.count)}
         lay.conf.write_text(bs.render_conf(lay, self.fsid, port, sections, extra))
         lay.client_conf.write_text(bs.render_client_conf(lay, self.fsid, port))
-        bs.make_keyrings(lay)
-        bs.mkfs_mon(lay, self.fsid, port)
+        bs.make_keyrings(lay, self.userland)
+        bs.mkfs_mon(lay, self.fsid, port, self.userland)
         self._spawn("mon." + bs.MON_ID, ["ceph-mon", "-c", str(lay.conf), "-i", bs.MON_ID, "-f"])
         wait_until("monitor answering", self._mon_answers, 60.0, str(lay.root))
 
@@ -173,7 +191,11 @@ class LocalCluster:
             size = size_bytes(self.target.bluestore_size)
             dev = bs.losetup(self.layout.block_file(osd_id), size)
             self._loops[osd_id] = dev
-        return osds.store_options(self.osd, self.target, dev)
+        opts = osds.store_options(self.osd, self.target, dev)
+        classes = osds.class_dir(self.userland) if self.crimson else None
+        if classes is not None:
+            opts["osd_class_dir"] = classes
+        return opts
 
     def _mon_answers(self) -> list[str]:
         self._check_daemons()
@@ -187,32 +209,37 @@ class LocalCluster:
         """`ceph osd new` with a fresh cephx secret, mkfs, start (what vstart.sh does)."""
         lay, conf = self.layout, str(self.layout.conf)
         lay.osd_data(osd_id).mkdir(parents=True, exist_ok=True)
-        osd_uuid, secret = str(uuid.uuid4()), bs.gen_key()
+        osd_uuid, secret = str(uuid.uuid4()), bs.gen_key(self.userland)
         spec = bs.new_osd_json(lay, osd_id, secret)
         self.cli.ceph("osd", "new", osd_uuid, str(osd_id), "-i", str(spec))
         spec.unlink()
         bs.write_osd_keyring(lay, osd_id, secret)
         if self.osd.object_store == ObjectStore.SEASTORE and osd_id < len(self.osd.devices):
             (lay.osd_data(osd_id) / "block").symlink_to(self.osd.devices[osd_id])
-        cpus, n = self.cpus.get(osd_id), self.osd.reactors_per_osd
-        run(
-            osds.mkfs_argv(self.binary, conf, osd_id, osd_uuid, secret, self.crimson, cpus, n),
-            timeout=300,
-        )
-        argv = osds.osd_argv(self.binary, conf, osd_id, self.crimson, cpus, n)
+        cpus = self.cpus.get(osd_id)
+        mkfs = osds.mkfs_argv(self.binary, conf, osd_id, osd_uuid, secret)
+        run(mkfs, timeout=300, userland=self.userland)
+        argv = osds.osd_argv(self.binary, conf, osd_id, self.crimson)
         # Classic: taskset pins at exec. Crimson: Seastar pins its reactors itself.
         pin = cpus.reactors if cpus is not None and not self.crimson else ()
         self._spawn(f"osd.{osd_id}", argv, pin)
 
     def _spawn(self, name: str, argv: list[str], cpus: Iterable[int] = ()) -> None:
         out = self.layout.log / f"{name}.stdout"
-        self._daemons[name] = procs.spawn(name, argv, out, cpus)
+        full, _, _ = self.userland.wrap(argv)
+        self._daemons[name] = procs.spawn(name, full, out, cpus)
 
     def teardown(self, keep_dir: bool = False) -> list[str]:
         """Stop every daemon (SIGTERM, SIGKILL after stop_grace), detach loop devices,
         remove the directory, and check nothing is left. Returns what was left behind
         (empty when clean). Safe to call more than once."""
-        if not (self._daemons or self._loops or self._lease or self.layout.root.exists()):
+        if not (
+            self._daemons
+            or self._loops
+            or self._lease
+            or self.layout.root.exists()
+            or self.userland.root is not None
+        ):
             return []  # never started, or already torn down
         t0 = time.monotonic()
         for group in STOP_ORDER:
@@ -237,6 +264,8 @@ class LocalCluster:
                 if root.exists() and any(root.iterdir()):
                     left.append(f"directory {root} could not be emptied")
         self._release_port()
+        left.extend(self._aio.restore())
+        left.extend(self.userland.close())  # every daemon is stopped: unmount the root
         self.timings["teardown_s"] = time.monotonic() - t0
         log.info("teardown of %s took %.1f s", root, self.timings["teardown_s"])
         for item in left:
@@ -294,6 +323,21 @@ class LocalCluster:
             if cpus is not None:
                 n = procs.set_thread_affinity(pid, cpus.reactors)
                 log.debug("osd.%d: %d threads pinned to %s", osd_id, n, cpus.cpuset)
+
+    def verify_crimson(self) -> None:
+        """Every OSD is crimson with the planned store, its reactors one per planned CPU."""
+        ids = sorted(self.osd_pids())
+        crimson_checks.check_identity(self.cli, self.layout.run, ids, self.osd.object_store.value)
+        _, problems = self.crimson_threads()
+        if problems:
+            raise ExecutionError("crimson threads not where planned: " + "; ".join(problems))
+
+    def crimson_threads(self) -> tuple[dict[str, dict[str, str]], list[str]]:
+        return crimson_checks.thread_report(self.osd_pids(), self.cpus)
+
+    def reactor_utilization(self) -> list[float]:
+        """Every reactor's Seastar utilization % now, from the admin sockets."""
+        return crimson_checks.reactor_utilization(self.layout.run, sorted(self.osd_pids()))
 
     def observed_affinity(self) -> dict[int, dict[int, list[int]]]:
         """osd id -> thread id -> CPUs, as the kernel reports them now."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import psutil
 
 from crimsonbench.errors import ExecutionError
+from crimsonbench.local.userland import Userland
 from crimsonbench.plan.types import ClientPlan, Step
 from crimsonbench.results.store import FioPaths, ResultStore
 
@@ -49,7 +50,10 @@ class FioGroup:
         clients: Sequence[ClientPlan],
         store: ResultStore,
         env: dict[str, str],
+        userland: Userland | None = None,
     ) -> None:
+        """env: what fio needs beyond the usual environment (CEPH_CONF)."""
+        self._userland = userland or Userland()
         self._step = step
         self._clients = clients
         self._store = store
@@ -70,13 +74,15 @@ class FioGroup:
             argvs.append((client, paths, args))
         # Every client's files are written first, so the starts are as close as Popen allows.
         for client, paths, args in argvs:
+            # the IOPS logs land next to the output (fio's working directory)
+            full, env, cwd = self._userland.wrap(args, self._env, paths.output.parent)
             with paths.stderr.open("wb") as err_fh, paths.eta.open("wb") as eta_fh:
                 popen = subprocess.Popen(
-                    args,
+                    full,
                     stdout=eta_fh,
                     stderr=err_fh,
-                    env=self._env,
-                    cwd=paths.output.parent,  # the IOPS logs land next to the output
+                    env=env,
+                    cwd=cwd,
                     preexec_fn=_pin(frozenset(client.cpus)),  # noqa: PLW1509 - no threads hold locks
                 )
             self.procs.append(FioProcess(client, paths, popen))

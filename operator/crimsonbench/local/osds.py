@@ -1,50 +1,82 @@
 """How each OSD is started: binary, object store options and CPU arguments.
 
 Classic ceph-osd is pinned from outside (taskset at exec, then every thread). Crimson pins
-its own Seastar reactors (`--smp`/`--cpuset`), so we only pass the CPUs on the command line;
-alien-thread CPUs and reactor options come from the plan's mon-db config.
+its own Seastar reactors from the mon database (crimson_seastar_cpu_cores before Ceph 21,
+crimson_cpu_set after; plan/ceph_options.py), read at mkfs and at start: its command line
+takes no Seastar CPU options (20.2 aborts on --cpuset: "--cpuset can be set only using
+crimson_seastar_cpu_cores").
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 
 from crimsonbench.errors import InvalidSpec
+from crimsonbench.local.userland import BUILD_HINT, Userland
 from crimsonbench.plan.types import OsdCpus
 from crimsonbench.spec.cpuset import format_cpuset
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
 
 CRIMSON_NAMES = ("crimson-osd", "ceph-osd-crimson")
+# Where a crimson OSD finds the object classes rbd needs (a build looks in its own
+# lib/rados-classes, relative to its working directory; without them `rbd create` fails
+# with EOPNOTSUPP). Debian's classic classes load into crimson-osd.
+CLASS_DIRS = ("/usr/lib/x86_64-linux-gnu/rados-classes", "/usr/lib/aarch64-linux-gnu/rados-classes",
+              "/usr/lib64/rados-classes", "/usr/lib/rados-classes")  # fmt: skip
 
 
-def find_osd_binary(osd: OsdSpec, target: LocalTarget) -> str:
-    """Absolute path of the OSD binary; for crimson, fail before anything is created."""
+def find_osd_binary(osd: OsdSpec, target: LocalTarget, ul: Userland) -> str:
+    """Path of the OSD binary as the userland sees it; for crimson, fail before anything
+    is created."""
     if osd.flavor == Flavor.CLASSIC:
-        found = shutil.which("ceph-osd")
+        found = ul.which("ceph-osd")
         if found is None:
-            raise InvalidSpec("spec.osd.flavor", "ceph-osd is not on PATH; install ceph-osd")
+            raise InvalidSpec("spec.osd.flavor", f"ceph-osd is not in {ul.describe()}")
         return found
     if target.crimson_binary:
-        found = shutil.which(target.crimson_binary)
-        if found is None:
+        path = ul.path(target.crimson_binary)
+        if not (path.is_file() and os.access(path, os.X_OK)):
             raise InvalidSpec(
                 "spec.target.local.crimsonBinary",
-                f"{target.crimson_binary!r} does not exist or is not executable; "
+                f"{target.crimson_binary!r} is not an executable file in {ul.describe()}; "
                 "point it at a crimson-osd built from Ceph source",
             )
-        return found
+        return target.crimson_binary
     for name in CRIMSON_NAMES:
-        found = shutil.which(name)
+        found = ul.which(name)
         if found:
             return found
     raise InvalidSpec(
         "spec.osd.flavor",
         f"flavor crimson needs a crimson OSD binary, but neither {' nor '.join(CRIMSON_NAMES)} "
-        "is on PATH. Debian's Ceph packages do not ship one: build crimson-osd from Ceph "
-        "source (WITH_SEASTAR=ON) and set target.local.crimsonBinary, or use flavor classic",
+        f"is in {ul.describe()}. Debian's Ceph packages ship none: set target.local.cephRoot "
+        f"to a Ceph root filesystem with crimson-osd ({BUILD_HINT}), or "
+        "target.local.crimsonBinary, or use flavor classic",
     )
+
+
+# Measured on 20.2.4: a 2 GiB seastore device stalled prefilling 2 x 256 MiB (under
+# 3 MiB/s, the prefill deadline passed); 4 GiB wrote them at ~85 MiB/s.
+SEASTORE_MIN_BYTES = 4 * 2**30
+
+
+def check_store_size(osd: OsdSpec, target: LocalTarget) -> None:
+    if osd.object_store == ObjectStore.SEASTORE and not osd.devices:
+        if size_bytes(target.bluestore_size) < SEASTORE_MIN_BYTES:
+            raise InvalidSpec(
+                "spec.target.local.bluestoreSize",
+                f"{target.bluestore_size} is too small for a seastore device on a file "
+                "(seastore stalls below 4Gi); set bluestoreSize: 4Gi or more",
+            )
+
+
+def class_dir(ul: Userland) -> str | None:
+    """The object-class directory crimson-osd should load from, if the userland has one."""
+    for d in CLASS_DIRS:
+        if (ul.path(d) / "libcls_rbd.so").exists():
+            return d
+    return None
 
 
 def store_options(
@@ -53,7 +85,9 @@ def store_options(
     """ceph.conf [osd.N] options: object store and its mkfs/startup-only settings."""
     size = str(size_bytes(target.bluestore_size))
     store = osd.object_store
-    opts: dict[str, str] = {"osd_objectstore": store.value}
+    # crimson reads crimson_osd_objectstore (default bluestore) and ignores osd_objectstore
+    key = "crimson_osd_objectstore" if osd.flavor == Flavor.CRIMSON else "osd_objectstore"
+    opts: dict[str, str] = {key: store.value}
     if store in (ObjectStore.MEMSTORE, ObjectStore.CYANSTORE):
         # Reported capacity; writes beyond it hit the full ratios.
         opts["memstore_device_bytes"] = size
@@ -78,34 +112,15 @@ def uses_loop(osd: OsdSpec, target: LocalTarget) -> bool:
     return osd.object_store == ObjectStore.BLUESTORE and target.bluestore_backing == "loop"
 
 
-def seastar_args(cpus: OsdCpus | None, reactors: int) -> list[str]:
-    """Seastar options of a crimson OSD: one reactor per listed CPU, pinned by Seastar."""
-    if cpus is None or not cpus.reactors:
-        return ["--smp", str(max(1, reactors))]
-    return ["--smp", str(len(cpus.reactors)), "--cpuset", cpus.cpuset]
-
-
-def osd_argv(
-    binary: str, conf: str, osd_id: int, crimson: bool, cpus: OsdCpus | None, reactors: int
-) -> list[str]:
+def osd_argv(binary: str, conf: str, osd_id: int, crimson: bool) -> list[str]:
     """Command line of a running OSD. Classic: `-f` keeps it our foreground child.
-    Crimson always runs in the foreground and takes Seastar options instead."""
+    Crimson always runs in the foreground."""
     argv = [binary, "-c", conf, "-i", str(osd_id)]
-    return [*argv, *seastar_args(cpus, reactors)] if crimson else [*argv, "-f"]
+    return argv if crimson else [*argv, "-f"]
 
 
-def mkfs_argv(
-    binary: str,
-    conf: str,
-    osd_id: int,
-    uuid: str,
-    secret: str,
-    crimson: bool,
-    cpus: OsdCpus | None,
-    reactors: int,
-) -> list[str]:
-    argv = [binary, "-c", conf, "-i", str(osd_id), "--mkfs", "--key", secret, "--osd-uuid", uuid]
-    return [*argv, *seastar_args(cpus, reactors)] if crimson else argv
+def mkfs_argv(binary: str, conf: str, osd_id: int, uuid: str, secret: str) -> list[str]:
+    return [binary, "-c", conf, "-i", str(osd_id), "--mkfs", "--key", secret, "--osd-uuid", uuid]
 
 
 def check_cpus(osd_cpus: Sequence[OsdCpus], count: int) -> dict[int, OsdCpus]:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from crimsonbench.results.crimson_threads import Thread
 from crimsonbench.spec.cpuset import format_cpuset
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,18 @@ def thread_affinity(pid: int) -> dict[int, list[int]]:
         try:
             out[tid] = sorted(os.sched_getaffinity(tid))
         except ProcessLookupError:
+            continue
+    return out
+
+
+def threads(pid: int) -> list[Thread]:
+    """Every thread of `pid` with its name and CPUs, as the kernel reports them now."""
+    out = []
+    for tid in _tids(pid):
+        try:
+            comm = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            out.append(Thread(tid, comm, frozenset(os.sched_getaffinity(tid))))
+        except (ProcessLookupError, FileNotFoundError):
             continue
     return out
 

@@ -22,6 +22,7 @@ from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec
 from crimsonbench.local.cluster import LocalCluster
 from crimsonbench.local.step_exec import StepContext, run_step
 from crimsonbench.local.topology_probe import local_topology
+from crimsonbench.local.userland import userland_for
 from crimsonbench.local.versions import installed_ceph_version
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.summary import plan_summary
@@ -29,7 +30,7 @@ from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import RunInfo, StepResult
-from crimsonbench.spec.models import BenchmarkRunSpec
+from crimsonbench.spec.models import BenchmarkRunSpec, Flavor
 from crimsonbench.spec.status import Phase
 
 log = logging.getLogger(__name__)
@@ -115,9 +116,14 @@ class LocalRun:
         self.dir = results_dir
 
     def plan(self) -> RunPlan:
-        return build_plan(
-            self.name, self.spec, local_topology(), ceph_version=installed_ceph_version()
-        )
+        return build_plan(self.name, self.spec, local_topology(), ceph_version=self.version())
+
+    def version(self) -> str:
+        """The Ceph version of the programs the run will use (this machine or cephRoot)."""
+        local = self.spec.target.local
+        root = local.ceph_root if local is not None else None
+        crimson = self.spec.osd.flavor == Flavor.CRIMSON
+        return installed_ceph_version(userland_for(root, crimson))
 
     def info(self, version: str) -> RunInfo:
         return RunInfo.from_spec(
@@ -152,7 +158,7 @@ class LocalRun:
         self.store.write_plan(plan_summary(plan))
         # The report reads the spec from run.json: which workloads are bandwidth, the rules.
         spec_json = self.spec.model_dump(mode="json", by_alias=True)
-        self.store.write_run_info(self.info(installed_ceph_version()), {"spec": spec_json})
+        self.store.write_run_info(self.info(self.version()), {"spec": spec_json})
         state = SweepState(plan.sweep, self.store.completed_steps(), plan.bandwidth_workloads)
         outcome = Outcome(Phase.PREPARING, "", self.dir)
         self._write_status(plan, outcome)
@@ -191,14 +197,18 @@ class LocalRun:
             plan.ceph,
             root=Path(local.work_dir) if local.work_dir else None,
         ) as cluster:
+            cluster.userland.share(self.dir)  # job files and outputs, same path in a root
             self._prepare(cluster, plan, outcome)
             self._enter(outcome, Phase.RUNNING, f"{len(todo)} of {len(plan.steps)} steps to run")
             ctx = StepContext(
                 plan=plan,
-                env=_fio_env(cluster),
+                env=cluster.client_conf().env,
                 osd_pids=cluster.osd_pids,
                 health_check=cluster.health_check,
                 live=self.events.live,
+                userland=cluster.userland,
+                reactor_util=cluster.reactor_utilization if cluster.crimson else None,
+                crimson_threads=cluster.crimson_threads if cluster.crimson else None,
             )
             while (step := state.next_step(plan.steps)) is not None:
                 self._one_step(step, ctx, state, outcome, len(plan.steps))
@@ -254,7 +264,3 @@ class LocalRun:
             "updatedAt": dt.datetime.now(dt.UTC).isoformat(),
         }
         self.store.write_status(status)
-
-
-def _fio_env(cluster: LocalCluster) -> dict[str, str]:
-    return {**os.environ, **cluster.client_conf().env}

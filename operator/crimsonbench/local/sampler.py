@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
+from crimsonbench.errors import CrimsonBenchError
 from crimsonbench.results.types import ResourceSample
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,10 @@ class ResourceSampler:
         osd_pids: Callable[[], Iterable[int]],
         fio_pids: Callable[[], Iterable[int]],
         interval: float = 1.0,
+        reactor_util: Callable[[], list[float]] | None = None,
     ) -> None:
+        """reactor_util: every reactor's Seastar utilization % now (crimson), or None."""
+        self._reactor_util = reactor_util
         self._osd_pids = osd_pids
         self._fio_pids = fio_pids
         self._interval = interval
@@ -84,11 +88,23 @@ class ResourceSampler:
             last = now
             osd_cpu, osd_rss = osd.cpu_seconds_delta(self._osd_pids())
             fio_cpu, _ = fio.cpu_seconds_delta(self._fio_pids())
+            util = self._reactors()
             self.samples.append(
                 ResourceSample(
                     t=round(now - start, 3),
                     osd_cpu=100.0 * osd_cpu / wall,
                     osd_mem_mib=osd_rss,
                     fio_cpu=100.0 * fio_cpu / wall,
+                    reactor_util=sum(util) / len(util) if util else None,
+                    reactor_util_max=max(util) if util else None,
                 )
             )
+
+    def _reactors(self) -> list[float]:
+        if self._reactor_util is None:
+            return []
+        try:
+            return self._reactor_util()
+        except CrimsonBenchError as exc:  # an OSD restarting: the health check reports it
+            log.debug("no reactor utilization this sample: %s", exc)
+            return []

@@ -6,11 +6,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.local.sampler import ResourceSampler
+from crimsonbench.local.userland import Userland
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.fio_json import parse_fio_json
@@ -30,6 +31,10 @@ class StepContext:
     osd_pids: Callable[[], dict[int, int]]  # osd id -> pid, live
     health_check: Callable[[], None]  # raises ExecutionError if an OSD died
     live: Callable[[float], None] = lambda iops: None  # live IOPS readout for the display
+    userland: Userland = field(default_factory=Userland)  # where fio comes from
+    # crimson: every reactor's Seastar utilization now, and its threads vs the plan
+    reactor_util: Callable[[], list[float]] | None = None
+    crimson_threads: Callable[[], tuple[dict[str, dict[str, str]], list[str]]] | None = None
 
 
 def _affinity_violations(
@@ -72,11 +77,15 @@ def check_affinity(
 def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     started = time.monotonic()
     deadline = ctx.plan.timing.deadline_s
-    with FioGroup(step, ctx.plan.clients, store, ctx.env) as fio:
+    with FioGroup(step, ctx.plan.clients, store, ctx.env, ctx.userland) as fio:
         osd_pids = lambda: list(ctx.osd_pids().values())  # noqa: E731
-        with ResourceSampler(osd_pids, fio.pids, ctx.plan.sample_interval_s) as sampler:
+        interval = ctx.plan.sample_interval_s
+        with ResourceSampler(osd_pids, fio.pids, interval, ctx.reactor_util) as sampler:
             time.sleep(min(1.0, deadline / 4))  # let fio fork its workers
             affinity, problems = check_affinity(ctx, fio.pids_by_client())
+            if ctx.crimson_threads is not None:  # each reactor alone on a planned CPU
+                affinity["crimson"], reactor_problems = ctx.crimson_threads()
+                problems += reactor_problems
             # Written before failing: crimsonbench.metrics reports the violations.
             store.write_affinity(step.id, affinity, problems)
             if problems:

@@ -31,6 +31,9 @@ PUBLISHED_COLUMNS = (
 PERCENTILE_COLUMNS = ("clat\\_p99\\_ms", "clat\\_p99.9\\_ms")
 # With repeats: the 95 % interval's half width of the throughput and of the mean clat.
 SPREAD_COLUMNS = ("±ci95", "clat\\_ms ±ci95", "repeats")
+# Crimson: Seastar's reactor_utilization (% of the period running tasks), mean and busiest
+# reactor; OSD_cpu alone overstates the load of reactors that busy-poll.
+REACTOR_COLUMNS = ("reactor\\_util", "reactor\\_max")
 
 ROW_FIELDS: tuple[str, ...] = (
     ("step_id", "workload", "iodepth", "repeat")
@@ -54,6 +57,9 @@ def markdown_table(
         header[1] = "bw"
     if percentiles:
         header.extend(PERCENTILE_COLUMNS)
+    reactors = any(r.resources.reactor_util is not None for r in rows)
+    if reactors:
+        header.extend(REACTOR_COLUMNS)
     if spread:
         header.extend(SPREAD_COLUMNS)
     lines = [
@@ -62,6 +68,8 @@ def markdown_table(
     ]
     for r in sorted(rows, key=lambda r: r.iodepth):
         cells = _cells(r, bandwidth, percentiles)
+        if reactors:
+            cells += [_fmt_opt(r.resources.reactor_util), _fmt_opt(r.resources.reactor_util_max)]
         if spread:
             cells += _spread_cells(spread.get((r.workload, r.iodepth)))
         lines.append(" | " + "  | ".join(cells) + "  |")
@@ -99,6 +107,10 @@ def _fmt(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.2f}"
 
 
+def _fmt_opt(value: float | None) -> str:
+    return "n/a" if value is None else _fmt(value)
+
+
 def workload_tables(
     results: Sequence[StepResult],
     bandwidth_workloads: Collection[str] | None = None,
@@ -132,6 +144,8 @@ def flat_rows(results: Sequence[StepResult]) -> list[dict[str, Any]]:
             osd_cpu=r.resources.osd_cpu,
             osd_mem_mib=r.resources.osd_mem_mib,
             fio_cpu=r.resources.fio_cpu,
+            reactor_util=r.resources.reactor_util,
+            reactor_util_max=r.resources.reactor_util_max,
             resource_samples=r.resources.samples,
         )
         out.append(row)

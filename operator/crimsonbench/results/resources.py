@@ -17,9 +17,13 @@ def summarize_samples(samples: Sequence[ResourceSample]) -> ResourceSummary:
     n = len(samples)
     if n == 0:
         return ResourceSummary(osd_cpu=0.0, osd_mem_mib=0.0, fio_cpu=0.0, samples=0)
+    util = [s.reactor_util for s in samples if s.reactor_util is not None]
+    busiest = [s.reactor_util_max for s in samples if s.reactor_util_max is not None]
     return ResourceSummary(
         osd_cpu=math.fsum(s.osd_cpu for s in samples) / n,
         osd_mem_mib=math.fsum(s.osd_mem_mib for s in samples) / n,
         fio_cpu=math.fsum(s.fio_cpu for s in samples) / n,
         samples=n,
+        reactor_util=math.fsum(util) / len(util) if util else None,
+        reactor_util_max=math.fsum(busiest) / len(busiest) if busiest else None,
     )

@@ -186,6 +186,13 @@ def _average(group: Sequence[StepResult]) -> StepResult:
         osd_mem_mib=mean(r.resources.osd_mem_mib for r in group),
         fio_cpu=mean(r.resources.fio_cpu for r in group),
         samples=sum(r.resources.samples for r in group),
+        reactor_util=_mean_known([r.resources.reactor_util for r in group]),
+        reactor_util_max=_mean_known([r.resources.reactor_util_max for r in group]),
     )
     extra = {"averaged_repeats": n, "step_ids": [r.step_id for r in group]}
     return replace(group[0], fio=FioSummary(**fio_vals), resources=res, extra=extra)
+
+
+def _mean_known(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return math.fsum(known) / len(known) if known else None

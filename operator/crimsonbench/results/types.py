@@ -41,6 +41,9 @@ class ResourceSample:
     osd_cpu: float  # summed over every OSD process
     osd_mem_mib: float  # summed RSS
     fio_cpu: float  # summed over every fio process
+    # crimson: Seastar's reactor_utilization %, mean and busiest over every reactor
+    reactor_util: float | None = None
+    reactor_util_max: float | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,8 @@ class ResourceSummary:
     osd_mem_mib: float
     fio_cpu: float
     samples: int
+    reactor_util: float | None = None  # crimson only: mean % over reactors and samples
+    reactor_util_max: float | None = None  # mean over samples of the busiest reactor
 
 
 @dataclass(frozen=True)

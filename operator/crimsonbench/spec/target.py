@@ -25,12 +25,25 @@ class LocalTarget(SpecModel):
         default="file",
         description="Classic bluestore on a plain file or on a loop device.",
     )
-    bluestore_size: SizeStr = Field(default="8Gi", description="Block size per bluestore OSD.")
+    bluestore_size: SizeStr = Field(
+        default="8Gi",
+        description="Store size per OSD: the bluestore block, the seastore device (written "
+        "in full at mkfs; at least 4Gi), the memstore/cyanstore capacity.",
+    )
     force_ssd: bool = Field(
         default=True, description="Apply SSD tunables even if the disk reports rotational."
     )
     crimson_binary: str | None = Field(
-        default=None, description="Path of crimson-osd; default: search PATH."
+        default=None,
+        max_length=4096,
+        description="Path of crimson-osd (inside cephRoot when set); default: search PATH.",
+    )
+    ceph_root: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="A Ceph root filesystem to run every Ceph and fio program from (chroot, "
+        "as root), e.g. the crimson one e2e/crimson/build-ceph-root.sh builds; default: "
+        "this machine's packages.",
     )
     keep_cluster: bool = Field(default=False, description="Leave the cluster running afterwards.")
 

@@ -1,0 +1,68 @@
+"""What a local crimson cluster is really running, read from the daemons themselves:
+the OSD type and object store each OSD reports, where its reactors and alien threads
+run, and how busy Seastar says its reactors are."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from crimsonbench.errors import ExecutionError
+from crimsonbench.local.admin_socket import asok_command
+from crimsonbench.local.ceph_cli import CephCli
+from crimsonbench.local.procs import threads
+from crimsonbench.plan.types import OsdCpus
+from crimsonbench.results.crimson_threads import check_crimson_threads
+from crimsonbench.results.seastar_metrics import parse_reactor_utilization
+
+REACTOR_UTILIZATION = {"prefix": "dump_metrics", "group": "reactor_utilization", "format": "json"}
+
+
+def asok_path(run_dir: Path, osd_id: int) -> Path:
+    return run_dir / f"ceph-osd.{osd_id}.asok"  # admin_socket = $run_dir/$cluster-$name.asok
+
+
+def reactor_utilization(run_dir: Path, osd_ids: list[int]) -> list[float]:
+    """Every reactor's utilization % now, over the given OSDs."""
+    out: list[float] = []
+    for osd_id in osd_ids:
+        text = asok_command(asok_path(run_dir, osd_id), REACTOR_UTILIZATION)
+        out.extend(parse_reactor_utilization(text).values())
+    return out
+
+
+def check_identity(cli: CephCli, run_dir: Path, osd_ids: list[int], store: str) -> None:
+    """Each OSD says it is crimson (osd metadata osd_type; classic OSDs have no such key)
+    and runs the planned object store (crimson's metadata has no osd_objectstore: the
+    daemon's own crimson_osd_objectstore is read instead)."""
+    for osd_id in osd_ids:
+        meta = cli.ceph_json("osd", "metadata", str(osd_id))
+        if meta.get("osd_type") != "crimson":
+            raise ExecutionError(
+                f"osd.{osd_id} is not a crimson OSD (osd metadata osd_type "
+                f"{meta.get('osd_type')!r}, version {meta.get('ceph_version')!r})"
+            )
+        answer = asok_command(
+            asok_path(run_dir, osd_id), {"prefix": "config get", "var": "crimson_osd_objectstore"}
+        )
+        running = json.loads(answer).get("crimson_osd_objectstore")
+        if running != store:
+            raise ExecutionError(f"osd.{osd_id} runs object store {running!r}, planned {store!r}")
+
+
+def thread_report(
+    pids: Mapping[int, int], cpus: Mapping[int, OsdCpus]
+) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """osd -> role -> CPUs seen, and every way the reactors or alien threads differ from
+    the plan."""
+    report: dict[str, dict[str, str]] = {}
+    problems: list[str] = []
+    for osd_id, pid in sorted(pids.items()):
+        plan = cpus.get(osd_id)
+        if plan is None:
+            continue
+        seen, bad = check_crimson_threads(pid, threads(pid), plan)
+        report[f"osd.{osd_id}"] = seen
+        problems += [f"osd.{osd_id}: {b}" for b in bad]
+    return report, problems
