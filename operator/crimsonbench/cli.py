@@ -23,7 +23,7 @@ from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import RunPlan, Topology
 from crimsonbench.results.store import NotAResultsDirectory, ResultStore
-from crimsonbench.spec.models import load_spec
+from crimsonbench.spec.models import BenchmarkRunSpec, Flavor, load_spec
 
 app = typer.Typer(
     add_completion=False,
@@ -113,6 +113,23 @@ def _stdout() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=400, soft_wrap=True)
 
 
+def _local_version(spec: BenchmarkRunSpec) -> str | None:
+    """The Ceph version a local run here would use (its cephRoot, cephBinDir or this
+    machine's packages); None when there is none to ask."""
+    from crimsonbench.local.userland import userland_for
+    from crimsonbench.local.versions import installed_ceph_version
+
+    local = spec.target.local
+    if local is None:
+        return None
+    try:
+        crimson = spec.osd.flavor == Flavor.CRIMSON
+        ul = userland_for(local.ceph_root, crimson, local.ceph_bin_dir)
+        return installed_ceph_version(ul)
+    except CrimsonBenchError:
+        return None
+
+
 @app.command()
 def plan(
     spec_file: Path = typer.Argument(..., help="BenchmarkRun YAML"),
@@ -124,6 +141,8 @@ def plan(
     """Show what a run would do: CPU layout, Ceph options, steps. Touches nothing."""
     with _guard():
         name, spec = load_spec(spec_file)
+        if ceph_version is None and lscpu_json is None:
+            ceph_version = _local_version(spec)
         run_plan = build_plan(name, spec, _topology(lscpu_json), ceph_version=ceph_version)
     out = _stdout()
     out.print(plan_table(run_plan))

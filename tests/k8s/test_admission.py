@@ -31,6 +31,7 @@ EXAMPLES = sorted((Path(models.__file__).parents[1] / "examples").glob("*.yaml")
 ALL_RULES = (
     *models.TARGET_RULES,
     *models.EXTERNAL_RULES,
+    *models.LOCAL_RULES,
     *models.OSD_RULES,
     *models.CLIENT_RULES,
     *models.SWEEP_RULES,
@@ -323,6 +324,13 @@ BAD = [
         {"target": {"external": {"monHost": "v2:10.0.0.1:3300"}}},
         "spec.target.external.keyringSecret",
         rule=E[0],
+    ),
+    # --- LOCAL_RULES: programs from one place
+    Bad(
+        "local-root-and-bin-dir",
+        {"target": {"local": {"cephRoot": "/r", "cephBinDir": "/b"}}},
+        "spec.target.local.cephBinDir",
+        rule=models.LOCAL_RULES[0],
     ),
     # --- OSD_RULES
     Bad(

@@ -58,6 +58,7 @@ def test_every_rule_is_in_the_crd() -> None:
         for group in (
             models.TARGET_RULES,
             models.EXTERNAL_RULES,
+            models.LOCAL_RULES,
             models.OSD_RULES,
             models.CLIENT_RULES,
             models.SWEEP_RULES,

@@ -74,7 +74,7 @@ class LocalCluster:
         self.target, self.osd, self.setup = target, osd, setup or CephSetup()
         self.crimson = osd.flavor == Flavor.CRIMSON
         # the programs' userland: checked now, mounted in start(), unmounted in teardown()
-        self.userland = userland_for(target.ceph_root, self.crimson)
+        self.userland = userland_for(target.ceph_root, self.crimson, target.ceph_bin_dir)
         self.binary = osds.find_osd_binary(osd, target, self.userland)  # before anything exists
         osds.check_store_size(osd, target)
         self.cpus = osds.check_cpus(osd_cpus, osd.count)

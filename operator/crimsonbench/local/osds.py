@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 
 from crimsonbench.errors import InvalidSpec
-from crimsonbench.local.userland import BUILD_HINT, Userland
+from crimsonbench.local.userland import BUILD_HINT, BuildDir, Userland
 from crimsonbench.plan.types import OsdCpus
 from crimsonbench.spec.cpuset import format_cpuset
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
@@ -62,17 +62,19 @@ SEASTORE_MIN_BYTES = 4 * 2**30
 
 
 def check_store_size(osd: OsdSpec, target: LocalTarget) -> None:
-    if osd.object_store == ObjectStore.SEASTORE and not osd.devices:
-        if size_bytes(target.bluestore_size) < SEASTORE_MIN_BYTES:
-            raise InvalidSpec(
-                "spec.target.local.bluestoreSize",
-                f"{target.bluestore_size} is too small for a seastore device on a file "
-                "(seastore stalls below 4Gi); set bluestoreSize: 4Gi or more",
-            )
+    small = size_bytes(target.bluestore_size) < SEASTORE_MIN_BYTES
+    if osd.object_store == ObjectStore.SEASTORE and not osd.devices and small:
+        raise InvalidSpec(
+            "spec.target.local.bluestoreSize",
+            f"{target.bluestore_size} is too small for a seastore device on a file "
+            "(seastore stalls below 4Gi); set bluestoreSize: 4Gi or more",
+        )
 
 
 def class_dir(ul: Userland) -> str | None:
     """The object-class directory crimson-osd should load from, if the userland has one."""
+    if isinstance(ul, BuildDir) and ul.class_dir():
+        return ul.class_dir()
     for d in CLASS_DIRS:
         if (ul.path(d) / "libcls_rbd.so").exists():
             return d

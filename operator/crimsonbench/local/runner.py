@@ -121,9 +121,10 @@ class LocalRun:
     def version(self) -> str:
         """The Ceph version of the programs the run will use (this machine or cephRoot)."""
         local = self.spec.target.local
-        root = local.ceph_root if local is not None else None
         crimson = self.spec.osd.flavor == Flavor.CRIMSON
-        return installed_ceph_version(userland_for(root, crimson))
+        if local is None:
+            return installed_ceph_version()
+        return installed_ceph_version(userland_for(local.ceph_root, crimson, local.ceph_bin_dir))
 
     def info(self, version: str) -> RunInfo:
         return RunInfo.from_spec(

@@ -211,9 +211,56 @@ class CephRoot(Userland):
         return f"the Ceph root {self.rootfs}"
 
 
-def userland_for(ceph_root: str | None, crimson: bool) -> Userland:
+class BuildDir(Userland):
+    """A Ceph build tree's programs (vstart.sh's `build/bin`, libraries in `build/lib`)
+    first on PATH, everything else from this machine."""
+
+    def __init__(self, bin_dir: Path) -> None:
+        self.bin_dir = bin_dir
+        self.lib_dir = bin_dir.parent / "lib"
+
+    @classmethod
+    def checked(cls, bin_dir: str, crimson: bool) -> BuildDir:
+        path = Path(bin_dir).expanduser().resolve()
+        osd = "crimson-osd" if crimson else "ceph-osd"
+        if not (path / osd).is_file():
+            raise InvalidSpec(
+                "spec.target.local.cephBinDir",
+                f"{path} has no {osd}; point cephBinDir at a Ceph build's bin directory "
+                "(e.g. ceph/build/bin after `ninja crimson-osd` / vstart's targets)",
+            )
+        return cls(path)
+
+    def wrap(
+        self, argv: Sequence[str], env: Mapping[str, str] | None = None, cwd: Path | None = None
+    ) -> tuple[list[str], dict[str, str] | None, Path | None]:
+        extra = {"PATH": f"{self.bin_dir}:{os.environ.get('PATH', '')}"}
+        if self.lib_dir.is_dir():  # a build's shared libraries, as vstart.sh sets them
+            old = os.environ.get("LD_LIBRARY_PATH")
+            extra["LD_LIBRARY_PATH"] = f"{self.lib_dir}:{old}" if old else str(self.lib_dir)
+        full = [self.which(argv[0]) or argv[0], *argv[1:]] if argv else []
+        return full, {**os.environ, **extra, **(env or {})}, cwd
+
+    def which(self, name: str) -> str | None:
+        own = self.bin_dir / name
+        if own.is_file() and os.access(own, os.X_OK):
+            return str(own)
+        return shutil.which(name)
+
+    def class_dir(self) -> str | None:
+        return str(self.lib_dir) if (self.lib_dir / "libcls_rbd.so").exists() else None
+
+    def describe(self) -> str:
+        return f"the build directory {self.bin_dir} (then this machine)"
+
+
+def userland_for(ceph_root: str | None, crimson: bool, bin_dir: str | None = None) -> Userland:
     """The userland target.local names, checked (a CephRoot is not opened yet)."""
-    return CephRoot.checked(ceph_root, crimson) if ceph_root else Userland()
+    if ceph_root:
+        return CephRoot.checked(ceph_root, crimson)
+    if bin_dir:
+        return BuildDir.checked(bin_dir, crimson)
+    return Userland()
 
 
 def _program(rootfs: Path, name: str) -> str | None:

@@ -56,6 +56,7 @@ from crimsonbench.spec.sweep import (
 )
 from crimsonbench.spec.target import (
     EXTERNAL_RULES,
+    LOCAL_RULES,
     TARGET_RULES,
     ExternalTarget,
     LocalTarget,
@@ -245,6 +246,7 @@ __all__ = [
     "CLIENT_RULES",
     "DEFAULT_IODEPTHS",
     "EXTERNAL_RULES",
+    "LOCAL_RULES",
     "FIO_OPTION_ALLOWLIST",
     "OSD_RULES",
     "PRESETS",

@@ -15,8 +15,22 @@ class SecretKeyRef(SpecModel):
     key: str = Field(default="keyring", min_length=1, description="Key holding the keyring.")
 
 
+LOCAL_RULES = (
+    Rule(
+        cel="!has(self.cephRoot) || !has(self.cephBinDir)",
+        message="take the programs from one place: cephRoot (a root filesystem) or "
+        "cephBinDir (a build's bin directory), not both",
+        field="cephBinDir",
+        check=lambda t: t.ceph_root is None or t.ceph_bin_dir is None,
+    ),
+)
+
+
 class LocalTarget(SpecModel):
-    """A throwaway single-node cluster started from the installed Ceph packages."""
+    """A throwaway single-node cluster started from the installed Ceph packages (or a
+    Ceph root filesystem, or a Ceph build's bin directory)."""
+
+    model_config = ConfigDict(json_schema_extra=cel_rules(LOCAL_RULES))
 
     work_dir: str | None = Field(
         default=None, description="Cluster and results directory; default: a fresh one."
@@ -45,7 +59,17 @@ class LocalTarget(SpecModel):
         "as root), e.g. the crimson one e2e/crimson/build-ceph-root.sh builds; default: "
         "this machine's packages.",
     )
+    ceph_bin_dir: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="A Ceph build's bin directory (vstart.sh's build/bin, libraries from "
+        "build/lib): its programs first, the rest from this machine.",
+    )
     keep_cluster: bool = Field(default=False, description="Leave the cluster running afterwards.")
+
+    @model_validator(mode="after")
+    def _one_userland(self) -> LocalTarget:
+        return enforce(LOCAL_RULES, self)
 
 
 class RookTarget(SpecModel):
