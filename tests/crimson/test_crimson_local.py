@@ -143,3 +143,27 @@ def test_classic_and_crimson_compared(
     for name in ("classic-memstore", "crimson-cyanstore", "randread4k", "randwrite4k"):
         assert name in written, written
     print(written)  # the comparison, for the log
+
+
+@pytest.mark.parametrize("policy", ["default", "osd", "socket"])
+def test_each_policy_plan_lands_on_the_reactors(
+    policy: str, ceph_root: Path, machine_restored: None
+) -> None:
+    """Each CPU policy planned on this machine's real topology (lscpu), then the reactors
+    checked where that plan put them. This VM has one socket and no hyper-threads, so the
+    three plans coincide here; their differences are tested on captured 2-socket lscpu."""
+    from crimsonbench.local.topology_probe import local_topology
+    from crimsonbench.plan.cpu import plan_cpus
+    from crimsonbench.spec.models import ClientSpec, CpuPolicy
+
+    osd = OsdSpec(
+        flavor=Flavor.CRIMSON,
+        object_store=ObjectStore.CYANSTORE,
+        reactors=1,
+        cpu_policy=CpuPolicy(policy),
+    )
+    plan = plan_cpus(local_topology(), osd, ClientSpec(cpu_set="1"))  # fio keeps CPU 1
+    with crimson_cluster(ceph_root, ObjectStore.CYANSTORE, list(plan.osds)) as c:
+        seen, problems = c.crimson_threads()
+        assert problems == []
+        assert seen["osd.0"] == {"reactor-0": plan.osds[0].cpuset}
