@@ -63,6 +63,7 @@ def test_crimson_sweep_from_the_ceph_root(
         util, busiest = r.resources.reactor_util, r.resources.reactor_util_max
         assert util is not None and busiest is not None, r.step_id
         assert 0.0 < util <= busiest <= 100.0, (r.step_id, util, busiest)
+        assert r.resources.reactor_util_osd == {"osd.0": pytest.approx(util)}
         # the reactor ran alone on the planned CPU, read from /proc during the step
         affinity = json.loads((store_files.step_dir(r.step_id) / "affinity.json").read_text())
         assert affinity["crimson"] == {"osd.0": {"reactor-0": "0"}}, affinity
@@ -92,7 +93,8 @@ def test_bluestore_alien_threads_in_their_own_set(ceph_root: Path, machine_resto
         assert problems == []
         assert seen == {"osd.0": {"reactor-0": "0", "alien": "1"}}
         assert c.cli.ceph("config", "get", "osd.0", "crimson_alien_thread_cpu_cores").strip() == "1"
-        assert c.reactor_utilization() and all(0 <= u <= 100 for u in c.reactor_utilization())
+        util = c.reactor_utilization()
+        assert list(util) == [0] and all(0 <= u <= 100 for u in util[0])
 
 
 @pytest.mark.parametrize(
@@ -111,7 +113,8 @@ def test_reactors_one_per_planned_cpu(
         for o in cpus:
             on = sorted(int(v) for v in seen[f"osd.{o.osd_id}"].values())
             assert on == sorted(o.reactors), seen
-        assert len(c.reactor_utilization()) == sum(len(o.reactors) for o in cpus)
+        util = c.reactor_utilization()
+        assert {i: len(v) for i, v in util.items()} == {o.osd_id: len(o.reactors) for o in cpus}
 
 
 def test_classic_and_crimson_compared(

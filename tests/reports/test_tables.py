@@ -114,3 +114,33 @@ def test_json_rows_are_strict_json() -> None:
     assert rows[0]["clat_p50_ms"] is None
     assert rows[0]["iops"] == 300.0 and rows[0]["fio_cpu"] == 30.0
     assert set(rows[0]) == set(ROW_FIELDS)
+
+
+def test_crimson_reactor_columns_mean_busiest_and_per_osd() -> None:
+    """Crimson rows carry Seastar's reactor utilization: mean, busiest reactor, and with
+    several OSDs a column per OSD; repeats are averaged like every other figure."""
+    from dataclasses import replace
+
+    from crimsonbench.reports.tables import markdown_table, to_csv
+    from helpers.step_results import result
+
+    def crimson(repeat: int, a: float, b: float) -> StepResult:
+        r = result(0, "randread4k", 8, 1000.0, repeat=repeat)
+        res = replace(
+            r.resources,
+            reactor_util=(a + b) / 2,
+            reactor_util_max=max(a, b),
+            reactor_util_osd={"osd.0": a, "osd.1": b},
+        )
+        return replace(r, resources=res)
+
+    table = markdown_table([crimson(1, 40.0, 60.0), crimson(2, 50.0, 70.0)])
+    header, _, row = table.splitlines()[:3]
+    cols = [c.strip() for c in header.strip("| ").split("|")]
+    cells = dict(zip(cols, (c.strip() for c in row.strip(" |").split("|")), strict=False))
+    assert cells["reactor\\_util"] == "55.00" and cells["reactor\\_max"] == "65.00"
+    assert cells["osd.0\\_util"] == "45.00" and cells["osd.1\\_util"] == "65.00"
+    csv_header = to_csv([crimson(1, 40.0, 60.0)]).splitlines()[0]
+    assert "reactor_util" in csv_header and "reactor_util_osd" not in csv_header
+    # classic rows: no reactor columns at all
+    assert "reactor" not in markdown_table([result(0, "randread4k", 8, 1000.0)])

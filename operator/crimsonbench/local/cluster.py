@@ -335,8 +335,8 @@ class LocalCluster:
     def crimson_threads(self) -> tuple[dict[str, dict[str, str]], list[str]]:
         return crimson_checks.thread_report(self.osd_pids(), self.cpus)
 
-    def reactor_utilization(self) -> list[float]:
-        """Every reactor's Seastar utilization % now, from the admin sockets."""
+    def reactor_utilization(self) -> dict[int, list[float]]:
+        """osd id -> its reactors' Seastar utilization % now, from the admin sockets."""
         return crimson_checks.reactor_utilization(self.layout.run, sorted(self.osd_pids()))
 
     def observed_affinity(self) -> dict[int, dict[int, list[int]]]:

@@ -23,12 +23,12 @@ def asok_path(run_dir: Path, osd_id: int) -> Path:
     return run_dir / f"ceph-osd.{osd_id}.asok"  # admin_socket = $run_dir/$cluster-$name.asok
 
 
-def reactor_utilization(run_dir: Path, osd_ids: list[int]) -> list[float]:
-    """Every reactor's utilization % now, over the given OSDs."""
-    out: list[float] = []
+def reactor_utilization(run_dir: Path, osd_ids: list[int]) -> dict[int, list[float]]:
+    """osd id -> each of its reactors' utilization % now."""
+    out: dict[int, list[float]] = {}
     for osd_id in osd_ids:
         text = asok_command(asok_path(run_dir, osd_id), REACTOR_UTILIZATION)
-        out.extend(parse_reactor_utilization(text).values())
+        out[osd_id] = list(parse_reactor_utilization(text).values())
     return out
 
 

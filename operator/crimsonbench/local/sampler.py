@@ -54,9 +54,9 @@ class ResourceSampler:
         osd_pids: Callable[[], Iterable[int]],
         fio_pids: Callable[[], Iterable[int]],
         interval: float = 1.0,
-        reactor_util: Callable[[], list[float]] | None = None,
+        reactor_util: Callable[[], dict[int, list[float]]] | None = None,
     ) -> None:
-        """reactor_util: every reactor's Seastar utilization % now (crimson), or None."""
+        """reactor_util: osd id -> its reactors' Seastar utilization % now (crimson)."""
         self._reactor_util = reactor_util
         self._osd_pids = osd_pids
         self._fio_pids = fio_pids
@@ -88,7 +88,8 @@ class ResourceSampler:
             last = now
             osd_cpu, osd_rss = osd.cpu_seconds_delta(self._osd_pids())
             fio_cpu, _ = fio.cpu_seconds_delta(self._fio_pids())
-            util = self._reactors()
+            per_osd = self._reactors()
+            util = [u for values in per_osd.values() for u in values]
             self.samples.append(
                 ResourceSample(
                     t=round(now - start, 3),
@@ -97,14 +98,18 @@ class ResourceSampler:
                     fio_cpu=100.0 * fio_cpu / wall,
                     reactor_util=sum(util) / len(util) if util else None,
                     reactor_util_max=max(util) if util else None,
+                    reactor_util_osd={
+                        f"osd.{i}": sum(v) / len(v) for i, v in sorted(per_osd.items()) if v
+                    }
+                    or None,
                 )
             )
 
-    def _reactors(self) -> list[float]:
+    def _reactors(self) -> dict[int, list[float]]:
         if self._reactor_util is None:
-            return []
+            return {}
         try:
             return self._reactor_util()
         except CrimsonBenchError as exc:  # an OSD restarting: the health check reports it
             log.debug("no reactor utilization this sample: %s", exc)
-            return []
+            return {}

@@ -33,7 +33,7 @@ class StepContext:
     live: Callable[[float], None] = lambda iops: None  # live IOPS readout for the display
     userland: Userland = field(default_factory=Userland)  # where fio comes from
     # crimson: every reactor's Seastar utilization now, and its threads vs the plan
-    reactor_util: Callable[[], list[float]] | None = None
+    reactor_util: Callable[[], dict[int, list[float]]] | None = None
     crimson_threads: Callable[[], tuple[dict[str, dict[str, str]], list[str]]] | None = None
 
 

@@ -35,10 +35,13 @@ SPREAD_COLUMNS = ("±ci95", "clat\\_ms ±ci95", "repeats")
 # reactor; OSD_cpu alone overstates the load of reactors that busy-poll.
 REACTOR_COLUMNS = ("reactor\\_util", "reactor\\_max")
 
+_NOT_FLAT = ("samples", "reactor_util_osd")  # renamed / a dict (in each step's JSON)
 ROW_FIELDS: tuple[str, ...] = (
     ("step_id", "workload", "iodepth", "repeat")
     + tuple(f.name for f in fields(FioSummary))
-    + tuple(f.name for f in fields(ResourceSummary) if f.name != "samples")
+    + tuple(
+        f.name for f in fields(ResourceSummary) if f.name not in ("samples", "reactor_util_osd")
+    )
     + ("resource_samples",)
 )
 
@@ -60,6 +63,14 @@ def markdown_table(
     reactors = any(r.resources.reactor_util is not None for r in rows)
     if reactors:
         header.extend(REACTOR_COLUMNS)
+    # with several crimson OSDs, a column per OSD (mean over its reactors), as published
+    per_osd = sorted(
+        {k for r in rows for k in (r.resources.reactor_util_osd or {})},
+        key=lambda k: int(k.split(".")[1]),
+    )
+    if len(per_osd) < 2:
+        per_osd = []
+    header.extend(f"{k}\\_util" for k in per_osd)
     if spread:
         header.extend(SPREAD_COLUMNS)
     lines = [
@@ -70,6 +81,7 @@ def markdown_table(
         cells = _cells(r, bandwidth, percentiles)
         if reactors:
             cells += [_fmt_opt(r.resources.reactor_util), _fmt_opt(r.resources.reactor_util_max)]
+        cells += [_fmt_opt((r.resources.reactor_util_osd or {}).get(k)) for k in per_osd]
         if spread:
             cells += _spread_cells(spread.get((r.workload, r.iodepth)))
         lines.append(" | " + "  | ".join(cells) + "  |")

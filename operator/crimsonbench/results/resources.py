@@ -26,4 +26,14 @@ def summarize_samples(samples: Sequence[ResourceSample]) -> ResourceSummary:
         samples=n,
         reactor_util=math.fsum(util) / len(util) if util else None,
         reactor_util_max=math.fsum(busiest) / len(busiest) if busiest else None,
+        reactor_util_osd=mean_by_key([s.reactor_util_osd for s in samples]),
     )
+
+
+def mean_by_key(dicts: Sequence[dict[str, float] | None]) -> dict[str, float] | None:
+    """Per key, the mean over the dicts that have it (None when none has any)."""
+    sums: dict[str, list[float]] = {}
+    for d in dicts:
+        for k, v in (d or {}).items():
+            sums.setdefault(k, []).append(v)
+    return {k: math.fsum(v) / len(v) for k, v in sorted(sums.items())} or None

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
+from crimsonbench.results.resources import mean_by_key
 from crimsonbench.results.types import FioSummary, ResourceSummary, StepResult
 
 # Every step records these (merged histograms; percentile_list for the plain-JSON case).
@@ -188,6 +189,7 @@ def _average(group: Sequence[StepResult]) -> StepResult:
         samples=sum(r.resources.samples for r in group),
         reactor_util=_mean_known([r.resources.reactor_util for r in group]),
         reactor_util_max=_mean_known([r.resources.reactor_util_max for r in group]),
+        reactor_util_osd=mean_by_key([r.resources.reactor_util_osd for r in group]),
     )
     extra = {"averaged_repeats": n, "step_ids": [r.step_id for r in group]}
     return replace(group[0], fio=FioSummary(**fio_vals), resources=res, extra=extra)

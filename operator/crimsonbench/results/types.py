@@ -44,6 +44,7 @@ class ResourceSample:
     # crimson: Seastar's reactor_utilization %, mean and busiest over every reactor
     reactor_util: float | None = None
     reactor_util_max: float | None = None
+    reactor_util_osd: dict[str, float] | None = None  # "osd.N" -> mean over its reactors
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class ResourceSummary:
     samples: int
     reactor_util: float | None = None  # crimson only: mean % over reactors and samples
     reactor_util_max: float | None = None  # mean over samples of the busiest reactor
+    reactor_util_osd: dict[str, float] | None = None  # "osd.N" -> mean over its reactors
 
 
 @dataclass(frozen=True)
