@@ -16,7 +16,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kubernetes.client
 import pytest
@@ -355,9 +355,14 @@ def test_second_run_waits_for_the_first(
             "spec.target.rook.osdNodes",
             "no OSD of the cluster runs on node-zz",
         ),
+        # deployed crimson with another layout (cephConfig says so): refused before any
+        # pod; without a crimson layout there, preflight reads the OSDs first (tests/rook)
         (
             "noconsent",
-            {"target": {"rook": {"allowReprovision": False}}},
+            {
+                "target": {"rook": {"allowReprovision": False}},
+                "cephConfig": {"osd.0": {"crimson_seastar_cpu_cores": "0-3"}},
+            },
             "spec.target.rook.allowReprovision",
             "reactor layout differs",
         ),
@@ -377,6 +382,11 @@ def test_a_run_that_cannot_be_planned_fails_before_any_pod_naming_the_field(
     for section, values in body_fix.items():
         if section == "target":
             body["spec"]["target"]["rook"].update(values["rook"])
+        elif section == "cephConfig":  # the CephCluster's, before the run
+            patched = custom.patch_namespaced_custom_object(  # a JSON merge patch
+                "ceph.rook.io", "v1", ROOK_NS, "cephclusters", "rook-ceph",
+                {"spec": {"cephConfig": values}})  # fmt: skip
+            cephcluster = cast(dict[str, Any], patched)
         else:
             body["spec"][section].update(values)
     with operator():

@@ -7,6 +7,7 @@ without a cluster (tests/controller/test_decide.py).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,18 @@ from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.models import BenchmarkRunSpec, ClientSpec, Flavor, RookTarget
 
 # ---------------------------------------------------------------- what is observed
+
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([a-zA-Z]*)$")
+_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
+          "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}  # fmt: skip
+
+
+def quantity(text: str) -> float:
+    """A Kubernetes quantity ("500m", "8Gi", "1") as a number."""
+    m = _QUANTITY.match(text.strip())
+    if not m or m.group(2) not in _SCALE:
+        raise ValueError(f"not a Kubernetes quantity: {text!r}")
+    return float(m.group(1)) * _SCALE[m.group(2)]
 
 
 @dataclass(frozen=True)
@@ -29,6 +42,13 @@ class OsdPod:
     cpu_limit: str | None = None
     memory_limit: str | None = None
     terminating: bool = False
+    uid: str = ""
+    restarts: int = 0  # of the osd container
+
+    @property
+    def incarnation(self) -> str:
+        """Changes whenever the OSD daemon is restarted: a new pod or a container restart."""
+        return f"{self.uid}/{self.restarts}"
 
 
 @dataclass(frozen=True)
@@ -219,6 +239,90 @@ def rollout(
         if not pod.ready:
             return Progress(False, f"osd.{osd_id} on {node} not Ready yet")
     return Progress(True, f"{len(placement)} OSDs Ready with the planned resources")
+
+
+def osds_at_rest(plan_ids: Sequence[int], pods: Sequence[OsdPod]) -> str:
+    """'' when every planned OSD has one Ready pod that is not going away; else what is not
+    (a step must not start on an OSD that is restarting)."""
+    by_id: dict[int, list[OsdPod]] = {}
+    for p in pods:
+        by_id.setdefault(p.osd_id, []).append(p)
+    for osd_id in sorted(plan_ids):
+        all_ = by_id.get(osd_id, [])
+        live = [p for p in all_ if not p.terminating]
+        if len(all_) != 1 or len(live) != 1:
+            return (f"osd.{osd_id} has {len(live)} running and {len(all_) - len(live)} "
+                    "terminating pods")  # fmt: skip
+        if not live[0].ready:
+            return f"osd.{osd_id} is not Ready"
+    return ""
+
+
+def osd_incarnations(plan_ids: Sequence[int], pods: Sequence[OsdPod]) -> dict[str, str]:
+    """osd id -> incarnation of its live pod, for the planned OSDs (recorded at step start)."""
+    live = {p.osd_id: p for p in pods if not p.terminating}
+    return {str(i): live[i].incarnation for i in sorted(plan_ids) if i in live}
+
+
+def osd_disturbance(before: Mapping[str, str], pods: Sequence[OsdPod]) -> str:
+    """'' when every OSD recorded at a step's start still runs as the same daemon (same pod,
+    same container restart count) and is Ready; else which OSD restarted or is down: that
+    step measured a cluster in recovery, not the one planned."""
+    now = {str(p.osd_id): p for p in pods if not p.terminating}
+    out = []
+    for osd_id, was in sorted(before.items(), key=lambda kv: int(kv[0])):
+        pod = now.get(osd_id)
+        if pod is None:
+            out.append(f"osd.{osd_id} has no pod (was {was})")
+        elif pod.incarnation != was:
+            out.append(f"osd.{osd_id} restarted during the step (pod/restarts {was} -> "
+                       f"{pod.incarnation})")  # fmt: skip
+        elif not pod.ready:
+            out.append(f"osd.{osd_id} is not Ready")
+    return "; ".join(out)
+
+
+def original_osd_limits(original_spec: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(cpu, memory) limits of the OSD containers under the CephCluster spec as recorded
+    before the run (resources.osd; None where it sets none)."""
+    limits = ((original_spec.get("resources") or {}).get("osd") or {}).get("limits") or {}
+    cpu, mem = limits.get("cpu"), limits.get("memory")
+    return (None if cpu is None else str(cpu), None if mem is None else str(mem))
+
+
+def _same_quantity(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    try:
+        return quantity(a) == quantity(b)
+    except ValueError:
+        return a == b
+
+
+def osds_running_with(
+    osd_ids: Sequence[int], pods: Sequence[OsdPod], want: tuple[str | None, str | None]
+) -> Progress:
+    """Every OSD of osd_ids runs one Ready pod with the (cpu, memory) limits `want` (None:
+    no limit). Rook sizes every OSD pod alike, so a resources change rolls them all: after
+    a run's patch (want: the plan's) and after the restore (want: the original's)."""
+    by_id: dict[int, list[OsdPod]] = {}
+    for p in pods:
+        by_id.setdefault(p.osd_id, []).append(p)
+    for osd_id in sorted(osd_ids):
+        found = by_id.get(osd_id, [])
+        live = [p for p in found if not p.terminating]
+        if len(live) != 1 or len(found) != 1:
+            return Progress(False, f"osd.{osd_id}: {len(live)} running, "
+                                   f"{len(found) - len(live)} terminating pods")  # fmt: skip
+        pod = live[0]
+        if not (
+            _same_quantity(pod.cpu_limit, want[0]) and _same_quantity(pod.memory_limit, want[1])
+        ):
+            return Progress(False, f"osd.{osd_id} still has limits cpu={pod.cpu_limit} "
+                                   f"memory={pod.memory_limit}")  # fmt: skip
+        if not pod.ready:
+            return Progress(False, f"osd.{osd_id} not Ready yet")
+    return Progress(True, f"{len(osd_ids)} OSDs Ready with limits cpu={want[0]} memory={want[1]}")
 
 
 # ---------------------------------------------------------------- fio servers

@@ -1,5 +1,9 @@
-"""What the operator does for external clusters that Rook does for its own: the run's RBD
-images are removed at the end (on Rook, deleting the run's CephBlockPool removes them)."""
+"""The run's RBD images are removed at the end, by a Job running as the user fio ran as.
+
+External clusters: nothing else would. Rook: Rook deletes a CephBlockPool that holds
+images only through a cleanup Job of its own (rook.io/force-deletion), which it schedules
+without the cluster's tolerations and which it leaves behind; with the pool emptied here
+first, Rook deletes the pool at once."""
 
 from __future__ import annotations
 
@@ -13,8 +17,8 @@ from crimsonbench.plan.types import RunPlan
 def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
     """NotReady until the removal Job has finished; a failed one is reported, not retried
     (the images are named in the condition, to remove by hand). Done once per run
-    (status.imagesRemoved), so the Job is deleted when it has succeeded."""
-    if ctx.spec.target.external is None or ctx.spec.keep_images or ctx.get("imagesRemoved"):
+    (status.imagesRemoved, and the finished Job)."""
+    if ctx.spec.target.local is not None or ctx.spec.keep_images or ctx.get("imagesRemoved"):
         return
     if plan is None or not ctx.get("imagesCreated"):
         return  # never planned, or no image was created
@@ -38,5 +42,6 @@ def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
         )
         return
     ctx.condition("ImagesRemoved", True, "Removed", f"{len(images)} RBD images removed")
-    ctx.set(imagesRemoved=True)  # remembered, so the Job can go now
-    ctx.kube.delete_job(ns, name)
+    # remembered; the Job stays until cleanup's last sweep, so that a cleanup retried
+    # before the status is written (the delete handler writes none) finds it done
+    ctx.set(imagesRemoved=True)

@@ -4,18 +4,20 @@ ConfigMaps (the source of truth for resume: a stored step is never run again).""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from crimsonbench.controller import decide
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.sampling import sample_step, summarize
-from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
+from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, ParseError
 from crimsonbench.manifests import fio, maintenance, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
-from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
+from crimsonbench.manifests.naming import GROUP, LABEL_ROLE, LABEL_RUN, label_value
 from crimsonbench.manifests.results import read_results_configmaps, results_configmaps
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results import step_log
+from crimsonbench.results.fio_doc import find_json_document
 from crimsonbench.results.fio_json import JobStats, parse_fio_json
 from crimsonbench.results.status_summary import status_summary
 from crimsonbench.results.step_result import check_job_counts, step_result
@@ -60,9 +62,28 @@ def await_job(ctx: RunContext, body: dict[str, Any], what: str, cm: dict | None 
     if state == "running":
         raise NotReady(f"{what}: Job {ns}/{name} running")
     if state == "failed":
-        log = ctx.kube.job_log(ns, name)[-1500:]
-        raise ExecutionError(f"{what}: Job {ns}/{name} failed; log tail:\n{log}")
+        raise ExecutionError(f"{what}: Job {ns}/{name} failed; {_failure_log(ctx, ns, name)}")
     return ctx.kube.job_log(ns, name)
+
+
+def _failure_log(ctx: RunContext, namespace: str, name: str) -> str:
+    """What a failed Job said: fio's own messages when it printed some (a fio client's
+    JSON says nothing about why), else the log's tail."""
+    log = ctx.kube.job_log(namespace, name)
+    try:
+        sections = step_log.parse_sections(log)
+    except ParseError:
+        sections = {}
+    said = sections.get(step_log.FIO_MESSAGES, "").strip()
+    doc = find_json_document(sections.get(step_log.FIO_OUTPUT, "")) or {}
+    errors = [
+        f"{j.get('jobname')} on {j.get('hostname')}: error {j.get('error')}"
+        for j in doc.get("client_stats", doc.get("jobs", []))
+        if j.get("error")
+    ]
+    if said or errors:
+        return "fio said: " + "; ".join(errors) + (f"\n{said[-1500:]}" if said else "")
+    return f"log tail:\n{log[-1500:] or '(empty: the pod never ran, or its log is gone)'}"
 
 
 # ---------------------------------------------------------------- before the first step
@@ -119,7 +140,7 @@ def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None
         ctx.set(prefilled=True)
         return
     ns = jobs_namespace(ctx)
-    cm = fio.fio_jobs_configmap(ctx.name, "prefill", plan.prefill.jobs, ns)
+    cm = fio.fio_jobs_configmap(ctx.name, "prefill", plan.prefill.jobs, ns, user=plan.pool.user)
     body = fio.fio_client_job(
         ctx.name, "prefill", plan.prefill.jobs, servers, ns, ctx.settings.pod_options(),
         deadline_s=plan.prefill.deadline_s, node=plan.clients[0].node,
@@ -128,6 +149,7 @@ def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None
     prefill = Step(-1, "prefill", 16, 1, plan.prefill.jobs)
     check_job_counts(prefill, _fio_jobs(step_log.parse_sections(log), servers), 1)
     ctx.kube.delete_job(ns, body["metadata"]["name"])
+    ctx.kube.delete_configmap(ns, cm["metadata"]["name"])
     ctx.set(prefilled=True)
 
 
@@ -153,8 +175,17 @@ def _store(ctx: RunContext, plan: RunPlan, results: dict[str, StepResult]) -> No
     )
 
 
+# On a step's client Job: every OSD daemon's incarnation when the step started.
+OSD_INCARNATIONS = f"{GROUP}/osd-pods"
+# On the run: {step id: [why it ran again, ...]} (the status schema has no field for it).
+STEP_RETRIES = f"{GROUP}/step-retries"
+MAX_STEP_RETRIES = 2
+
+
 def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None:
-    """One step per call at most: NotReady while steps remain."""
+    """One step per call at most: NotReady while steps remain. A step during which an OSD
+    restarted (Rook target) measured a cluster in recovery: its result is dropped and the
+    step runs again once every OSD is back (at most MAX_STEP_RETRIES times)."""
     results = load_results(ctx)  # resume: what is stored is done, whatever status says
     state = SweepState(plan.sweep, results, plan.bandwidth_workloads)
     step = state.next_step(plan.steps)
@@ -169,20 +200,73 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None:
         deadline_s=plan.timing.deadline_s, node=plan.clients[0].node,
     )  # fmt: skip
     name = body["metadata"]["name"]
-    if ctx.kube.job_state(ns, name) == "running":
-        sample_step(ctx, fio_access(ctx, plan).namespace, plan)
-    cm = fio.fio_jobs_configmap(ctx.name, step.id, step.jobs, ns)
     what = f"step {index + 1}/{len(plan.steps)} {step.id}"
-    log = await_job(ctx, body, what, cm)
+    job_state = ctx.kube.job_state(ns, name)
+    if job_state == "running":
+        sample_step(ctx, fio_access(ctx, plan).namespace, plan)
+    elif job_state == "missing":
+        osds = _osds_at_step_start(ctx, what)  # NotReady while an OSD is not back
+        body["metadata"].setdefault("annotations", {})[OSD_INCARNATIONS] = json.dumps(osds)
+    cm = fio.fio_jobs_configmap(ctx.name, step.id, step.jobs, ns, user=plan.pool.user)
+    try:
+        log = await_job(ctx, body, what, cm)
+    except ExecutionError as exc:
+        disturbed = _osd_disturbance(ctx, ns, name)
+        if not disturbed:
+            raise
+        _run_again(ctx, step, what, ns, name, f"{disturbed}; the step failed: {exc}")
+    disturbed = _osd_disturbance(ctx, ns, name)
+    if disturbed:
+        _run_again(ctx, step, what, ns, name, disturbed)
     wall = ctx.kube.job_seconds(ns, name)
     result = _step_result(ctx, plan, step, log, servers, wall)
     results[step.id] = result
     _store(ctx, plan, results)  # stored before the Job goes: never run twice
     ctx.kube.delete_job(ns, name)
+    ctx.kube.delete_configmap(ns, cm["metadata"]["name"])
     note = state.record(step, result)
     if note:
         ctx.logger.info("%s", note)
     raise NotReady(f"{what} done")
+
+
+def _osds_at_step_start(ctx: RunContext, what: str) -> dict[str, str]:
+    """Rook: every OSD's incarnation (all of them: the pool spans every OSD), once each
+    runs one Ready pod; NotReady before. External clusters: nothing to watch."""
+    rook = ctx.spec.target.rook
+    if rook is None:
+        return {}
+    pods = ctx.kube.list_osd_pods(rook.namespace)
+    ids = sorted({p.osd_id for p in pods} | {int(k) for k in ctx.get("osdPlacement") or {}})
+    reason = decide.osds_at_rest(ids, pods)
+    if reason:
+        raise NotReady(f"{what} waits for the OSDs: {reason}")
+    return decide.osd_incarnations(ids, pods)
+
+
+def _osd_disturbance(ctx: RunContext, namespace: str, job: str) -> str:
+    """'' unless an OSD recorded at the step's start restarted or is down now."""
+    rook = ctx.spec.target.rook
+    recorded = ctx.kube.job_annotations(namespace, job).get(OSD_INCARNATIONS)
+    if rook is None or not recorded:
+        return ""
+    return decide.osd_disturbance(json.loads(recorded), ctx.kube.list_osd_pods(rook.namespace))
+
+
+def _run_again(ctx: RunContext, step: Step, what: str, ns: str, job: str, why: str) -> None:
+    """Drop the step's Job (its result is not stored) so the step runs again; raises
+    NotReady, or ExecutionError once the step has been retried MAX_STEP_RETRIES times."""
+    retries: dict[str, list[str]] = json.loads(ctx.annotation(STEP_RETRIES) or "{}")
+    reasons = retries.setdefault(step.id, [])
+    if len(reasons) >= MAX_STEP_RETRIES:
+        raise ExecutionError(f"{what} failed {len(reasons) + 1} times; last: {why}")
+    reasons.append(why[:1000])
+    ctx.annotate(STEP_RETRIES, json.dumps(retries, sort_keys=True))
+    ctx.kube.delete_job(ns, job)
+    message = f"{what} runs again ({len(reasons)}/{MAX_STEP_RETRIES}): {why}"
+    ctx.condition("StepRetried", True, "OsdRestarted", message)
+    ctx.logger.warning("%s", message)
+    raise NotReady(message)
 
 
 def _step_result(

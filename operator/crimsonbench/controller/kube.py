@@ -113,6 +113,37 @@ class Kube:
                 raise
             self.core.create_namespaced_config_map(namespace, body)
 
+    def delete_configmap(self, namespace: str, name: str) -> None:
+        try:
+            self.core.delete_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            if not _missing(exc):
+                raise
+
+    def delete_configmaps(self, namespace: str, selector: str) -> int:
+        items = self.core.list_namespaced_config_map(namespace, label_selector=selector).items
+        for cm in items:
+            self.delete_configmap(namespace, cm.metadata.name)
+        return len(items)
+
+    def annotate_configmap(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
+        body = {"metadata": {"annotations": annotations}}
+        self.core.patch_namespaced_config_map(name, namespace, body)
+
+    def configmap_annotations(self, namespace: str, name: str) -> dict[str, str] | None:
+        """None when the ConfigMap does not exist."""
+        try:
+            cm = self.core.read_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            if _missing(exc):
+                return None
+            raise
+        return dict(cm.metadata.annotations or {})
+
+    def pod_names(self, namespace: str, selector: str) -> list[str]:
+        items = self.core.list_namespaced_pod(namespace, label_selector=selector).items
+        return sorted(p.metadata.name for p in items)
+
     # ------------------------------------------------------------ Jobs
     def ensure_job(self, namespace: str, body: dict[str, Any]) -> None:
         try:
@@ -135,6 +166,15 @@ class Kube:
             if cond.status == "True" and cond.type in ("Failed", "FailureTarget"):
                 return "failed"
         return "running"
+
+    def job_annotations(self, namespace: str, name: str) -> dict[str, str]:
+        try:
+            job = self.batch.read_namespaced_job(name, namespace)
+        except ApiException as exc:
+            if _missing(exc):
+                return {}
+            raise
+        return dict(job.metadata.annotations or {})
 
     def job_seconds(self, namespace: str, name: str) -> float:
         """Wall time of a finished Job (startTime -> completionTime); 0 when unknown."""
@@ -212,6 +252,11 @@ class Kube:
             main = next((c for c in pod.spec.containers if c.name == "osd"), pod.spec.containers[0])
             limits = (main.resources.limits or {}) if main.resources else {}
             conds = {c.type: c.status for c in (pod.status.conditions or [])}
+            restarts = sum(
+                cs.restart_count or 0
+                for cs in (pod.status.container_statuses or [])
+                if cs.name == main.name
+            )
             out.append(
                 OsdPod(
                     osd_id=int(osd_id),
@@ -220,6 +265,8 @@ class Kube:
                     cpu_limit=limits.get("cpu"),
                     memory_limit=limits.get("memory"),
                     terminating=pod.metadata.deletion_timestamp is not None,
+                    uid=str(pod.metadata.uid or ""),
+                    restarts=int(restarts),
                 )
             )
         return out

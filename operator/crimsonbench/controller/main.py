@@ -68,7 +68,13 @@ def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
 
 
 def _context(
-    name: str, namespace: str | None, uid: str, spec: Any, status: Any, logger: Any
+    name: str,
+    namespace: str | None,
+    uid: str,
+    spec: Any,
+    status: Any,
+    logger: Any,
+    annotations: Any = None,
 ) -> RunContext:
     return RunContext(
         name=name,
@@ -79,6 +85,7 @@ def _context(
         kube=_state["kube"],
         settings=_state["settings"],
         logger=logger,
+        annotations={str(k): str(v) for k, v in dict(annotations or {}).items()},
     )
 
 
@@ -86,6 +93,8 @@ def _apply(ctx: RunContext, patch: kopf.Patch, body: Any, logger: Any) -> None:
     before = ctx.status.get("phase")
     for key, value in ctx.changes.items():
         patch.status[key] = value
+    for key, text in ctx.annotation_changes.items():
+        patch.metadata.annotations[key] = text
     after = ctx.changes.get("phase", before)
     if after != before:
         message = f"phase {before or 'new'} -> {after}: {ctx.get('message', '')}"
@@ -106,12 +115,13 @@ def reconcile(
     status: Any,
     patch: kopf.Patch,
     logger: Any,
+    annotations: Any,
     **_: Any,
 ) -> None:
     if (status or {}).get("phase") in (Phase.COMPLETED.value, Phase.FAILED.value):
         return
     try:
-        ctx = _context(name, namespace, uid, spec, status, logger)
+        ctx = _context(name, namespace, uid, spec, status, logger, annotations)
     except InvalidSpec as exc:  # the CRD let through what only Python checks (e.g. overlap)
         patch.status.update(phase=Phase.FAILED.value, message=str(exc), stage="done")
         raise kopf.PermanentError(str(exc)) from exc
@@ -142,7 +152,13 @@ def reconciled_runs(**_: Any) -> int:
     return len(view.states()) if view else 0
 
 
-@kopf.on.delete(GROUP, VERSION, PLURAL, retries=20, backoff=5)
+# Restoring waits for Rook to roll the OSDs back and to remove the pool: minutes, not the
+# 100 s that 20 retries of 5 s would allow. The finalizer stays until this handler is done
+# or its timeout passes (then kopf gives up and the cluster keeps what could not be undone).
+DELETE_TIMEOUT_S = 2 * 3600
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL, backoff=5, timeout=DELETE_TIMEOUT_S)
 def delete(
     name: str, namespace: str | None, uid: str, spec: Any, status: Any, logger: Any, **_: Any
 ) -> None:

@@ -14,6 +14,7 @@ from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
 from crimsonbench.manifests.cephcluster import (
     cephcluster_patch,
+    has_crimson_layout,
     merge_patch,
     needs_reprovision,
     restore_cleanup_commands,
@@ -95,10 +96,20 @@ def check_consent(ctx: RunContext, hosts: Sequence[HostPlan], cephconfig: Any) -
         )
 
 
-def check_consent_now(ctx: RunContext, hosts: Sequence[HostPlan]) -> None:
-    """check_consent against the CephCluster as it is (observe, before anything runs)."""
-    if ctx.spec.target.rook is not None:
-        check_consent(ctx, hosts, (_cluster(ctx).get("spec") or {}).get("cephConfig"))
+def check_consent_now(ctx: RunContext, hosts: Sequence[HostPlan], *, early: bool = False) -> None:
+    """check_consent against the CephCluster as it is (observe, before anything runs).
+
+    early (before preflight has read the OSDs' metadata): only when the cephConfig shows
+    the OSDs were deployed crimson. A cephConfig without any crimson layout may belong to
+    a classic cluster, and telling its user to allow re-provisioning would be wrong: the
+    OSDs' metadata decides first (preflight says they are not crimson)."""
+    if ctx.spec.target.rook is None:
+        return
+    cephconfig = (_cluster(ctx).get("spec") or {}).get("cephConfig") or {}
+    planned = [o.osd_id for h in hosts for o in h.cpu.osds]
+    if early and not has_crimson_layout(cephconfig, planned):
+        return
+    check_consent(ctx, hosts, cephconfig)
 
 
 def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
@@ -153,13 +164,18 @@ def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
     setup = crimson_setup_done(ctx, plan)
     cluster = _cluster(ctx)
     placement = {int(k): str(v) for k, v in (ctx.get("osdPlacement") or {}).items()}
+    pods = ctx.kube.list_osd_pods(t.namespace)
     progress = decide.rollout(
         plan,
         placement,
-        ctx.kube.list_osd_pods(t.namespace),
+        pods,
         cluster.get("status") or {},
         int(ctx.get("patchedGeneration") or 0),
     )  # ExecutionError if an OSD moved
+    others = sorted({p.osd_id for p in pods} - set(placement))
+    if progress.done and others:  # Rook rolls the OSDs the run does not plan too
+        limits = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
+        progress = decide.osds_running_with(others, pods, limits)
     if progress.done and not setup:
         ctx.condition("RolledOut", True, "OsdsReady", progress.message)
         return
@@ -173,13 +189,26 @@ def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
     raise NotReady(message)
 
 
+# The original-spec ConfigMap is the restore's record too: what is done already is kept in
+# its annotations, so a restarted operator (or the delete handler after a tick) goes on
+# where restoring stopped, and never runs the config cleanup Job twice.
+RESTORE_STARTED = f"{GROUP}/restore-started"  # epoch seconds of the restoring patch
+CONFIG_RESTORED = f"{GROUP}/config-restored"  # "done", or "failed: <why>"
+
+
 def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
+    """Put the CephCluster spec back exactly, wait for Rook to roll the OSDs back, then
+    `ceph config rm` what Rook leaves in the mon database. NotReady until all is done."""
     t = ctx.spec.target.rook
     if t is None:
         return
-    saved = ctx.kube.get_configmap(ctx.namespace, original_name(ctx))
+    name = original_name(ctx)
+    saved = ctx.kube.get_configmap(ctx.namespace, name)
     if not saved or ORIGINAL_KEY not in saved:
         return  # never patched
+    marks = ctx.kube.configmap_annotations(ctx.namespace, name) or {}
+    if marks.get(CONFIG_RESTORED):
+        return  # restored earlier
     cluster = ctx.kube.get_cephcluster(t.namespace, t.cluster_name)
     if cluster is None:
         return  # deleted meanwhile: nothing to restore
@@ -187,21 +216,68 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
     patch = restore_patch(original, cluster.get("spec") or {})
     if patch:
         ctx.kube.merge_patch_cephcluster(t.namespace, t.cluster_name, {"spec": patch})
-    if plan is not None:
-        _config_cleanup(ctx, plan, original.get("cephConfig") or {})
+    if RESTORE_STARTED not in marks:
+        marks[RESTORE_STARTED] = str(round(time.time(), 1))
+        ctx.kube.annotate_configmap(ctx.namespace, name, {RESTORE_STARTED: marks[RESTORE_STARTED]})
+    _wait_rollback(ctx, original, float(marks[RESTORE_STARTED]))
+    done = _config_cleanup(ctx, plan, original.get("cephConfig") or {})
+    ctx.kube.annotate_configmap(ctx.namespace, name, {CONFIG_RESTORED: done})
 
 
-def _config_cleanup(ctx: RunContext, plan: RunPlan, original_cephconfig: dict[str, Any]) -> None:
-    """Rook never unsets cephConfig keys it applied; a Job removes ours from the mon db.
-    Fire and forget: it outlives the run and deletes itself (TTL)."""
-    commands = restore_cleanup_commands(plan, original_cephconfig)
-    if not commands:
+def _wait_rollback(ctx: RunContext, original: dict[str, Any], since: float) -> None:
+    """NotReady until every planned OSD runs again with the original spec's resources and
+    is Ready: Rook applies a spec's cephConfig before it updates the OSDs, so after this
+    no reconcile of the run's spec can put the run's keys back after `config rm`. Gives up
+    (a condition says so) after rolloutTimeoutSeconds: the config is cleaned anyway."""
+    t = ctx.spec.target.rook
+    assert t is not None
+    pods = ctx.kube.list_osd_pods(t.namespace)
+    ids = sorted({p.osd_id for p in pods} | {int(k) for k in ctx.get("osdPlacement") or {}})
+    progress = decide.osds_running_with(ids, pods, decide.original_osd_limits(original))
+    waited = time.time() - since
+    if progress.done:
+        message = f"{progress.message} after {waited:.0f} s"
+        ctx.condition("RolledBack", True, "OsdsRestored", message)
         return
+    message = f"waiting {waited:.0f} s for Rook to roll the OSDs back: {progress.message}"
+    if waited > ctx.settings.rollout_timeout_seconds:
+        ctx.condition("RolledBack", False, "RollbackTimeout", message + "; gave up waiting")
+        return
+    ctx.condition("RolledBack", False, "RollingBack", message)
+    raise NotReady(message)
+
+
+def _config_cleanup(ctx: RunContext, plan: RunPlan | None, original_cephconfig: Any) -> str:
+    """Rook never unsets cephConfig keys it applied: a Job removes ours from the mon db.
+    NotReady while it runs; returns "done" or "failed: ..." (then a condition names the
+    commands to run by hand). The Job is deleted once it ended."""
+    commands = restore_cleanup_commands(plan, original_cephconfig) if plan is not None else []
+    if not commands:
+        return "done"
     from crimsonbench.controller.fio_stage import admin_access
 
     access = admin_access(ctx)
     job = ceph_commands_job(ctx.name, "cleanup", commands, access, ctx.settings.pod_options())
-    ctx.kube.ensure_job(access.namespace, job)
+    ns, name = access.namespace, job["metadata"]["name"]
+    state = ctx.kube.job_state(ns, name)
+    what = f"removing {len(commands)} run options from the mon database (Job {name}"
+    if state == "missing":
+        ctx.kube.ensure_job(ns, job)
+        raise NotReady(f"{what} created)")
+    if state == "running":
+        raise NotReady(f"{what} running)")
+    by_hand = "; ".join("ceph " + " ".join(c) for c in commands)
+    if state == "failed":
+        log = ctx.kube.job_log(ns, name)[-500:]
+        ctx.condition("ConfigRestored", False, "ConfigRmFailed",
+                      f"Job {ns}/{name} failed; run by hand: {by_hand}; log: {log}")  # fmt: skip
+        result = f"failed: {by_hand}"
+    else:
+        ctx.condition("ConfigRestored", True, "ConfigRemoved",
+                      f"removed from the mon database: {by_hand}")  # fmt: skip
+        result = "done"
+    ctx.kube.delete_job(ns, name)
+    return result
 
 
 def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
@@ -222,7 +298,8 @@ def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
 
 def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
     """Deleting the CephBlockPool deletes the pool and its images (force-deletion); the
-    run's CephClient goes with its cephx user. Only objects this run made."""
+    run's CephClient goes with its cephx user. Only objects this run made. NotReady until
+    Rook has removed them (its finalizers delete the Ceph pool and user)."""
     t = ctx.spec.target.rook
     if t is None:
         return
@@ -231,8 +308,14 @@ def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
     owned = [("cephblockpools", pool)] if not ctx.spec.keep_images else []
     if user is not None:
         owned.append(("cephclients", user))
+    waiting = []
     for plural, name in owned:
         found = ctx.kube.get_custom(t.namespace, plural, name)
         labels = ((found or {}).get("metadata") or {}).get("labels") or {}
-        if labels.get(LABEL_RUN) == label_value(ctx.name):
+        if found is None or labels.get(LABEL_RUN) != label_value(ctx.name):
+            continue
+        if not (found.get("metadata") or {}).get("deletionTimestamp"):
             ctx.kube.delete_custom(t.namespace, plural, name)
+        waiting.append(f"{plural}/{name}")
+    if waiting:
+        raise NotReady(f"waiting for Rook to remove {', '.join(waiting)}")

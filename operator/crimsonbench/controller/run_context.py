@@ -31,6 +31,10 @@ class RunContext:
     settings: Settings
     logger: logging.Logger
     changes: dict[str, Any] = field(default_factory=dict)  # merged into .status
+    # The run's own annotations: bookkeeping the status schema has no field for (step
+    # retries); changes are patched into metadata.annotations with the status.
+    annotations: dict[str, str] = field(default_factory=dict)
+    annotation_changes: dict[str, str] = field(default_factory=dict)
     plan: RunPlan | None = None  # made once per tick (it reads the topology cache and Rook)
 
     @property
@@ -57,6 +61,12 @@ class RunContext:
 
     def set(self, **values: Any) -> None:
         self.changes.update(values)
+
+    def annotation(self, key: str) -> str | None:
+        return self.annotation_changes.get(key, self.annotations.get(key))
+
+    def annotate(self, key: str, value: str) -> None:
+        self.annotation_changes[key] = value
 
     def condition(self, type_: str, ok: bool, reason: str, message: str) -> None:
         """Set a standard condition; lastTransitionTime changes only when status flips."""

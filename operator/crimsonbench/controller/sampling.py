@@ -7,28 +7,18 @@ condition: "metrics.k8s.io", or "none" when the API is not served (the columns a
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from crimsonbench.controller.decide import quantity
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.results.types import ResourceSample, ResourceSummary
 
 MAX_SAMPLES = 720  # an hour of 5 s ticks; status stays small
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([a-zA-Z]*)$")
-_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
-          "k": 1e3, "M": 1e6, "G": 1e9}  # fmt: skip
-
-
-def quantity(text: str) -> float:
-    m = _QUANTITY.match(text.strip())
-    if not m or m.group(2) not in _SCALE:
-        raise ValueError(f"not a Kubernetes quantity: {text!r}")
-    return float(m.group(1)) * _SCALE[m.group(2)]
 
 
 def _pod_usage(ctx: RunContext, namespace: str, selector: str) -> tuple[float, float] | None:

@@ -35,7 +35,12 @@ from crimsonbench.errors import (
     NotReady,
     ParseError,
 )
-from crimsonbench.manifests.maintenance import ROLE_RBD_CLEANUP, cluster_facts_job
+from crimsonbench.manifests.fio import ROLE_CLIENT
+from crimsonbench.manifests.maintenance import (
+    ROLE_CEPH_CLEANUP,
+    ROLE_RBD_CLEANUP,
+    cluster_facts_job,
+)
 from crimsonbench.manifests.naming import LABEL_ROLE
 from crimsonbench.manifests.results import run_configmap
 from crimsonbench.plan.build import build_plan
@@ -137,10 +142,10 @@ def stage_observe(ctx: RunContext) -> str:
         placement = decide.select_osds(ctx.kube.list_osd_pods(target.namespace), target)
         ctx.set(osdPlacement={str(k): v for k, v in placement.items()})
     layout = layout_of(ctx)  # NotReady until every node's topology is probed
-    # CPU layout and reprovision consent first: a spec that cannot run on these nodes
-    # fails here, before any Job reads the cluster
+    # CPU layout first, and consent where the cephConfig shows a deployed crimson layout:
+    # a spec that cannot run on these nodes fails here, before any Job reads the cluster
     hosts, _ = plan_hosts(ctx.spec, layout)
-    rook.check_consent_now(ctx, hosts)
+    rook.check_consent_now(ctx, hosts, early=True)
     if not ctx.get("optionFamily"):
         job = cluster_facts_job(ctx.name, admin_access(ctx), ctx.settings.pod_options())
         facts_log = await_job(ctx, job, "reading the cluster")
@@ -149,6 +154,7 @@ def stage_observe(ctx: RunContext) -> str:
         family = decide.preflight(ctx.spec, facts, placement)
         ctx.kube.delete_job(job["metadata"]["namespace"], job["metadata"]["name"])
         ctx.set(optionFamily=family or "none")
+    rook.check_consent_now(ctx, hosts)  # the OSDs are what the spec says: may it re-provision?
     plan = plan_for(ctx)  # InvalidSpec here names the field (e.g. cpuSet vs a node)
     _record_run_info(ctx, plan)
     ctx.set(stepsTotal=len(plan.steps), progress=f"0/{len(plan.steps)}")
@@ -202,6 +208,8 @@ def stage_steps(ctx: RunContext) -> str:
 
 
 def stage_restore(ctx: RunContext) -> str:
+    if ctx.get("phase") != Phase.RESTORING.value:
+        ctx.set(phase=Phase.RESTORING.value)
     cleanup(ctx)
     failure = ctx.get("failure")
     ctx.set(
@@ -215,13 +223,23 @@ def stage_restore(ctx: RunContext) -> str:
 
 def cleanup(ctx: RunContext) -> None:
     """Leave the cluster as it was found: restore, delete children, release the lease.
-    Raises NotReady while the external images are being removed (called again later)."""
-    # every Job but the image removal, which must outlive the fio servers it waits for
-    ctx.kube.delete_jobs(jobs_namespace(ctx), f"{ctx.selector},{LABEL_ROLE}!={ROLE_RBD_CLEANUP}")
+    Raises NotReady until done (Rook rolling the OSDs back, the config cleanup Job, Rook
+    removing the pool and the cephx user, external images removed, the pods gone); each
+    call goes on where the last one stopped."""
+    ns = jobs_namespace(ctx)
+    # every Job but the cleanup ones, which must outlive the fio servers they wait for
+    keep = f"{LABEL_ROLE}!={ROLE_RBD_CLEANUP},{LABEL_ROLE}!={ROLE_CEPH_CLEANUP}"
+    ctx.kube.delete_jobs(ns, f"{ctx.selector},{keep}")
     if ctx.spec.target.rook is not None:
         rook.restore_cluster(ctx, _plan_or_none(ctx))
-        rook.remove_pool_and_user(ctx, _plan_or_none(ctx))
-    external.remove_images(ctx, _plan_or_none(ctx))
+    external.remove_images(ctx, _plan_or_none(ctx))  # as the run's user: before it goes
+    rook.remove_pool_and_user(ctx, _plan_or_none(ctx))
+    # nothing of the run left in the Jobs' namespace: Jobs, their pods, the job files
+    ctx.kube.delete_jobs(ns, ctx.selector)
+    ctx.kube.delete_configmaps(ns, f"{ctx.selector},{LABEL_ROLE} in ({ROLE_CLIENT},prefill)")
+    pods = ctx.kube.pod_names(ns, ctx.selector)
+    if pods:
+        raise NotReady(f"waiting for {len(pods)} pod(s) of the run to go: {', '.join(pods[:5])}")
     ctx.kube.release_lease(ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder)
     ctx.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
 

@@ -107,6 +107,13 @@ def needs_reprovision(
     return False
 
 
+def has_crimson_layout(cephconfig: Mapping[str, Any], osd_ids: Sequence[int]) -> bool:
+    """True when the cephConfig sets a crimson reactor layout (CPU set or count, either
+    family) for any of these OSDs: the OSDs were evidently deployed crimson. Without one
+    the cluster may as well be classic, which only the OSDs' own metadata can tell."""
+    return any(_layout(_effective(cephconfig, f"osd.{i}")) is not None for i in osd_ids)
+
+
 def _effective(cephconfig: Mapping[str, Any], section: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for who in ("global", section.split(".")[0], section):

@@ -115,12 +115,21 @@ def _jobs_per_image(plan: RunPlan) -> int:
 # ---------------------------------------------------------------- job files
 
 
+_CLIENTNAME = re.compile(r"^clientname=.*$", re.MULTILINE)
+
+
 def fio_jobs_configmap(
-    run: str, key: str, jobs: Sequence[FioJob], namespace: str
+    run: str, key: str, jobs: Sequence[FioJob], namespace: str, *, user: str | None = None
 ) -> dict[str, Any]:
     """The job files of a step (or of the prefill), `<job name>.fio` each, mounted at /jobs
-    by the fio client Job."""
-    data = {f"{checked_name(j.name)}.fio": j.job_file for j in jobs}
+    by the fio client Job.
+
+    user: the cephx user the fio servers hold a key for (the plan's pool.user), named in
+    every job's `clientname`. On Rook that is the run's own CephClient, while the planner
+    (plan/fio_jobs.py) writes spec.client.user there; librbd then asks for client.admin,
+    whose key the servers do not have, and every job fails (seen on live Rook). A no-op
+    once the planner names the plan's user itself."""
+    data = {f"{checked_name(j.name)}.fio": _named_user(j.job_file, user) for j in jobs}
     size = sum(len(k) + len(v.encode()) for k, v in data.items())
     if size > CONFIGMAP_LIMIT:
         raise InvalidSpec(
@@ -158,6 +167,13 @@ for f in *_iops.*.log*; do
 done
 exit "$rc"
 """
+
+
+def _named_user(job_file: str, user: str | None) -> str:
+    if user is None:
+        return job_file
+    checked_name(user)  # a cephx user name: no newline or '=' can get into the file
+    return _CLIENTNAME.sub(f"clientname={user}", job_file)
 
 
 def client_args(jobs: Sequence[FioJob], servers: Mapping[str, str]) -> list[str]:

@@ -23,7 +23,9 @@ from crimsonbench.manifests.pods import (
 from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
 from crimsonbench.plan.topology import LSCPU_COMMAND
 
-ROLE_RBD_CLEANUP = "rbd-cleanup"  # the one Job of a run that outlives the run's other Jobs
+# The Jobs of a run that outlive its other Jobs (they run while those are being deleted)
+ROLE_RBD_CLEANUP = "rbd-cleanup"
+ROLE_CEPH_CLEANUP = "ceph-cleanup"  # ceph_commands_job(purpose="cleanup")
 MAINTENANCE_TTL_S = 3600
 
 
