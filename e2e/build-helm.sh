@@ -14,6 +14,9 @@ DIR="$CACHE/helm/$HELM_VERSION"
 BIN="$DIR/bin/helm"
 export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
+mkdir -p "$DIR"
+# one build at a time per machine (make test's background prefetch and a test may both ask)
+exec 8>"$DIR/.script.lock"; flock 8
 if [ -x "$BIN" ]; then echo "$BIN"; exit 0; fi
 command -v go >/dev/null || { echo "Go is not installed; helm is built from the module proxy" >&2; exit 2; }
 mkdir -p "$DIR/bin"

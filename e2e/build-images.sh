@@ -62,6 +62,8 @@ step() {
 
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, rootful podman)"
 mkdir -p "$IMAGES"
+# one build at a time per machine (make test's background prefetch and a test may both ask)
+exec 8>"$IMAGES/.build-images.lock"; flock 8
 
 # ------------------------------------------------------------------ 1. packages
 need=()

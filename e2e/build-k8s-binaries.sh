@@ -17,6 +17,9 @@ CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 BIN="$CACHE/k8s/$K8S_VERSION/bin"
 export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
+mkdir -p "$BIN"
+# one build at a time per machine (make test's background prefetch and a test may both ask)
+exec 8>"$CACHE/k8s/$K8S_VERSION/.script.lock"; flock 8
 missing=()
 for c in $K8S_COMPONENTS; do [ -x "$BIN/$c" ] || missing+=("$c"); done
 [ -x "$BIN/etcd" ] || missing+=(etcd)

@@ -31,6 +31,9 @@ export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
 log() { echo "[build-rook] $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
+mkdir -p "$DIR"
+# one build at a time per machine (make test's background prefetch and a test may both ask)
+exec 8>"$DIR/.script.lock"; flock 8
 if [ "$FORCE" != 1 ] && [ -x "$BIN" ]; then echo "$BIN"; exit 0; fi
 command -v go >/dev/null || die "Go is not installed; rook is built from the module proxy"
 [ -n "$ROOK_APIS_VERSION" ] || die "no pkg/apis pseudo-version known for $ROOK_VERSION: set ROOK_APIS_VERSION"

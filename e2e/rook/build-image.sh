@@ -55,6 +55,8 @@ step() { # NAME TIMEOUT CMD...
 
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, rootful podman)"
 mkdir -p "$IMAGES" "$WORK"
+# one build at a time per machine (make test's background prefetch and a test may both ask)
+exec 8>"$IMAGES/.build-rook-image.lock"; flock 8
 
 # ------------------------------------------------------------------ 1. rook binary
 ROOK_BIN=$(ROOK_VERSION=$ROOK_VERSION bash "$HERE/../build-rook.sh") || die "e2e/build-rook.sh failed"

@@ -1,0 +1,259 @@
+"""The whole test suite as tiers, cheapest and most telling first, inside a time budget.
+
+Why tiers and a budget: on a fresh 2-core machine the real parts are built first (Kubernetes
+~17 min, Rook ~12 min, kind's images ~12 min, a crimson OSD ~2 h), and together with the
+tests that is more than CI's 90 minutes. Rather than time out and report nothing, each heavy
+tier is started only when its builds (those not cached yet) plus its tests fit in what is
+left of the budget; otherwise it is skipped with the reason and the command that runs it.
+Every figure below is measured (bench/RESULTS.md, "cold make test").
+
+The builds a run will need are started at once in the background at the lowest CPU and I/O
+priority (`nice 19`, `ionice idle`): they soak up the CPU the quick and Ceph tiers leave
+idle without slowing them. Each build script takes a lock and is idempotent, so a tier
+that reaches a build still running waits for it instead of building twice.
+
+    scripts/test.sh                       # static checks + every tier that fits
+    scripts/test.sh --tier rook           # one tier, no budget (also: --tier quick ...)
+    scripts/test.sh tests/plan -k topo    # plain pytest arguments: no tiers
+    CB_TEST_BUDGET_MIN=0 scripts/test.sh  # every tier, however long it takes
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+K8S = "k8s/v1.36.3/bin"
+
+
+@dataclass(frozen=True)
+class Build:
+    """Something built once per machine and cached; `outputs` all present = cached."""
+
+    name: str
+    minutes: float  # cold, 2 cores
+    outputs: tuple[str, ...]  # relative to the cache root
+    command: str  # what builds it (shell; the background prefetch runs it)
+    prefetch: bool = True  # False: it starts a daemon, or takes longer than any budget
+
+    def cached(self) -> bool:
+        return all((CACHE / o).exists() for o in self.outputs)
+
+
+_K8S_CP = "kube-apiserver kube-controller-manager kube-scheduler"
+BUILDS = {
+    b.name: b
+    for b in (
+        Build("k8s control plane", 17, tuple(f"{K8S}/{c}" for c in ("etcd", *_K8S_CP.split())),
+              f"K8S_COMPONENTS='{_K8S_CP}' e2e/build-k8s-binaries.sh"),
+        Build("kubelet", 3, (f"{K8S}/kubelet",),
+              f"K8S_COMPONENTS='{_K8S_CP} kubelet' e2e/build-k8s-binaries.sh"),
+        Build("helm", 3, ("helm/v3.22.0/bin/helm",), "e2e/build-helm.sh"),
+        Build("our images", 6, ("images/crimsonbench-fio-dev.tar",
+                                "images/crimsonbench-operator-dev.tar"), "e2e/build-images.sh"),
+        Build("rook", 7, ("rook/v1.17.8/bin/rook",), "e2e/build-rook.sh"),
+        Build("rook image", 5, ("images/rook-ceph-v1.17.8-18.2.7.tar",),
+              "e2e/rook/build-image.sh"),
+        # needs our dockerd running: built by its tier, not behind the tests' backs
+        Build("kind node image", 15, ("kind/v0.33.0/bin/kind", f"{K8S}/kubeadm",
+                                      f"{K8S}/kube-proxy", "kind/images/v1.36.3"),
+              "e2e/kind/build-node-image.sh", prefetch=False),
+        Build("crimson", 120, ("ceph-root/20.2.4/rootfs/usr/bin/crimson-osd",),
+              "e2e/build-crimson.sh 20.2.4 && e2e/crimson/build-ceph-root.sh 20.2.4",
+              prefetch=False),
+    )
+}  # fmt: skip
+
+# A test belongs to the tier of the heaviest marker it carries (tests/e2e's node tests are
+# also marked k8s and ceph: they need the node tier's builds).
+HEAVIEST_FIRST = ("crimson", "kind", "rook", "node", "k8s", "ceph")
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    minutes: float  # the tests alone, everything built (warm)
+    builds: tuple[str, ...]
+
+    @property
+    def marker(self) -> str:
+        if self.name == "quick":
+            return f"not ({' or '.join(HEAVIEST_FIRST)})"
+        heavier = HEAVIEST_FIRST[: HEAVIEST_FIRST.index(self.name)]
+        return f"{self.name} and not ({' or '.join(heavier)})" if heavier else self.name
+
+    def missing(self) -> list[Build]:
+        return [BUILDS[b] for b in self.builds if not BUILDS[b].cached()]
+
+    def need_minutes(self) -> float:
+        return self.minutes + sum(b.minutes for b in self.missing())
+
+
+# Run order = priority: what tells most about the product per minute first.
+TIERS = (
+    Tier("quick", 1.5, ()),
+    Tier("ceph", 11, ()),
+    Tier("k8s", 3, ("k8s control plane", "helm")),
+    Tier("rook", 12, ("k8s control plane", "kubelet", "helm", "our images", "rook",
+                      "rook image")),
+    Tier("node", 6, ("k8s control plane", "kubelet", "helm", "our images")),
+    Tier("kind", 3, ("k8s control plane", "kind node image")),
+    # a cold crimson build alone is longer than CI: built by hand, then this tier runs
+    Tier("crimson", 6, ("crimson",)),
+)  # fmt: skip
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min"
+
+
+class Prefetch:
+    """The builds the tiers will need, one after another, in tier order, at idle priority."""
+
+    def __init__(self, tiers: list[Tier], log: Path) -> None:
+        names: list[str] = []
+        for t in tiers:
+            names += [b for b in t.builds if b not in names and BUILDS[b].prefetch]
+        self.names = [n for n in names if not BUILDS[n].cached()]
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        if not self.names:
+            return
+        script = [
+            f'echo "== prefetch {n}: $(date +%T)"; ( {BUILDS[n].command} ) >/dev/null || '
+            f"echo '!! prefetch {n} failed: its tier builds it again and says why'"
+            for n in self.names
+        ]
+        print(f"== prefetch, in the background at idle priority (log {self.log}): "
+              f"{', '.join(self.names)}", flush=True)  # fmt: skip
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                ["nice", "-n", "19", "ionice", "-c", "3", "bash", "-c", "; ".join(script)],
+                cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            # the build scripts stop on SIGTERM and pick up where they were on the next call
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+STATIC = (
+    ("ruff", ("ruff", "check", "operator", "tests", "bench", "e2e", "dashboards", "scripts")),
+    ("mypy", ("mypy",)),
+    ("import-linter", ("lint-imports",)),
+)
+
+
+def _pytest(marker: str, extra: list[str], seconds: float | None) -> tuple[int, bool]:
+    """(pytest's exit code, stopped at the hard limit). SIGINT makes pytest stop like ^C:
+    the running test's fixtures still tear down what they started."""
+    cmd = [sys.executable, "-m", "pytest", "-rs", "-m", marker, *extra]
+    proc = subprocess.Popen(cmd, cwd=REPO)
+    try:
+        return proc.wait(timeout=seconds), False
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return 1, True
+
+
+def skip_reason(tier: Tier, elapsed: float, budget: float) -> str:
+    """Why `tier` does not start `elapsed` seconds into a `budget` (0: none), or ''."""
+    need = tier.need_minutes() * 60
+    if not budget or not tier.builds or elapsed + need <= budget:  # the core always runs
+        return ""
+    builds = ", ".join(f"{b.name} ~{b.minutes:g} min" for b in tier.missing())
+    return (
+        f"needs ~{_minutes(need)} ({'builds: ' + builds + '; ' if builds else ''}"
+        f"tests ~{tier.minutes:g} min) and {_minutes(max(budget - elapsed, 0))} of the "
+        f"{_minutes(budget)} budget are left; run it alone: scripts/test.sh --tier {tier.name}"
+    )
+
+
+def _static() -> int:
+    status = 0
+    for name, cmd in STATIC:
+        print(f"== {name}", flush=True)
+        status |= subprocess.run(cmd, cwd=REPO, check=False).returncode != 0
+    return status
+
+
+def main(argv: list[str]) -> int:
+    t0 = float(os.environ.get("CB_TEST_T0") or time.time())  # make test: before setup.sh
+    budget = float(os.environ.get("CB_TEST_BUDGET_MIN", "75")) * 60
+    hard = float(os.environ.get("CB_TEST_HARD_MIN", "86")) * 60  # CI stops at 90
+    only: list[str] = []
+    while argv[:1] == ["--tier"] and len(argv) >= 2:
+        only.append(argv[1])
+        argv = argv[2:]
+    unknown = set(only) - {t.name for t in TIERS}
+    if unknown:
+        print(f"unknown tier(s) {sorted(unknown)}: one of {[t.name for t in TIERS]}")
+        return 2
+    if argv and not only:  # plain pytest arguments: static checks, then exactly that
+        status = _static()
+        return status | (subprocess.run([sys.executable, "-m", "pytest", "-rs", *argv],
+                                        cwd=REPO, check=False).returncode != 0)  # fmt: skip
+    if only:
+        budget = hard = 0.0  # asked for by name: run it, however long
+    tiers = [t for t in TIERS if not only or t.name in only]
+    prefetch = Prefetch(tiers, Path(os.environ.get("TMPDIR", "/tmp")) / "crimsonbench-prefetch.log")
+    prefetch.start()  # first: it uses the time the static checks leave idle too
+    rows: list[tuple[str, str, float]] = []
+    status = 0
+    try:
+        if not only:
+            start = time.time()
+            rc = _static()
+            rows.append(("static", "passed" if rc == 0 else "FAILED", time.time() - start))
+            status |= rc
+        for tier in tiers:
+            elapsed = time.time() - t0
+            why = skip_reason(tier, elapsed, budget)
+            if why:
+                print(f"\n== tier {tier.name}: SKIPPED: {why}", flush=True)
+                rows.append((tier.name, "skipped (budget)", 0.0))
+                continue
+            print(f"\n== tier {tier.name} (-m '{tier.marker}'), "
+                  f"{_minutes(elapsed)} after the start", flush=True)  # fmt: skip
+            start = time.time()
+            rc, stopped = _pytest(tier.marker, argv, hard - (start - t0) if hard else None)
+            took = time.time() - start
+            if rc == 5:  # nothing collected: e.g. every test of the tier deselected by -k
+                rc = 0
+            result = "passed" if rc == 0 else "FAILED"
+            if stopped:
+                result = f"STOPPED at the {_minutes(hard)} hard limit"
+            rows.append((tier.name, result, took))
+            status |= rc != 0
+    finally:
+        prefetch.stop()
+    print("\n== tiers")
+    for name, result, took in rows:
+        print(f"   {name:8} {result:24} {_minutes(took) if took else ''}")
+    total = _minutes(time.time() - t0)
+    print(f"   total {total} since the start (budget {_minutes(budget) if budget else 'none'})")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

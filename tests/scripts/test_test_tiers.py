@@ -1,0 +1,81 @@
+"""scripts/test_tiers.py: every test lands in exactly one tier whatever markers it carries,
+and a tier whose uncached builds do not fit in the rest of the budget is skipped, saying so."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from _pytest.mark.expression import Expression
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "test_tiers.py"
+
+
+@pytest.fixture()
+def tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("test_tiers_script", SCRIPT)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(mod, "CACHE", tmp_path)  # an empty cache: nothing is built
+    return mod
+
+
+def _matches(marker: str, carried: set[str]) -> bool:
+    return Expression.compile(marker).evaluate(lambda name, **_: name in carried)
+
+
+def test_each_marker_combination_runs_in_exactly_one_tier(tiers: ModuleType) -> None:
+    heavy = tiers.HEAVIEST_FIRST
+    for n in range(len(heavy) + 1):
+        for combo in itertools.combinations(heavy, n):
+            carried = set(combo)
+            hits = [t.name for t in tiers.TIERS if _matches(t.marker, carried)]
+            want = next((m for m in heavy if m in carried), "quick")
+            assert hits == [want], (carried, hits)
+
+
+def test_every_heavy_marker_of_pytest_config_has_a_tier(tiers: ModuleType) -> None:
+    import tomllib
+
+    config = tomllib.loads((SCRIPT.parents[1] / "pyproject.toml").read_text())
+    markers = config["tool"]["pytest"]["ini_options"]["markers"]
+    declared = {m.split(":")[0].strip() for m in markers}
+    assert declared == set(tiers.HEAVIEST_FIRST)
+    assert {t.name for t in tiers.TIERS} == declared | {"quick"}
+
+
+def test_a_tier_is_skipped_when_its_cold_builds_do_not_fit(tiers: ModuleType) -> None:
+    rook = next(t for t in tiers.TIERS if t.name == "rook")
+    budget = 75 * 60.0
+    cold = rook.need_minutes()
+    assert cold > rook.minutes + 20  # every build of it is missing in the empty cache
+    why = tiers.skip_reason(rook, budget - (cold - 1) * 60, budget)
+    assert "builds: k8s control plane ~17 min" in why and "rook image" in why
+    assert "scripts/test.sh --tier rook" in why
+    assert tiers.skip_reason(rook, budget - (cold + 1) * 60, budget) == ""
+    assert tiers.skip_reason(rook, 10**6, 0.0) == ""  # no budget: always runs
+    ceph = next(t for t in tiers.TIERS if t.name == "ceph")
+    assert tiers.skip_reason(ceph, 10**6, budget) == ""  # nothing to build: the core runs
+
+
+def test_cached_builds_count_only_the_tests(tiers: ModuleType) -> None:
+    k8s = next(t for t in tiers.TIERS if t.name == "k8s")
+    for b in k8s.builds:
+        for out in tiers.BUILDS[b].outputs:
+            (tiers.CACHE / out).parent.mkdir(parents=True, exist_ok=True)
+            (tiers.CACHE / out).touch()
+    assert k8s.missing() == [] and k8s.need_minutes() == k8s.minutes
+
+
+def test_prefetch_builds_each_needed_build_once_in_tier_order(tiers: ModuleType) -> None:
+    p = tiers.Prefetch(list(tiers.TIERS), Path("/dev/null"))
+    assert p.names[:2] == ["k8s control plane", "helm"]
+    assert len(p.names) == len(set(p.names))
+    # a build that starts a daemon (kind's dockerd) or outlasts any budget is left to its tier
+    assert "kind node image" not in p.names and "crimson" not in p.names
