@@ -21,6 +21,7 @@ that reaches a build still running waits for it instead of building twice.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -189,6 +190,11 @@ def skip_reason(tier: Tier, elapsed: float, budget: float) -> str:
     )
 
 
+def _exitfirst(argv: list[str]) -> bool:
+    args = [*argv, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    return "-x" in args or "--exitfirst" in args
+
+
 def _static() -> int:
     status = 0
     for name, cmd in STATIC:
@@ -226,7 +232,7 @@ def main(argv: list[str]) -> int:
             rc = _static()
             rows.append(("static", "passed" if rc == 0 else "FAILED", time.time() - start))
             status |= rc
-        for tier in tiers:
+        for tier in tiers if not (status and _exitfirst(argv)) else ():
             elapsed = time.time() - t0
             why = skip_reason(tier, elapsed, budget)
             if why:
@@ -245,6 +251,8 @@ def main(argv: list[str]) -> int:
                 result = f"STOPPED at the {_minutes(hard)} hard limit"
             rows.append((tier.name, result, took))
             status |= rc != 0
+            if status and _exitfirst(argv):
+                break  # pytest's -x: stop at the first failure, tiers included
     finally:
         prefetch.stop()
     print("\n== tiers")

@@ -79,3 +79,13 @@ def test_prefetch_builds_each_needed_build_once_in_tier_order(tiers: ModuleType)
     assert len(p.names) == len(set(p.names))
     # a build that starts a daemon (kind's dockerd) or outlasts any budget is left to its tier
     assert "kind node image" not in p.names and "crimson" not in p.names
+
+
+def test_exitfirst_from_arguments_or_pytest_addopts(
+    tiers: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    assert not tiers._exitfirst(["-k", "x"])
+    assert tiers._exitfirst(["-x"])
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-x -p no:cacheprovider")  # tests/break_product.py
+    assert tiers._exitfirst([])
