@@ -302,7 +302,12 @@ def test_osd_crash_mid_step_fails_the_run_and_keeps_finished_steps(tmp_path: Pat
     status = json.loads((res / "status.json").read_text())
     assert status["phase"] == "Failed" and "osd.0" in status["message"]
     assert ceph_daemons_under(tmp_path) == []
-    fio_left = [p.pid for p in psutil.process_iter(["name"]) if p.info["name"] == "fio"]
+    # this run's fio only (its job files are under tmp_path): other fio may run on the machine
+    fio_left = [
+        p.pid
+        for p in psutil.process_iter(["name", "cmdline"])
+        if p.info["name"] == "fio" and str(tmp_path) in " ".join(p.info["cmdline"] or [])
+    ]
     assert fio_left == [], "fio processes survived the failed step"
 
 
