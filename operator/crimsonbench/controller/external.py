@@ -11,17 +11,29 @@ from crimsonbench.controller.fio_stage import fio_access
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import NotReady
 from crimsonbench.manifests.maintenance import remove_images_job
+from crimsonbench.manifests.naming import GROUP
+from crimsonbench.manifests.results import run_configmap_name
 from crimsonbench.plan.types import RunPlan
+
+# On the run's `<run>-run` ConfigMap: "done" or "failed" once the removal Job ended. The
+# delete handler writes no status, and cleanup's last sweep deletes the Job: without a
+# durable mark a retried cleanup would run the Job again (on Rook as a cephx user that is
+# gone by then, so its pod never starts).
+IMAGES_REMOVED = f"{GROUP}/images-removed"
 
 
 def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
     """NotReady until the removal Job has finished; a failed one is reported, not retried
     (the images are named in the condition, to remove by hand). Done once per run
-    (status.imagesRemoved, and the finished Job)."""
+    (status.imagesRemoved, and IMAGES_REMOVED on the run's record)."""
     if ctx.spec.target.local is not None or ctx.spec.keep_images or ctx.get("imagesRemoved"):
         return
     if plan is None or not ctx.get("imagesCreated"):
         return  # never planned, or no image was created
+    record = run_configmap_name(ctx.name)
+    marks = ctx.kube.configmap_annotations(ctx.namespace, record)
+    if (marks or {}).get(IMAGES_REMOVED):
+        return  # an earlier cleanup call saw the Job end
     images = plan.pool.images
     access = fio_access(ctx, plan)
     job = remove_images_job(ctx.name, plan.pool.name, images, access, ctx.settings.pod_options())
@@ -40,8 +52,10 @@ def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
             f"Job {ns}/{name} failed; remove {plan.pool.name}/{{{','.join(images)}}} "
             "by hand: " + ctx.kube.job_log(ns, name)[-300:],
         )
+        if marks is not None:
+            ctx.kube.annotate_configmap(ctx.namespace, record, {IMAGES_REMOVED: "failed"})
         return
     ctx.condition("ImagesRemoved", True, "Removed", f"{len(images)} RBD images removed")
-    # remembered; the Job stays until cleanup's last sweep, so that a cleanup retried
-    # before the status is written (the delete handler writes none) finds it done
+    if marks is not None:  # the record exists once the run was planned
+        ctx.kube.annotate_configmap(ctx.namespace, record, {IMAGES_REMOVED: "done"})
     ctx.set(imagesRemoved=True)
