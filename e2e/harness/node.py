@@ -36,7 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO, cast
+from typing import Any, TextIO, cast
 
 import kubernetes.client
 import psutil
@@ -52,6 +52,14 @@ from harness.controlplane import (
     tail,
 )
 from harness.images import PAUSE_IMAGE, cache_dir
+from harness.netfilter import iptables_rules, remove_kubelet_chains
+from harness.node_shape import (
+    ADVERTISING_STATUS_UPDATE,
+    CNI_BIN_DIR,
+    CpuAdvertiser,
+    PodNetwork,
+    cni_available,
+)
 
 SYSCTLS = ("vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops")
 # Paths the kubelet or containerd create outside the directories we give them.
@@ -63,6 +71,8 @@ HOST_PATHS = (
     "/var/lib/containerd",
     "/etc/cni",
     "/opt/cni",
+    "/var/lib/cni",  # libcni's result cache (pod network)
+    "/run/netns",  # containerd's pod network namespaces (pod network)
 )
 NOT_READY_TOLERATION = {"key": "node.kubernetes.io/not-ready", "operator": "Exists"}
 
@@ -109,12 +119,17 @@ class Node:
     control_plane: ControlPlane
     images: Sequence[Path] = ()
     ready_timeout: float = 120.0
+    cpus: int | None = None  # advertise this many CPUs (node_shape.CpuAdvertiser)
+    cni: bool = False  # a pod network (node_shape.PodNetwork): the node turns Ready
     keep_dir: bool = field(default_factory=lambda: os.environ.get("CRIMSONBENCH_KEEP_DIR") == "1")
 
     dir: Path = field(init=False)
     socket: Path = field(init=False)
     timings: dict[str, float] = field(init=False, default_factory=dict)
     before: dict[str, object] = field(init=False, default_factory=dict)
+    before_rules: list[str] | None = field(init=False, default=None)  # iptables_rules()
+    _advertiser: CpuAdvertiser | None = field(init=False, default=None)
+    _network: PodNetwork | None = field(init=False, default=None)
     _components: list[Component] = field(init=False, default_factory=list)
     _lock: TextIO | None = field(init=False, default=None)
 
@@ -131,6 +146,8 @@ class Node:
         missing = [b for b in ("containerd", "ctr", "runc") if shutil.which(b) is None]
         if missing:
             raise NodeUnavailable(f"{', '.join(missing)} not installed (apt: containerd runc)")
+        if self.cni and cni_available():
+            raise NodeUnavailable(cni_available())
         if os.geteuid() != 0:
             raise NodeUnavailable("a kubelet needs root")
         kubelet = self.control_plane.bin_dir / "kubelet" if self.control_plane.bin_dir else None
@@ -143,30 +160,50 @@ class Node:
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         self.timings["waited_for_node_lock"] = time.monotonic() - t_wait
         self.before = host_state()
+        self.before_rules = iptables_rules()
         t0 = time.monotonic()
         self.dir = Path(tempfile.mkdtemp(prefix="crimsonbench-node-"))
         try:
+            if self.cni:
+                self._start_pod_network()
             self._start_containerd()
             self.timings["containerd_ready"] = time.monotonic() - t0
             for archive in self.images:
                 self.import_image(archive)
             self.timings["images_imported"] = time.monotonic() - t0
             self._start_kubelet(kubelet)
+            if self.cni:  # before the advertiser: turning Ready rewrites the node's status
+                self._wait_ready()
+            if self.cpus is not None:
+                self._advertiser = CpuAdvertiser(self.control_plane, self.cpus)
+                self._advertiser.start()
             self.timings["node_ready"] = time.monotonic() - t0
         except BaseException:
             self.stop()
             raise
 
     def stop(self) -> None:
+        if self._advertiser is not None:
+            self._advertiser.stop()
+            self._advertiser = None
         kubelet = [c for c in self._components if c.name == "kubelet"]
         for c in kubelet:
             c.stop()
+        # the kubelet's iptables chains outlive it (it re-creates them while it runs)
+        if self.before_rules is not None:
+            try:
+                remove_kubelet_chains(self.before_rules)
+            finally:
+                self.before_rules = None
         if any(c.name == "containerd" and c.alive() for c in self._components):
             self._remove_containers()
         for c in reversed(self._components):
             c.stop()
         self._components.clear()
         self._kill_shims()
+        if self._network is not None:
+            self._network.stop()
+            self._network = None
         for d in (getattr(self, "dir", None),):
             if d is not None:
                 for target in reversed(_mounts_under(str(d))):
@@ -262,7 +299,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
     [{cri}.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
   [{cri}.cni]
-    bin_dir = "{self.dir / "cni-bin"}"
+    bin_dir = "{CNI_BIN_DIR if self.cni else self.dir / "cni-bin"}"
     conf_dir = "{self.dir / "cni-conf"}"
 """
         cfg = self.dir / "containerd.toml"
@@ -270,6 +307,26 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
         comp = spawn("containerd", ["containerd", "--config", str(cfg)], self.dir)
         self._components.append(comp)
         self._wait(comp, lambda: self.ctr("version", timeout=5) != "", "containerd socket")
+
+    def _start_pod_network(self) -> None:
+        with self.control_plane.admin_api_client() as api:
+            svc: Any = kubernetes.client.CoreV1Api(api).read_namespaced_service(
+                "kubernetes", "default")  # fmt: skip
+        self._network = PodNetwork(
+            self.dir, svc.spec.cluster_ip, svc.spec.ports[0].port, self.control_plane.port
+        )
+        self._network.write_config()
+        self._network.start()
+
+    def _wait_ready(self) -> None:
+        def ready() -> bool:
+            with self.control_plane.admin_api_client() as api:
+                node: Any = kubernetes.client.CoreV1Api(api).read_node(NODE_NAME)
+            conds = {c.type: c.status for c in node.status.conditions or []}
+            return conds.get("Ready") == "True"
+
+        kubelet = next(c for c in self._components if c.name == "kubelet")
+        self._wait(kubelet, ready, f"node {NODE_NAME} Ready (pod network)")
 
     def import_image(self, archive: Path) -> None:
         """`ctr images import`, skipped when this exact archive was imported before."""
@@ -331,7 +388,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
             "imageGCLowThresholdPercent": 99,
             "serializeImagePulls": False,
             "syncFrequency": "5s",
-            "nodeStatusUpdateFrequency": "5s",
+            "nodeStatusUpdateFrequency": "5s" if self.cpus is None else ADVERTISING_STATUS_UPDATE,
+            "nodeStatusReportFrequency": "5m" if self.cpus is None else ADVERTISING_STATUS_UPDATE,
             "registerNode": True,
             "resolvConf": "/etc/resolv.conf",
         }

@@ -12,15 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import kubernetes.client
-import yaml
+from kubernetes.client import V1Namespace, V1ObjectMeta, V1Secret
 
 from crimsonbench.local.cluster import LocalCluster
 from crimsonbench.plan.types import OsdCpus
@@ -33,24 +31,21 @@ from harness.controlplane import (
     environmental,
     free_port,
 )
-from harness.helm import ensure_helm
-from harness.images import (
-    FIO_IMAGE,
-    OPERATOR_IMAGE,
-    ImagesUnavailable,
-    pause_archive,
-    product_archives,
+from harness.images import ImagesUnavailable, pause_archive, product_archives
+from harness.node import Node, host_state
+from harness.operator_install import (
+    OPERATOR_NS,
+    RUN_NS,
+    StackUnavailable,
+    operator_values,
+    render_chart,
 )
-from harness.node import NOT_READY_TOLERATION, Node, host_state
 
-OPERATOR_NS = "crimsonbench"
-RUN_NS = "bench"
+__all__ = ["KEYRING_SECRET", "OPERATOR_NS", "POOL", "RUN_NS", "Stack", "StackUnavailable",
+           "e2e_stack"]  # fmt: skip
+
 POOL = "rbd"
 KEYRING_SECRET = "ceph-keyring"
-
-
-class StackUnavailable(RuntimeError):
-    """This machine cannot run the stack; the message says why (for a skip)."""
 
 
 def prerequisites() -> str:
@@ -65,40 +60,6 @@ def prerequisites() -> str:
     if len(os.sched_getaffinity(0)) < 2:
         return "needs 2 CPUs: one for the OSD, one for fio"
     return ""
-
-
-def helm_binary() -> Path:
-    try:
-        return ensure_helm()
-    except RuntimeError as exc:
-        if environmental(exc):
-            raise StackUnavailable(f"helm cannot be built here: {str(exc)[-500:]}") from exc
-        raise  # our build script or a pinned version is broken: a failure, never a skip
-
-
-def render_chart(values: dict[str, Any], namespace: str) -> list[dict[str, Any]]:
-    """`helm template` of the repository's chart (the same objects `helm install` creates)."""
-    values_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"e2e-values-{os.getpid()}.yaml"
-    values_file.write_text(yaml.safe_dump(values))
-    try:
-        out = subprocess.run(
-            [
-                str(helm_binary()),
-                "template",
-                "e2e",
-                str(REPO),
-                "-n",
-                namespace,
-                "-f",
-                str(values_file),
-            ],  # fmt: skip
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    finally:
-        values_file.unlink(missing_ok=True)
-    return [d for d in yaml.safe_load_all(out) if d]
 
 
 @dataclass
@@ -127,7 +88,7 @@ class Stack:
         pods = self.core.list_namespaced_pod(
             OPERATOR_NS, label_selector="app.kubernetes.io/name=crimsonbench"
         ).items
-        return [p for p in pods if p.metadata.deletion_timestamp is None]
+        return [p for p in pods if p.metadata is None or p.metadata.deletion_timestamp is None]
 
     def wait_operator_ready(self, timeout: float) -> Any:
         deadline = time.monotonic() + timeout
@@ -155,38 +116,6 @@ class Stack:
                 pod.metadata.name, OPERATOR_NS, tail_lines=lines
             )
         return out
-
-
-def operator_values(cp: ControlPlane, metrics_port: int, health_port: int) -> dict[str, Any]:
-    """Chart values for this node: our images (never pulled), the host network for the
-    operator (the API server listens on loopback) and its Jobs (Ceph listens on loopback),
-    and the not-ready taint of a node without CNI tolerated."""
-    return {
-        "image": {
-            "repository": OPERATOR_IMAGE.rsplit(":", 1)[0],
-            "tag": "dev",
-            "pullPolicy": "Never",
-        },  # fmt: skip
-        "fio": {
-            "image": {
-                "repository": FIO_IMAGE.rsplit(":", 1)[0],
-                "tag": "dev",
-                "pullPolicy": "Never",
-            }
-        },  # fmt: skip
-        "hostNetwork": True,
-        "tolerations": [NOT_READY_TOLERATION],
-        "jobs": {"hostNetwork": True, "tolerations": [NOT_READY_TOLERATION]},
-        "health": {"port": health_port},
-        "metrics": {"port": metrics_port},
-        "settings": {"tickSeconds": 1},
-        # in-cluster config points at the `kubernetes` Service, which needs kube-proxy;
-        # the API server is on loopback, as the host network sees it
-        "extraEnv": [
-            {"name": "KUBERNETES_SERVICE_HOST", "value": "127.0.0.1"},
-            {"name": "KUBERNETES_SERVICE_PORT", "value": str(cp.port)},
-        ],
-    }
 
 
 @contextlib.contextmanager
@@ -226,12 +155,11 @@ def e2e_stack(osd_cpu: int = 0) -> Iterator[Stack]:
 
 def _install_operator(s: Stack) -> None:
     for ns in (OPERATOR_NS, RUN_NS):
-        s.core.create_namespace({"metadata": {"name": ns}})
+        s.core.create_namespace(V1Namespace(metadata=V1ObjectMeta(name=ns)))
     s.cp.apply_yaml(REPO / "crds" / "benchmarkrun.yaml")
     s.cp.apply_yaml(render_chart(operator_values(s.cp, s.metrics_port, s.health_port), OPERATOR_NS))
     # the keyring of the external cluster, as a user would create it
     keyring = s.ceph.client_conf().keyring.read_text()
-    s.core.create_namespaced_secret(
-        RUN_NS, {"metadata": {"name": KEYRING_SECRET}, "stringData": {"keyring": keyring}}
-    )
+    secret = V1Secret(metadata=V1ObjectMeta(name=KEYRING_SECRET), string_data={"keyring": keyring})
+    s.core.create_namespaced_secret(RUN_NS, secret)
     s.wait_operator_ready(timeout=180)
