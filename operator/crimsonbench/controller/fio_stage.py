@@ -205,6 +205,10 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None:
     if job_state == "running":
         sample_step(ctx, fio_access(ctx, plan).namespace, plan)
     elif job_state == "missing":
+        # a previous attempt's pod (deleted in the background) still holds its Guaranteed
+        # CPUs: the new one would wait behind it, maybe past the Job's deadline
+        if ctx.kube.pod_names(ns, f"job-name={name}"):
+            raise NotReady(f"{what} waits for the previous attempt's pod to go")
         osds = _osds_at_step_start(ctx, what)  # NotReady while an OSD is not back
         body["metadata"].setdefault("annotations", {})[OSD_INCARNATIONS] = json.dumps(osds)
     cm = fio.fio_jobs_configmap(ctx.name, step.id, step.jobs, ns, user=plan.pool.user)
