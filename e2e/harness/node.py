@@ -132,6 +132,8 @@ class Node:
     _network: PodNetwork | None = field(init=False, default=None)
     _components: list[Component] = field(init=False, default_factory=list)
     _lock: TextIO | None = field(init=False, default=None)
+    final_host: dict[str, object] | None = field(init=False, default=None)  # at stop()
+    final_rules: list[str] | None = field(init=False, default=None)  # at stop()
 
     def __enter__(self) -> Node:
         self.start()
@@ -213,6 +215,9 @@ class Node:
             shutil.rmtree(self.dir, ignore_errors=True)
         lock = getattr(self, "_lock", None)
         if lock is not None:
+            # the host as this stack leaves it, read while the lock is held: a stack waiting
+            # on it starts changing the host (its kubelet's chains) the moment it is released
+            self.final_host, self.final_rules = host_state(), iptables_rules()
             lock.close()  # releases the node lock
             self._lock = None
 

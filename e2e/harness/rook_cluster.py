@@ -296,7 +296,9 @@ class RookStack:
         finally:
             self.timings["stack_teardown_s"] = time.monotonic() - t0
             self.timings.update(self.rook.timings)
-        after, rules = host_state(), iptables_rules()
+        node = self.rook.node  # what it saw before releasing the machine's node lock
+        after = node.final_host if node.final_host is not None else host_state()
+        rules = node.final_rules if node.final_rules is not None else iptables_rules()
         if after != self._before:
             problems.append(f"host not restored: before {self._before}, after {after}")
         added = sorted(set(rules) - set(self._before_rules))
