@@ -9,12 +9,13 @@ from crimsonbench.plan.types import RunPlan
 
 
 def plan_summary(plan: RunPlan) -> dict[str, Any]:
-    first = plan.hosts[0].cpu
+    # an external cluster's OSDs are not ours to plan: no hosts, no CPU layout
+    first = plan.hosts[0].cpu if plan.hosts else None
     return {
         "cpu": {
-            "policy": first.policy,
-            "hyper_threads": first.hyper_threads,
-            "alien_threads": first.alien_threads,
+            "policy": first.policy if first else None,
+            "hyper_threads": first.hyper_threads if first else None,
+            "alien_threads": first.alien_threads if first else None,
             "hosts": {
                 h.node or "local": {
                     f"osd.{o.osd_id}": {"cpus": o.cpuset, "alien": o.alien_cpuset}
