@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from crimsonbench.controller import decide
 from crimsonbench.controller.decide import (
     ClusterFacts,
     NodeInfo,
@@ -231,3 +232,40 @@ def test_expected_job_counts() -> None:
     plan = _plan(nodes=["a", "c"])
     # the default 32 images over two clients, one job per image
     assert expected_jobs(plan, 0) == {"a": 16, "c": 16}
+
+
+# ---------------------------------------------------------------- OSDs at rest, restarts
+
+
+def _pod(osd: int, **kw: object) -> decide.OsdPod:
+    base: dict[str, object] = {"osd_id": osd, "node": "n1", "ready": True, "uid": f"u{osd}"}
+    return decide.OsdPod(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_osds_at_rest_names_the_first_osd_that_is_not() -> None:
+    assert decide.osds_at_rest([0, 1], [_pod(0), _pod(1)]) == ""
+    going = [_pod(0), _pod(1, terminating=True), _pod(1, uid="new", ready=False)]
+    assert decide.osds_at_rest([0, 1], going) == "osd.1 has 1 running and 1 terminating pods"
+    assert decide.osds_at_rest([0, 1], [_pod(0), _pod(1, ready=False)]) == "osd.1 is not Ready"
+    assert decide.osds_at_rest([2], [_pod(0)]) == "osd.2 has 0 running and 0 terminating pods"
+
+
+def test_a_restart_during_a_step_is_a_disturbance() -> None:
+    pods = [_pod(0), _pod(1)]
+    before = decide.osd_incarnations([0, 1], pods)
+    assert decide.osd_disturbance(before, pods) == ""
+    restarted = [_pod(0, restarts=1), _pod(1)]  # same pod, its container restarted
+    assert "osd.0 restarted during the step" in decide.osd_disturbance(before, restarted)
+    replaced = [_pod(0), _pod(1, uid="u1-new")]  # a new pod
+    assert "osd.1 restarted during the step" in decide.osd_disturbance(before, replaced)
+    assert "osd.1 has no pod" in decide.osd_disturbance(before, [_pod(0)])
+
+
+def test_osds_running_with_compares_quantities_not_strings() -> None:
+    pods = [_pod(0, cpu_limit="2", memory_limit="4Gi"), _pod(1, cpu_limit="2000m",
+                                                             memory_limit="4096Mi")]  # fmt: skip
+    assert decide.osds_running_with([0, 1], pods, ("2", "4Gi")).done
+    late = decide.osds_running_with([0, 1], pods, ("3", "4Gi"))
+    assert not late.done and "osd.0 still has limits cpu=2" in late.message
+    none = decide.osds_running_with([0], [_pod(0)], (None, None))  # the original had none
+    assert none.done

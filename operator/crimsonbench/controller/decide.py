@@ -241,19 +241,24 @@ def rollout(
     return Progress(True, f"{len(placement)} OSDs Ready with the planned resources")
 
 
+def _sole_live_pod(pods: Sequence[OsdPod], osd_id: int) -> tuple[OsdPod | None, str]:
+    """The one pod of osd_id, or (None, why) when there is none, or more, or it is going."""
+    found = [p for p in pods if p.osd_id == osd_id]
+    live = [p for p in found if not p.terminating]
+    if len(found) != 1 or len(live) != 1:
+        return None, (f"osd.{osd_id} has {len(live)} running and {len(found) - len(live)} "
+                      "terminating pods")  # fmt: skip
+    return live[0], ""
+
+
 def osds_at_rest(plan_ids: Sequence[int], pods: Sequence[OsdPod]) -> str:
     """'' when every planned OSD has one Ready pod that is not going away; else what is not
     (a step must not start on an OSD that is restarting)."""
-    by_id: dict[int, list[OsdPod]] = {}
-    for p in pods:
-        by_id.setdefault(p.osd_id, []).append(p)
     for osd_id in sorted(plan_ids):
-        all_ = by_id.get(osd_id, [])
-        live = [p for p in all_ if not p.terminating]
-        if len(all_) != 1 or len(live) != 1:
-            return (f"osd.{osd_id} has {len(live)} running and {len(all_) - len(live)} "
-                    "terminating pods")  # fmt: skip
-        if not live[0].ready:
+        pod, why = _sole_live_pod(pods, osd_id)
+        if pod is None:
+            return why
+        if not pod.ready:
             return f"osd.{osd_id} is not Ready"
     return ""
 
@@ -305,16 +310,10 @@ def osds_running_with(
     """Every OSD of osd_ids runs one Ready pod with the (cpu, memory) limits `want` (None:
     no limit). Rook sizes every OSD pod alike, so a resources change rolls them all: after
     a run's patch (want: the plan's) and after the restore (want: the original's)."""
-    by_id: dict[int, list[OsdPod]] = {}
-    for p in pods:
-        by_id.setdefault(p.osd_id, []).append(p)
     for osd_id in sorted(osd_ids):
-        found = by_id.get(osd_id, [])
-        live = [p for p in found if not p.terminating]
-        if len(live) != 1 or len(found) != 1:
-            return Progress(False, f"osd.{osd_id}: {len(live)} running, "
-                                   f"{len(found) - len(live)} terminating pods")  # fmt: skip
-        pod = live[0]
+        pod, why = _sole_live_pod(pods, osd_id)
+        if pod is None:
+            return Progress(False, why)
         if not (
             _same_quantity(pod.cpu_limit, want[0]) and _same_quantity(pod.memory_limit, want[1])
         ):
