@@ -209,10 +209,13 @@ def main(argv: list[str]) -> int:
     budget = float(os.environ.get("CB_TEST_BUDGET_MIN", "75")) * 60
     hard = float(os.environ.get("CB_TEST_HARD_MIN", "86")) * 60  # CI stops at 90
     only: list[str] = []
+    # CB_TEST_TIERS="quick k8s": make test limited to those tiers (static checks and the
+    # budget kept), as tests/break_product.py runs it
+    limit = os.environ.get("CB_TEST_TIERS", "").split()
     while argv[:1] == ["--tier"] and len(argv) >= 2:
         only.append(argv[1])
         argv = argv[2:]
-    unknown = set(only) - {t.name for t in TIERS}
+    unknown = set(only + limit) - {t.name for t in TIERS}
     if unknown:
         print(f"unknown tier(s) {sorted(unknown)}: one of {[t.name for t in TIERS]}")
         return 2
@@ -222,7 +225,7 @@ def main(argv: list[str]) -> int:
                                         cwd=REPO, check=False).returncode != 0)  # fmt: skip
     if only:
         budget = hard = 0.0  # asked for by name: run it, however long
-    tiers = [t for t in TIERS if not only or t.name in only]
+    tiers = [t for t in TIERS if (not only or t.name in only) and (not limit or t.name in limit)]
     prefetch = Prefetch(tiers, Path(os.environ.get("TMPDIR", "/tmp")) / "crimsonbench-prefetch.log")
     prefetch.start()  # first: it uses the time the static checks leave idle too
     rows: list[tuple[str, str, float]] = []

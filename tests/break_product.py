@@ -2,8 +2,10 @@
 
 Each breakage is applied to a fresh clone of this repository's HEAD (so the working tree is
 never touched), then the README's test command runs there (`make test`, with pytest's -x
-so it stops at the first failure). A row passes when make test FAILS, and says which test
-caught it. The suite can only be trusted if every row does.
+so it stops at the first failure, limited by CB_TEST_TIERS to the static checks and the
+tiers up to the one that must catch it: the rest cannot change the outcome). A row passes
+when make test FAILS, and says which test caught it. The suite can only be trusted if
+every row does.
 
     .venv/bin/python tests/break_product.py [--only NAME] [--keep]
 
@@ -35,6 +37,7 @@ class Breakage:
     old: str
     new: str
     why: str
+    tiers: str  # CB_TEST_TIERS: the tiers up to the one that must catch it
 
 
 BREAKAGES = (
@@ -44,6 +47,7 @@ BREAKAGES = (
         "fio ceph-common util-linux procps ca-certificates",
         "fio ceph-comon util-linux procps ca-certificates",
         "a package name typo: the fio image cannot be built (must fail, never skip)",
+        "quick node",
     ),
     Breakage(
         "handler-raises",
@@ -51,6 +55,7 @@ BREAKAGES = (
         "def stage_observe(ctx: RunContext) -> str:\n",
         "def stage_observe(ctx: RunContext) -> str:\n    raise RuntimeError('planted')\n",
         "every reconcile of a run raises (kopf logs and retries; nothing moves)",
+        "quick k8s",
     ),
     Breakage(
         "fio-process-dropped",
@@ -58,6 +63,7 @@ BREAKAGES = (
         "for j in jobs if j.client == client]",
         "for j in jobs if j.client == client][1:]",
         "the fio client sends one job file less per server: a step silently smaller",
+        "quick k8s node",
     ),
     Breakage(
         "configmap-left-behind",
@@ -65,6 +71,7 @@ BREAKAGES = (
         '        cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]\n',
         "",
         "results ConfigMaps lose their owner: they outlive a deleted run",
+        "quick k8s node",
     ),
     Breakage(
         "planner-refuses",
@@ -73,6 +80,7 @@ BREAKAGES = (
         '    raise InvalidSpec("spec.osd", "planted: the planner refuses everything")\n'
         "    by_id = topology.by_id()\n    pools = _resolve_pools(",
         "the planner refuses every spec",
+        "quick",
     ),
 )
 
@@ -89,8 +97,8 @@ def apply(repo: Path, b: Breakage) -> None:
     path.write_text(text.replace(b.old, b.new, 1))
 
 
-def make_test(repo: Path, log: Path) -> tuple[int, str, float]:
-    env = {**os.environ, "PYTEST_ADDOPTS": "-x -p no:cacheprovider"}
+def make_test(repo: Path, log: Path, tiers: str) -> tuple[int, str, float]:
+    env = {**os.environ, "PYTEST_ADDOPTS": "-x -p no:cacheprovider", "CB_TEST_TIERS": tiers}
     t0 = time.monotonic()
     with log.open("w") as fh:
         rc = subprocess.run(["make", "test"], cwd=repo, env=env, stdout=fh,
@@ -117,7 +125,7 @@ def main() -> int:
                 continue
             subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
             apply(repo, b)
-            rc, caught, seconds = make_test(repo, work / f"{b.name}.log")
+            rc, caught, seconds = make_test(repo, work / f"{b.name}.log", b.tiers)
             rows.append((b, rc, caught, seconds))
             verdict = "make test FAILED (good)" if rc else "make test PASSED (the suite missed it)"
             print(f"{b.name}: {verdict} after {seconds / 60:.1f} min; caught by {caught}",
