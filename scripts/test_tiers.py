@@ -164,7 +164,7 @@ STATIC = (
 def _pytest(marker: str, extra: list[str], seconds: float | None) -> tuple[int, bool]:
     """(pytest's exit code, stopped at the hard limit). SIGINT makes pytest stop like ^C:
     the running test's fixtures still tear down what they started."""
-    cmd = [sys.executable, "-m", "pytest", "-rs", "-m", marker, *extra]
+    cmd = [sys.executable, "-m", "pytest", "-rfEs", "-m", marker, *extra]
     proc = subprocess.Popen(cmd, cwd=REPO)
     try:
         return proc.wait(timeout=seconds), False
@@ -221,7 +221,7 @@ def main(argv: list[str]) -> int:
         return 2
     if argv and not only:  # plain pytest arguments: static checks, then exactly that
         status = _static()
-        return status | (subprocess.run([sys.executable, "-m", "pytest", "-rs", *argv],
+        return status | (subprocess.run([sys.executable, "-m", "pytest", "-rfEs", *argv],
                                         cwd=REPO, check=False).returncode != 0)  # fmt: skip
     if only:
         budget = hard = 0.0  # asked for by name: run it, however long
