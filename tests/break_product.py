@@ -63,7 +63,7 @@ BREAKAGES = (
         "for j in jobs if j.client == client]",
         "for j in jobs if j.client == client][1:]",
         "the fio client sends one job file less per server: a step silently smaller",
-        "quick k8s node",
+        "quick",
     ),
     Breakage(
         "configmap-left-behind",
@@ -71,7 +71,7 @@ BREAKAGES = (
         '        cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]\n',
         "",
         "results ConfigMaps lose their owner: they outlive a deleted run",
-        "quick k8s node",
+        "quick node",
     ),
     Breakage(
         "planner-refuses",
