@@ -165,33 +165,49 @@ class OperatorOnNode:
         return kubernetes.client.CustomObjectsApi(self.api)
 
     def operator_pods(self) -> list[Any]:
-        pods = self.core.list_namespaced_pod(self.namespace, label_selector=OPERATOR_SELECTOR)
-        return [p for p in pods.items if p.metadata.deletion_timestamp is None]
+        return operator_pods(self.core, self.namespace)
 
     def wait_operator_ready(self, timeout: float) -> Any:
-        """The Ready operator pod; AssertionError with its log if it crashed."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for pod in self.operator_pods():
-                conds = {c.type: c.status for c in (pod.status.conditions or [])}
-                if conds.get("Ready") == "True":
-                    return pod
-                crashed = [c for c in (pod.status.container_statuses or []) if c.restart_count]
-                if crashed:  # say why at once instead of waiting out the back-off
-                    name = pod.metadata.name
-                    log = self.core.read_namespaced_pod_log(
-                        name, self.namespace, previous=True, tail_lines=40)  # fmt: skip
-                    raise AssertionError(f"operator container crashed; its log:\n{log}")
-            time.sleep(1)
-        pods = [(p.metadata.name, p.status.phase) for p in self.operator_pods()]
-        raise AssertionError(
-            f"operator not Ready after {timeout}s: {pods}\n{self.node.log_tail('kubelet', 30)}"
-        )
+        return wait_operator_ready(self.core, self.node, timeout, self.namespace)
 
     def operator_logs(self, lines: int = 30) -> str:
-        out = ""
-        for pod in self.operator_pods():
-            with contextlib.suppress(kubernetes.client.ApiException):
-                out += f"\n--- {pod.metadata.name}:\n" + self.core.read_namespaced_pod_log(
-                    pod.metadata.name, self.namespace, tail_lines=lines)  # fmt: skip
-        return out
+        return operator_logs(self.core, lines, self.namespace)
+
+
+# Our operator's pods, for OperatorOnNode and the node e2e's Stack alike.
+def operator_pods(core: kubernetes.client.CoreV1Api, namespace: str = OPERATOR_NS) -> list[Any]:
+    pods = core.list_namespaced_pod(namespace, label_selector=OPERATOR_SELECTOR)
+    return [p for p in pods.items if p.metadata is None or p.metadata.deletion_timestamp is None]
+
+
+def wait_operator_ready(
+    core: kubernetes.client.CoreV1Api, node: Node, timeout: float, namespace: str = OPERATOR_NS
+) -> Any:
+    """The Ready operator pod; AssertionError with its log if it crashed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pod in operator_pods(core, namespace):
+            conds = {c.type: c.status for c in (pod.status.conditions or [])}
+            if conds.get("Ready") == "True":
+                return pod
+            crashed = [c for c in (pod.status.container_statuses or []) if c.restart_count]
+            if crashed:  # say why at once instead of waiting out the back-off
+                log = core.read_namespaced_pod_log(
+                    pod.metadata.name, namespace, previous=True, tail_lines=40)  # fmt: skip
+                raise AssertionError(f"operator container crashed; its log:\n{log}")
+        time.sleep(1)
+    pods = [(p.metadata.name, p.status.phase) for p in operator_pods(core, namespace)]
+    raise AssertionError(
+        f"operator not Ready after {timeout}s: {pods}\n{node.log_tail('kubelet', 30)}"
+    )
+
+
+def operator_logs(
+    core: kubernetes.client.CoreV1Api, lines: int = 30, namespace: str = OPERATOR_NS
+) -> str:
+    out = ""
+    for pod in operator_pods(core, namespace):
+        with contextlib.suppress(kubernetes.client.ApiException):
+            out += f"\n--- {pod.metadata.name}:\n" + core.read_namespaced_pod_log(
+                pod.metadata.name, namespace, tail_lines=lines)  # fmt: skip
+    return out

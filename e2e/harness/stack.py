@@ -37,8 +37,11 @@ from harness.operator_install import (
     OPERATOR_NS,
     RUN_NS,
     StackUnavailable,
+    operator_logs,
+    operator_pods,
     operator_values,
     render_chart,
+    wait_operator_ready,
 )
 
 __all__ = ["KEYRING_SECRET", "OPERATOR_NS", "POOL", "RUN_NS", "Stack", "StackUnavailable",
@@ -85,37 +88,13 @@ class Stack:
         return kubernetes.client.CustomObjectsApi(self.api)
 
     def operator_pods(self) -> list[Any]:
-        pods = self.core.list_namespaced_pod(
-            OPERATOR_NS, label_selector="app.kubernetes.io/name=crimsonbench"
-        ).items
-        return [p for p in pods if p.metadata is None or p.metadata.deletion_timestamp is None]
+        return operator_pods(self.core)
 
     def wait_operator_ready(self, timeout: float) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for pod in self.operator_pods():
-                conds = {c.type: c.status for c in (pod.status.conditions or [])}
-                if conds.get("Ready") == "True":
-                    return pod
-                crashed = [c for c in (pod.status.container_statuses or []) if c.restart_count]
-                if crashed:  # say why at once instead of waiting out the back-off
-                    log = self.core.read_namespaced_pod_log(
-                        pod.metadata.name, OPERATOR_NS, previous=True, tail_lines=40
-                    )
-                    raise AssertionError(f"operator container crashed; its log:\n{log}")
-            time.sleep(1)
-        pods = [(p.metadata.name, p.status.phase) for p in self.operator_pods()]
-        raise AssertionError(
-            f"operator not Ready after {timeout}s: {pods}\n{self.node.log_tail('kubelet', 30)}"
-        )
+        return wait_operator_ready(self.core, self.node, timeout)
 
     def operator_logs(self, lines: int = 30) -> str:
-        out = ""
-        for pod in self.operator_pods():
-            out += f"\n--- {pod.metadata.name}:\n" + self.core.read_namespaced_pod_log(
-                pod.metadata.name, OPERATOR_NS, tail_lines=lines
-            )
-        return out
+        return operator_logs(self.core, lines)
 
 
 @contextlib.contextmanager
