@@ -61,6 +61,9 @@ from harness.node_shape import (
     cni_available,
 )
 
+# containerd makes these at its first pod-network sandbox: libcni's result cache and the
+# sandboxes' network namespaces (nsfs bind mounts)
+POD_NETWORK_DIRS = ("/var/lib/cni", "/run/netns")
 SYSCTLS = ("vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops")
 # Paths the kubelet or containerd create outside the directories we give them.
 HOST_PATHS = (
@@ -71,8 +74,7 @@ HOST_PATHS = (
     "/var/lib/containerd",
     "/etc/cni",
     "/opt/cni",
-    "/var/lib/cni",  # libcni's result cache (pod network)
-    "/run/netns",  # containerd's pod network namespaces (pod network)
+    *POD_NETWORK_DIRS,
 )
 NOT_READY_TOLERATION = {"key": "node.kubernetes.io/not-ready", "operator": "Exists"}
 
@@ -250,6 +252,10 @@ class Node:
                 os.rmdir(cg)
         for path, existed in self.before["paths"].items():  # type: ignore[attr-defined]
             if not existed and os.path.lexists(path):
+                # a sandbox the kubelet never stopped leaves its netns mounted: rmtree
+                # cannot unlink a mount point
+                for target in reversed(_mounts_under(path)):
+                    subprocess.run(["umount", "-l", target], check=False, capture_output=True)
                 shutil.rmtree(path, ignore_errors=True)
 
     def log_tail(self, component: str, lines: int = 40) -> str:

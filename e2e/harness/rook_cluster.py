@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kubernetes.client
 import yaml
@@ -54,7 +54,7 @@ from harness.controlplane import (
 from harness.helm import ensure_helm
 from harness.images import ImagesUnavailable, pause_archive
 from harness.netfilter import iptables_rules, remove_kubelet_chains
-from harness.node import Node, host_state
+from harness.node import POD_NETWORK_DIRS, Node, host_state
 from harness.rook import (
     REPO,
     ROOK_IMAGE,
@@ -98,6 +98,18 @@ def _rook_host_state() -> dict[str, object]:
     devices: those backed by a file of a Rook stack's directory (other work on a shared
     machine attaches its own meanwhile)."""
     state = host_state()
+    # containerd makes these two at the first pod-network sandbox and keeps them while it
+    # runs (Node.stop removes them): what Rook's pods must not leave is anything inside
+    paths = cast(dict[str, bool], state["paths"])
+    for owned_by_node in POD_NETWORK_DIRS:
+        paths.pop(owned_by_node, None)
+    state["pod_network_entries"] = sorted(
+        str(p)
+        for d in POD_NETWORK_DIRS
+        if os.path.isdir(d)
+        for p in Path(d).rglob("*")
+        if p.is_file() or p.is_mount()
+    )
     state["cgroups"] = [c for c in state["cgroups"] if not c.endswith("/k8s.io")]  # type: ignore[attr-defined]
     state["loop_devices"] = sorted(
         p.name
