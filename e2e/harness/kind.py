@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from harness.controlplane import ENVIRONMENTAL, REPO, cache_root
+from harness.kind_cpus import declared_cpu_mounts
 
 KIND_DIR = REPO / "e2e" / "kind"
 CONFIG = KIND_DIR / "kind-config.yaml"
@@ -401,11 +402,16 @@ def _our_cgroups() -> set[str]:
 
 # --------------------------------------------------------------------------- cluster
 def render_config(
-    node_image_labels: dict[str, str], workers: int, host_dev: bool, cpu_manager: bool
+    node_image_labels: dict[str, str],
+    workers: int,
+    host_dev: bool,
+    cpu_manager: bool,
+    worker_mounts: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """e2e/kind/kind-config.yaml for this run: the etcd tag the node image carries, WORKERS
     workers like the file's first, host /dev in the workers (loop devices attached later
-    appear in them), the static CPU manager patch dropped if not wanted."""
+    appear in them), the static CPU manager patch dropped if not wanted, WORKER_MOUNTS
+    (kind extraMounts) added to every worker."""
     cfg: dict[str, Any] = yaml.safe_load(CONFIG.read_text())
     etcd_tag = node_image_labels.get("crimsonbench.etcd-image-tag")
     if not etcd_tag:
@@ -425,6 +431,8 @@ def render_config(
     if host_dev:
         worker["extraMounts"] = [*worker.get("extraMounts", []),
                                  {"hostPath": "/dev", "containerPath": "/dev"}]  # fmt: skip
+    if worker_mounts:
+        worker["extraMounts"] = [*worker.get("extraMounts", []), *map(dict, worker_mounts)]
     for m in worker.get("extraMounts", []):
         # docker would create a missing host path: never let it change the host
         if not Path(m["hostPath"]).exists():
@@ -440,12 +448,17 @@ def kind_cluster(
     host_dev: bool = False,
     name: str = CLUSTER_NAME,
     wait: str = "600s",
+    declared_cpus: int | None = None,
 ) -> Iterator[KindCluster]:
     """A kind cluster (1 control plane + WORKERS workers, all Ready) from our node image;
-    on exit deleted and the host checked. Raises KindUnavailable where the machine cannot."""
+    on exit deleted and the host checked. Raises KindUnavailable where the machine cannot.
+    declared_cpus: the workers' kubelets report that many CPUs (e2e/harness/kind_cpus.py;
+    needs cpu_manager=False)."""
     reason = prerequisites()
     if reason:
         raise KindUnavailable(reason)
+    if declared_cpus is not None and cpu_manager:
+        raise ValueError("declared_cpus needs cpu_manager=False (it would assign fake CPUs)")
     timings: dict[str, float] = {}
     keep = os.environ.get("CRIMSONBENCH_KEEP_DIR") == "1"
     before = HostState.snapshot()
@@ -475,7 +488,8 @@ def kind_cluster(
         labels = json.loads(
             dockerd.docker("image", "inspect", "--format", "{{json .Config.Labels}}", node_image)
         )
-        cfg = render_config(labels, workers, host_dev, cpu_manager)
+        mounts = declared_cpu_mounts(workdir, declared_cpus) if declared_cpus else []
+        cfg = render_config(labels, workers, host_dev, cpu_manager, mounts)
         (workdir / "kind-config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
         stale = dockerd.docker("ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={name}")
         if stale.strip():
@@ -517,6 +531,7 @@ def kind_cluster(
             )
         # `--wait` covers the control plane only: the workers and the pod network too
         t = time.monotonic()
+        _wait_registered(cluster, len(cluster.nodes), _seconds(wait))
         cluster.kubectl("wait", "--for=condition=Ready", "node", "--all", f"--timeout={wait}",
                         timeout=_seconds(wait) + 60)  # fmt: skip
         for obj in ("daemonset/kindnet", "daemonset/kube-proxy", "deployment/coredns"):
@@ -540,6 +555,25 @@ def kind_cluster(
         if ok:
             raise AssertionError(msg)
         print(msg, file=sys.stderr)  # the test's own failure is the one to report
+
+
+def _wait_registered(cluster: KindCluster, count: int, timeout: float) -> None:
+    """Every node has registered (`kubectl wait node --all` passes with only some: a worker
+    whose kubelet fails to start never appears). RuntimeError with the kubelet's log."""
+    deadline = time.monotonic() + timeout
+    while True:
+        names = cluster.kubectl("get", "nodes", "-o", "name").split()
+        if len(names) >= count:
+            return
+        if time.monotonic() > deadline:
+            missing = [n for n in cluster.nodes if f"node/{n}" not in names]
+            logs = {
+                n: cluster.exec(n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "15",
+                                check=False).stdout[-2000:]
+                for n in missing
+            }  # fmt: skip
+            raise RuntimeError(f"nodes {missing} never registered; kubelet logs: {logs}")
+        time.sleep(2)
 
 
 def _seconds(duration: str) -> float:

@@ -1,0 +1,132 @@
+"""The whole multi-node stack on kind, for the kind e2e and bench/bench_kind.py: a kind
+cluster (1 control plane + 2 workers, e2e/harness/kind.py), Rook with one OSD per worker
+(e2e/harness/kind_rook.py), our operator and fio images loaded into the nodes and our
+operator installed from this repository's chart with the real helm.
+
+    with kind_bench_stack() as s:
+        s.kind.kubectl("apply", "-f", "run.yaml")
+        s.rook.osd_nodes()
+
+The workers' kubelets declare 4 CPUs (e2e/harness/kind_cpus.py says why) and the static
+CPU manager is off; the pods still run on, and are pinned within, the machine's 2 CPUs.
+Raises KindUnavailable where the machine cannot run it (for a skip); anything of ours that
+breaks is an error. On exit: `kind delete cluster`, the loop devices released, the host
+checked (AssertionError naming what was left).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.controlplane import REPO, environmental
+from harness.images import FIO_IMAGE, OPERATOR_IMAGE, ImagesUnavailable, product_archives
+from harness.kind import KindCluster, KindUnavailable, kind_cluster
+from harness.kind_rook import KindRook, kind_rook, new_loop_devices
+from harness.rook import RookUnavailable
+from harness.waiting import wait_for
+
+OPERATOR_NS = "crimsonbench"
+RUN_NS = "bench"
+DECLARED_CPUS = 4
+
+
+@dataclass
+class BenchStack:
+    kind: KindCluster
+    rook: KindRook
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def operator_logs(self, lines: int = 60) -> str:
+        return self.kind.kubectl("-n", OPERATOR_NS, "logs", "deploy/crimsonbench-operator",
+                                 f"--tail={lines}", check=False)  # fmt: skip
+
+
+def operator_values(tick_seconds: float = 1.0) -> dict[str, Any]:
+    """Chart values for kind: our images, loaded into the nodes (never pulled)."""
+    return {
+        "image": {
+            "repository": OPERATOR_IMAGE.rsplit(":", 1)[0],
+            "tag": "dev",
+            "pullPolicy": "Never",
+        },  # fmt: skip
+        "fio": {
+            "image": {
+                "repository": FIO_IMAGE.rsplit(":", 1)[0],
+                "tag": "dev",
+                "pullPolicy": "Never",
+            }
+        },  # fmt: skip
+        "settings": {"tickSeconds": tick_seconds},
+    }
+
+
+def install_operator(rook: KindRook, values: dict[str, Any], timeout: float = 600) -> None:
+    """`helm install` of the repository's chart (with its CRDs) into OPERATOR_NS, Ready."""
+    values_file = rook.loops.dir / "crimsonbench-values.yaml"
+    values_file.write_text(yaml.safe_dump(values))
+    rook.helm("install", "crimsonbench", str(REPO), "--namespace", OPERATOR_NS,
+              "--create-namespace", "-f", str(values_file), "--wait",
+              "--timeout", f"{int(timeout)}s", timeout=timeout + 60)  # fmt: skip
+    rook.kind.kubectl("create", "namespace", RUN_NS)
+
+    def ready() -> bool:
+        pods = rook.kind.kubectl_json("-n", OPERATOR_NS, "get", "pods")["items"]
+        return any(
+            c.get("ready")
+            for p in pods
+            for c in (p.get("status") or {}).get("containerStatuses") or []
+        )
+
+    wait_for(ready, timeout, "crimsonbench operator Ready")
+
+
+@contextlib.contextmanager
+def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1.0
+                     ) -> Iterator[BenchStack]:  # fmt: skip
+    loops = new_loop_devices()
+    timings: dict[str, float] = {}
+    try:
+        t0 = time.monotonic()
+        try:
+            archives = product_archives()  # cached: seconds
+        except ImagesUnavailable as exc:
+            if environmental(exc):
+                raise KindUnavailable(f"our images cannot be built here: {exc}") from exc
+            raise
+        timings["product_images_s"] = time.monotonic() - t0
+        with kind_cluster(workers=2, cpu_manager=False, host_dev=False,
+                          declared_cpus=declared_cpus) as k:  # fmt: skip
+            timings.update(k.timings)
+            t = time.monotonic()
+            for archive in archives:
+                k.load_image_archive(archive)
+            timings["product_images_load_s"] = time.monotonic() - t
+            try:
+                with kind_rook(k, loops) as rook:
+                    timings.update(rook.timings)
+                    t = time.monotonic()
+                    install_operator(rook, operator_values(tick_seconds))
+                    timings["operator_install_s"] = time.monotonic() - t
+                    yield BenchStack(k, rook, timings)
+            except RookUnavailable as exc:  # its image or binary cannot be built here
+                raise KindUnavailable(f"Rook cannot be built here: {exc}") from exc
+        timings.update(k.timings)  # delete_s
+    finally:
+        left = loops.release()
+    if left:
+        raise AssertionError("kind teardown left the host changed: " + json.dumps(left))
+
+
+def dump_timings(timings: dict[str, float], dest: Path | None = None) -> str:
+    text = json.dumps({k: round(v, 1) for k, v in timings.items()})
+    if dest is not None:
+        dest.write_text(text)
+    return text

@@ -1,0 +1,314 @@
+"""Rook + Ceph reef in a kind cluster built here (e2e/harness/kind.py): Rook's operator
+v1.17 from Rook's own chart, our Rook + Ceph image (e2e/rook/build-image.sh) loaded into
+the nodes, a CephCluster with 1 mon, 1 mgr and one bluestore OSD on a loop device of each
+worker, and a toolbox pod for `ceph` commands.
+
+    with kind_cluster(cpu_manager=False, declared_cpus=4) as k, kind_rook(k) as rook:
+        rook.ceph_json("osd", "tree")
+        rook.osd_nodes()                  # {0: "crimsonbench-worker", 1: "...-worker2"}
+
+What differs from the real-node harness (e2e/harness/rook_cluster.py), and why:
+- kind has a pod network, kube-proxy and Ready nodes: Rook runs as it does in Rook's own
+  CI (mons behind ClusterIP Services, OSDs on pod IPs), no host network, no NAT rule;
+- each worker sees only ITS loop device: with the host's /dev shared by both workers,
+  every worker's OSD prepare (`ceph-volume raw list`, which lists all devices when not on
+  a PVC) would report the other worker's OSD as its own. The loop devices are attached
+  after the nodes exist (docker copies the host's devices into a privileged container
+  only when it is created), and one device node is made in each worker's /dev;
+- `ceph` runs in a toolbox pod (the host cannot reach pod or Service IPs).
+
+Teardown: the loop devices are detached lazily (the OSDs hold them open until `kind
+delete cluster` ends them); `LoopDevices.release()`, called once the cluster is gone,
+waits for them to go and removes their backing files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.controlplane import cache_root
+from harness.helm import ensure_helm
+from harness.kind import KIND_DIR, KindCluster
+from harness.rook import ROOK_IMAGE, rook_chart, rook_image_archive
+from harness.rook_ops import ceph_ready
+from harness.waiting import wait_for
+
+NAMESPACE = "rook-ceph"
+CLUSTER = "rook-ceph"
+TOOLBOX = "rook-ceph-tools"
+VALUES = KIND_DIR / "rook-operator-values.yaml"
+CLUSTER_TEMPLATE = KIND_DIR / "cephcluster.yaml"
+GIB = 1 << 30
+
+
+@dataclass
+class LoopDevices:
+    """One sparse backing file + loop device per worker, made on the host."""
+
+    dir: Path
+    by_worker: dict[str, str] = field(default_factory=dict)  # worker -> /dev/loopN
+
+    def attach(self, worker: str, size_gib: int) -> str:
+        backing = self.dir / f"{worker}.img"
+        with open(backing, "wb") as f:
+            f.truncate(size_gib * GIB)  # sparse: ceph-volume wants >= 5 GiB, uses little
+        dev = subprocess.run(
+            ["losetup", "--find", "--show", str(backing)],
+            capture_output=True, text=True, check=True, timeout=60,
+        ).stdout.strip()  # fmt: skip
+        self.by_worker[worker] = dev
+        return dev
+
+    def files(self) -> set[str]:
+        return {str(self.dir / f"{w}.img") for w in self.by_worker}
+
+    def detach(self) -> None:
+        """Lazy: a device still open (an OSD in a node) goes when its last user closes it."""
+        for dev in self.by_worker.values():
+            subprocess.run(["losetup", "--detach", dev], capture_output=True, check=False,
+                           timeout=60)  # fmt: skip
+
+    def leftover(self) -> dict[str, str]:
+        """Loop devices still backed by our files (device -> file)."""
+        mine = self.files()
+        out = {}
+        for d in Path("/sys/block").glob("loop*"):
+            f = d / "loop" / "backing_file"
+            if f.exists():
+                backing = f.read_text().strip().removesuffix(" (deleted)")
+                if backing in mine:
+                    out[f"/dev/{d.name}"] = backing
+        return out
+
+    def release(self, timeout: float = 120) -> list[str]:
+        """After the nodes are gone: detached and files removed; problems, if any."""
+        self.detach()
+        deadline = time.monotonic() + timeout
+        while self.leftover() and time.monotonic() < deadline:
+            time.sleep(2)
+        left = self.leftover()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return [f"loop devices still attached: {left}"] if left else []
+
+
+@dataclass
+class KindRook:
+    kind: KindCluster
+    loops: LoopDevices
+    image: str = ROOK_IMAGE
+    namespace: str = NAMESPACE
+    name: str = CLUSTER
+    timings: dict[str, float] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ tools
+    def helm(self, *args: str, timeout: float = 900) -> str:
+        """The real helm against the kind cluster (its homes in the loops' directory)."""
+        home = self.loops.dir / "helm"
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kind.kubeconfig),
+            "HELM_CACHE_HOME": str(home / "cache"),
+            "HELM_CONFIG_HOME": str(home / "config"),
+            "HELM_DATA_HOME": str(home / "data"),
+        }
+        proc = subprocess.run([str(ensure_helm()), *args], env=env, capture_output=True,
+                              text=True, timeout=timeout, check=False)  # fmt: skip
+        if proc.returncode != 0:
+            raise RuntimeError(f"helm {' '.join(args[:3])} failed: {proc.stderr.strip()[-3000:]}")
+        return proc.stdout
+
+    def ceph(self, *args: str, timeout: float = 90) -> str:
+        """`ceph ARGS` as client.admin, in the toolbox pod."""
+        return self.kind.kubectl(
+            "-n", self.namespace, "exec", f"deploy/{TOOLBOX}", "--",
+            "ceph", "--connect-timeout", "30", *args, timeout=timeout,
+        )  # fmt: skip
+
+    def ceph_json(self, *args: str, timeout: float = 90) -> Any:
+        return json.loads(self.ceph(*args, "--format", "json", timeout=timeout))
+
+    def cluster(self) -> dict[str, Any]:
+        out: dict[str, Any] = self.kind.kubectl_json(
+            "-n", self.namespace, "get", "cephcluster", self.name)  # fmt: skip
+        return out
+
+    def pods(self, selector: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.kind.kubectl_json(
+            "-n", self.namespace, "get", "pods", "-l", selector)["items"]  # fmt: skip
+        return items
+
+    def osd_pods(self) -> dict[int, dict[str, Any]]:
+        """OSD id -> its current pod (not terminating)."""
+        pods = self.pods("app=rook-ceph-osd")
+        return {int(p["metadata"]["labels"]["ceph-osd-id"]): p for p in pods
+                if not p["metadata"].get("deletionTimestamp")}  # fmt: skip
+
+    def osd_nodes(self) -> dict[int, str]:
+        """OSD id -> the node its pod is bound to ('' while unscheduled)."""
+        return {i: p["spec"].get("nodeName", "") for i, p in sorted(self.osd_pods().items())}
+
+    # ------------------------------------------------------------------ readiness
+    def not_ready_reason(self) -> str:
+        phase = (self.cluster().get("status") or {}).get("phase")
+        if phase != "Ready":
+            return f"CephCluster phase {phase!r}"
+        osds = len(self.loops.by_worker)
+        pools = self.ceph_json("osd", "pool", "ls", "detail")
+        reason = ceph_ready(self.ceph_json("status"), pools, osds)
+        if reason:
+            return reason
+        pods = self.osd_pods()
+        if len(pods) != osds or not all(_ready(p) for p in pods.values()):
+            return f"OSD pods: {[(i, _ready(p)) for i, p in sorted(pods.items())]}"
+        return ""
+
+    def wait_ready(self, timeout: float) -> None:
+        reason = ["not checked yet"]
+
+        def ready() -> bool:
+            reason[0] = self.not_ready_reason()
+            return not reason[0]
+
+        wait_for(ready, timeout, "Rook's CephCluster Ready",
+                 lambda: f"{reason[0]}\n{self.diagnostics()}", interval=5)  # fmt: skip
+
+    def diagnostics(self, log_lines: int = 40) -> str:
+        out = []
+        with contextlib.suppress(Exception):
+            out.append(f"CephCluster status: {json.dumps(self.cluster().get('status'))[:1500]}")
+        with contextlib.suppress(Exception):
+            out.append(self.kind.kubectl("-n", self.namespace, "get", "pods", "-o", "wide"))
+        with contextlib.suppress(Exception):
+            out.append("--- operator log tail:\n" + self.kind.kubectl(
+                "-n", self.namespace, "logs", "deploy/rook-ceph-operator",
+                f"--tail={log_lines}"))  # fmt: skip
+        return "\n".join(out)
+
+    # ------------------------------------------------------------------ bring-up
+    def install_operator(self, timeout: float) -> None:
+        chart = rook_chart(self.loops.dir / "chart")
+        repo, tag = self.image.rsplit(":", 1)
+        self.helm(
+            "install", "rook-ceph", str(chart), "--namespace", self.namespace,
+            "--create-namespace", "-f", str(VALUES),
+            "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
+        )  # fmt: skip
+        self.kind.kubectl("-n", self.namespace, "rollout", "status", "deploy/rook-ceph-operator",
+                          f"--timeout={int(timeout)}s", timeout=timeout + 60)  # fmt: skip
+
+    def cluster_manifest(self) -> dict[str, Any]:
+        doc: dict[str, Any] = yaml.safe_load(CLUSTER_TEMPLATE.read_text())
+        doc["metadata"].update(name=self.name, namespace=self.namespace)
+        doc["spec"]["cephVersion"]["image"] = self.image
+        doc["spec"]["storage"]["nodes"] = [
+            {"name": w, "devices": [{"name": Path(dev).name}]}
+            for w, dev in sorted(self.loops.by_worker.items())
+        ]
+        return doc
+
+    def toolbox_manifest(self) -> dict[str, Any]:
+        """Rook's toolbox example, running our image's toolbox.sh (admin key from the
+        rook-ceph-mon Secret, mons from the rook-ceph-mon-endpoints ConfigMap)."""
+        secret = {"name": "rook-ceph-mon"}
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": TOOLBOX, "namespace": self.namespace,
+                         "labels": {"app": TOOLBOX}},  # fmt: skip
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": TOOLBOX}},
+                "template": {
+                    "metadata": {"labels": {"app": TOOLBOX}},
+                    "spec": {
+                        "terminationGracePeriodSeconds": 1,
+                        "containers": [{
+                            "name": TOOLBOX,
+                            "image": self.image,
+                            "imagePullPolicy": "Never",
+                            "command": ["/usr/local/bin/toolbox.sh"],
+                            "env": [
+                                {"name": "ROOK_CEPH_USERNAME", "valueFrom": {
+                                    "secretKeyRef": {**secret, "key": "ceph-username"}}},
+                                {"name": "ROOK_CEPH_SECRET", "valueFrom": {
+                                    "secretKeyRef": {**secret, "key": "ceph-secret"}}},
+                            ],
+                            "volumeMounts": [
+                                {"name": "ceph-config", "mountPath": "/etc/ceph"},
+                                {"name": "mon-endpoints", "mountPath": "/etc/rook"},
+                            ],
+                        }],
+                        "volumes": [
+                            {"name": "ceph-config", "emptyDir": {}},
+                            {"name": "mon-endpoints", "configMap": {
+                                "name": "rook-ceph-mon-endpoints",
+                                "items": [{"key": "data", "path": "mon-endpoints"}]}},
+                        ],
+                    },
+                },
+            },
+        }  # fmt: skip
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+
+
+def give_worker_its_device(kind: KindCluster, worker: str, dev: str) -> None:
+    """The device node of DEV in WORKER's /dev (its own tmpfs), and /run/udev there (OSD
+    pods mount it; an empty one is what the real-node harness runs with)."""
+    major_minor = (Path("/sys/block") / Path(dev).name / "dev").read_text().strip()
+    major, minor = major_minor.split(":")
+    kind.exec(worker, "sh", "-c", f"[ -b {dev} ] || mknod -m 0660 {dev} b {major} {minor}; "
+              "mkdir -p /run/udev")  # fmt: skip
+
+
+def new_loop_devices() -> LoopDevices:
+    """An empty set of loop devices with a fresh directory for their backing files."""
+    (cache_root() / "kind").mkdir(parents=True, exist_ok=True)
+    return LoopDevices(Path(tempfile.mkdtemp(prefix="rook-", dir=cache_root() / "kind")))
+
+
+@contextlib.contextmanager
+def kind_rook(
+    kind: KindCluster,
+    loops: LoopDevices,
+    osd_size_gib: int = 6,
+    operator_timeout: float = 900,
+    ready_timeout: float = 2400,
+) -> Iterator[KindRook]:
+    """Rook's operator and a CephCluster with one OSD per worker (on LOOPS, attached here),
+    Ready. On exit the loop devices are detached lazily; call `loops.release()` once the
+    nodes are gone (the OSDs hold them open until then)."""
+    t0 = time.monotonic()
+    archive = rook_image_archive()  # cached: seconds
+    rook = KindRook(kind, loops, timings={"rook_image_s": time.monotonic() - t0})
+    try:
+        t = time.monotonic()
+        kind.load_image_archive(archive)
+        rook.timings["rook_image_load_s"] = time.monotonic() - t
+        for worker in kind.workers:
+            give_worker_its_device(kind, worker, loops.attach(worker, osd_size_gib))
+        t = time.monotonic()
+        rook.install_operator(operator_timeout)
+        rook.timings["rook_operator_s"] = time.monotonic() - t
+        t = time.monotonic()
+        kind.apply([rook.cluster_manifest(), rook.toolbox_manifest()])
+        rook.wait_ready(ready_timeout)
+        rook.timings["rook_cluster_ready_s"] = time.monotonic() - t
+        yield rook
+    finally:
+        loops.detach()
