@@ -144,3 +144,19 @@ def test_crimson_reactor_columns_mean_busiest_and_per_osd() -> None:
     assert "reactor_util" in csv_header and "reactor_util_osd" not in csv_header
     # classic rows: no reactor columns at all
     assert "reactor" not in markdown_table([result(0, "randread4k", 8, 1000.0)])
+
+
+def test_unsampled_resources_read_n_a_never_zero() -> None:
+    """A step nothing sampled (the operator without metrics.k8s.io, a step shorter than one
+    interval): OSD_cpu, OSD_mem and FIO_cpu are n/a in the table, empty in the CSV and
+    null in the JSON; a sampled 0.0 stays 0.00."""
+    unsampled = replace(published_qd1(), resources=ResourceSummary(0.0, 0.0, 0.0, 0))
+    row = markdown_table([unsampled]).splitlines()[2]
+    assert row.endswith("| 1.41  | 1.26  | n/a  | n/a  | n/a  |"), row
+    (csv_row,) = csv.DictReader(io.StringIO(to_csv([unsampled])))
+    assert csv_row["osd_cpu"] == csv_row["osd_mem_mib"] == csv_row["fio_cpu"] == ""
+    assert csv_row["resource_samples"] == "0"
+    (json_row,) = json.loads(to_json([unsampled]))
+    assert json_row["osd_cpu"] is None and json_row["fio_cpu"] is None
+    idle = replace(published_qd1(), resources=ResourceSummary(0.0, 0.0, 0.0, 3))
+    assert markdown_table([idle]).splitlines()[2].endswith("| 0.00  | 0.00  | 0.00  |")

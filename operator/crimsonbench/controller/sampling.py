@@ -2,7 +2,7 @@
 served by metrics-server) once per reconcile tick while a step's Job runs.
 
 The source used is recorded per step (extra.metrics_source) and in the MetricsSource
-condition: "metrics.k8s.io", or "none" when the API is not served (the columns are 0).
+condition: "metrics.k8s.io", or "none" when the API is not served (the columns are n/a).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def sample_step(ctx: RunContext, fio_namespace: str, plan: RunPlan) -> None:
             "MetricsSource",
             False,
             "NoMetricsAPI",
-            "metrics.k8s.io is not served; OSD_cpu, OSD_mem and FIO_cpu stay 0",
+            "metrics.k8s.io is not served; OSD_cpu, OSD_mem and FIO_cpu are n/a",
         )
         return
     samples: list[dict[str, Any]] = list(ctx.get("stepSamples") or [])[-MAX_SAMPLES + 1 :]

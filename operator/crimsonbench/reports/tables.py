@@ -103,9 +103,7 @@ def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
         f.clat_stdev_ms,
         f.usr_cpu,
         f.sys_cpu,
-        res.osd_cpu,
-        res.osd_mem_mib,
-        res.fio_cpu,
+        *_sampled(res),
     ]
     cells = [str(r.iodepth)] + [_fmt(v) for v in values]
     if percentiles:
@@ -113,6 +111,15 @@ def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
         mark = "" if f.percentiles_exact else "~"
         cells += [mark + _fmt(v) for v in (f.clat_p99_ms, f.clat_p999_ms)]
     return cells
+
+
+def _sampled(res: ResourceSummary) -> tuple[float, float, float]:
+    """OSD_cpu, OSD_mem, FIO_cpu; NaN (n/a, an empty CSV cell, JSON null) when nothing was
+    sampled: a step shorter than one interval, or a run whose executor does not sample
+    (the operator) — never a 0.00 that reads as measured."""
+    if res.samples == 0:
+        return math.nan, math.nan, math.nan
+    return res.osd_cpu, res.osd_mem_mib, res.fio_cpu
 
 
 def _fmt(value: float) -> str:
@@ -152,10 +159,11 @@ def flat_rows(results: Sequence[StepResult]) -> list[dict[str, Any]]:
             "repeat": r.repeat,
         }
         row.update({f.name: getattr(r.fio, f.name) for f in fields(FioSummary)})
+        osd_cpu, osd_mem_mib, fio_cpu = _sampled(r.resources)
         row.update(
-            osd_cpu=r.resources.osd_cpu,
-            osd_mem_mib=r.resources.osd_mem_mib,
-            fio_cpu=r.resources.fio_cpu,
+            osd_cpu=osd_cpu,
+            osd_mem_mib=osd_mem_mib,
+            fio_cpu=fio_cpu,
             reactor_util=r.resources.reactor_util,
             reactor_util_max=r.resources.reactor_util_max,
             resource_samples=r.resources.samples,
