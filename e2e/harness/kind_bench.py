@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,13 +29,52 @@ import yaml
 from harness.controlplane import REPO, environmental
 from harness.images import FIO_IMAGE, OPERATOR_IMAGE, ImagesUnavailable, product_archives
 from harness.kind import KindCluster, KindUnavailable, kind_cluster
-from harness.kind_rook import KindRook, kind_rook, new_loop_devices
+from harness.kind_rook import CLUSTER, NAMESPACE, KindRook, kind_rook, new_loop_devices
+from harness.operator_install import GROUP, VERSION
 from harness.rook import RookUnavailable
 from harness.waiting import wait_for
 
 OPERATOR_NS = "crimsonbench"
 RUN_NS = "bench"
 DECLARED_CPUS = 4
+# every worker: its OSD on CPU 0, its fio client (server pod) on CPU 1
+OSD_CPUS, CLIENT_CPUS = "0", "1"
+
+
+def run_manifest(
+    name: str,
+    workers: Sequence[str],
+    pool: str,
+    iodepths: Sequence[int] = (1, 4),
+    runtime: int = 3,
+    ceph_config: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A classic bluestore BenchmarkRun on Rook's OSD of every worker, one fio client per
+    worker (two images each): randread4k and randwrite4k over IODEPTHS, 1 s ramp."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "BenchmarkRun",
+        "metadata": {"name": name, "namespace": RUN_NS},
+        "spec": {
+            "target": {"rook": {"clusterName": CLUSTER, "namespace": NAMESPACE}},
+            "osd": {
+                "flavor": "classic",
+                "objectStore": "bluestore",
+                "count": len(workers),
+                "cpuSet": OSD_CPUS,
+                "cephConfig": dict(ceph_config or {}),
+            },
+            "client": {
+                "nodes": list(workers),
+                "cpuSet": CLIENT_CPUS,
+                "pool": pool,
+                "images": 2 * len(workers),
+                "imageSize": "64Mi",
+            },
+            "workloads": [{"preset": "randread4k"}, {"preset": "randwrite4k"}],
+            "sweep": {"iodepths": list(iodepths), "runtimeSeconds": runtime, "rampSeconds": 1},
+        },
+    }
 
 
 @dataclass

@@ -268,12 +268,22 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 def give_worker_its_device(kind: KindCluster, worker: str, dev: str) -> None:
-    """The device node of DEV in WORKER's /dev (its own tmpfs), and /run/udev there (OSD
-    pods mount it; an empty one is what the real-node harness runs with)."""
+    """DEV as the only loop device in WORKER's /dev (its own tmpfs), and /run/udev there
+    (OSD pods mount it; an empty one is what the real-node harness runs with).
+
+    docker copied the host's /dev/loop0..N nodes into every privileged node when it made
+    it: left there, the other worker's device, once attached, shows up in this worker too,
+    its OSD prepare finds both OSDs, and Rook runs both on one node (seen here)."""
     major_minor = (Path("/sys/block") / Path(dev).name / "dev").read_text().strip()
     major, minor = major_minor.split(":")
-    kind.exec(worker, "sh", "-c", f"[ -b {dev} ] || mknod -m 0660 {dev} b {major} {minor}; "
-              "mkdir -p /run/udev")  # fmt: skip
+    script = (
+        f'for d in /dev/loop[0-9]*; do [ "$d" = {dev} ] || rm -f "$d"; done; '
+        f"[ -b {dev} ] || mknod -m 0660 {dev} b {major} {minor}; mkdir -p /run/udev; "
+        "ls /dev | grep '^loop[0-9]'"
+    )
+    seen = kind.exec(worker, "sh", "-c", script).stdout.split()
+    if seen != [Path(dev).name]:
+        raise RuntimeError(f"{worker} sees loop devices {seen}, not just {dev}")
 
 
 def new_loop_devices() -> LoopDevices:

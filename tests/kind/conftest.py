@@ -1,6 +1,8 @@
-"""A kind cluster (1 control plane + 2 workers) from images built here (e2e/harness/kind.py),
-once per session. The first run builds everything (kind CLI, base image, component images,
-node image: ~15-25 min on the loaded 2-core VM); later runs reuse the cache.
+"""kind clusters (1 control plane + 2 workers) from images built here (e2e/harness/kind.py),
+one per test module, one after the other: `kind` (the static CPU manager, host /dev in the
+workers) and `kind_rook` (Rook with an OSD on each worker and our operator:
+e2e/harness/kind_bench.py). The first run builds everything (kind CLI, base image,
+component images, node image); later runs reuse the cache.
 
 Skipped, with the reason printed, only where the machine cannot run it (not root, no Go,
 package mirror or module proxy unreachable); a build of our own files that fails, or a
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 from harness.kind import KindCluster, KindUnavailable, kind_cluster
+from harness.kind_bench import BenchStack, kind_bench_stack
 
 TIMINGS: dict[str, float] = {}
 
@@ -26,7 +29,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # gone before the next module's cluster
 def kind() -> Iterator[KindCluster]:
     # host /dev in the workers: loop devices attached later appear in them (Rook's OSDs)
     ctx = kind_cluster(workers=2, cpu_manager=True, host_dev=True)
@@ -40,6 +43,24 @@ def kind() -> Iterator[KindCluster]:
         ctx.__exit__(None, None, None)  # deletes the cluster, asserts the host is clean
     finally:
         TIMINGS.update(cluster.timings)
+
+
+@pytest.fixture(scope="module")
+def kind_rook() -> Iterator[BenchStack]:
+    """kind with Rook (one OSD per worker) and our operator (e2e/harness/kind_bench.py)."""
+    ctx = kind_bench_stack()
+    try:
+        s = ctx.__enter__()
+    except KindUnavailable as exc:
+        print(f"\ntests/kind (Rook) skipped: {exc}", file=sys.stderr)
+        pytest.skip(f"kind + Rook cannot run here: {exc}")
+    try:
+        yield s
+    finally:
+        try:
+            ctx.__exit__(None, None, None)  # kind delete cluster; the host checked
+        finally:
+            TIMINGS.update({f"rook_stack_{k}": v for k, v in s.timings.items()})
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,0 +1,375 @@
+"""A BenchmarkRun across two real nodes: kind (1 control plane + 2 workers, our node
+image), Rook v1.17 with one bluestore OSD on each worker, our operator from this
+repository's chart, fio clients on both workers (e2e/harness/kind_bench.py).
+
+One classic run (2 workloads x 2 iodepths, 3 s + 1 s ramp), watched from outside:
+- planned per node: each worker's OSD gets that worker's CPU plan, each worker a fio
+  client with its own CPUs and half of the images; no OSD ever changes node;
+- both fio servers (one per worker, pinned: every thread seen from the host) serve every
+  step; a step's result is the sum of the two clients, each client's figures are what its
+  server's jobs reported in fio's own JSON (read here without the product's parser), and
+  the start skew between them is recorded;
+- our operator is killed mid-sweep: no step is lost or run twice, the new one reconciles
+  without a handler error and its metrics show every step;
+- `crimsonbench fetch` -> `report` from the kind cluster;
+- restore: the CephCluster spec byte for byte, the OSDs back with their resources on their
+  nodes, the mon database as before, the pool and the run's cephx user gone;
+- deleting the run leaves nothing of any kind the operator's RBAC lets it create.
+This replaces the single-node e2e (tests/e2e/test_node_e2e.py) of earlier sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import kubernetes.config
+import psutil
+import pytest
+from harness.kind_bench import CLIENT_CPUS, OPERATOR_NS, OSD_CPUS, RUN_NS, BenchStack, run_manifest
+from harness.kind_rook import NAMESPACE as ROOK_NS
+from harness.operator_install import GROUP, PLURAL, VERSION
+from kubernetes import watch
+from prometheus_client.parser import text_string_to_metric_families
+from typer.testing import CliRunner
+
+from crimsonbench.cli import app
+from crimsonbench.manifests.fio import ROLE_CLIENT, client_job_name, server_job_name
+from crimsonbench.manifests.rbac import RULES
+from crimsonbench.manifests.results import read_results_configmaps, read_run_configmap
+
+pytestmark = pytest.mark.kind
+
+RUN, POOL = "kind-sweep", "bench-kind"
+LABEL_RUN, LABEL_ROLE = f"{GROUP}/run", f"{GROUP}/role"
+KEYS = {"osd_op_history_size": "40", "osd_op_log_threshold": "7"}  # runtime OSD options
+METRICS_PORT = 9464  # values.yaml metrics.port
+
+
+class Api:
+    """The kind cluster through the kubernetes client (its kubeconfig reaches the API
+    server through docker's port on 127.0.0.1)."""
+
+    def __init__(self, s: BenchStack) -> None:
+        self.s = s
+        # Any: the client's generated types mark every field Optional
+        self.api: Any = kubernetes.config.new_client_from_config(str(s.kind.kubeconfig))
+        self.core: Any = kubernetes.client.CoreV1Api(self.api)
+        self.batch: Any = kubernetes.client.BatchV1Api(self.api)
+        self.custom: Any = kubernetes.client.CustomObjectsApi(self.api)
+
+    def run(self) -> dict[str, Any] | None:
+        try:
+            got = self.custom.get_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, RUN)
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(got)
+
+    def status(self) -> dict[str, Any]:
+        return dict((self.run() or {}).get("status") or {})
+
+    def wait(self, what: str, probe: Any, timeout: float) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = probe()
+            if value:
+                return value
+            time.sleep(1)
+        raise AssertionError(
+            f"{what}: not after {timeout:.0f}s\nstatus: {json.dumps(self.status())[:3000]}\n"
+            f"{self.s.operator_logs(60)[-6000:]}\n{self.s.rook.diagnostics()}"
+        )
+
+    def operator_pods(self) -> list[Any]:
+        pods = self.core.list_namespaced_pod(OPERATOR_NS).items
+        return [p for p in pods if not p.metadata.deletion_timestamp]
+
+
+class Watcher:
+    """The run's pods from outside: job -> pod uids and nodes, every fio client pod's log
+    (streamed, so it survives the Job), and every fio server thread's CPU affinity as the
+    host sees it (kind's nodes are containers: their processes are the host's)."""
+
+    def __init__(self, a: Api) -> None:
+        self.a = a
+        self.pods_by_job: dict[str, set[str]] = defaultdict(set)
+        self.node_of_job: dict[str, set[str]] = defaultdict(set)
+        self.job_of_pod: dict[str, str] = {}
+        self.logs: dict[str, str] = {}
+        self.server_affinity: dict[int, set[int]] = {}  # host pid -> CPUs allowed
+        self.servers_seen: set[int] = set()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._following: set[str] = set()
+
+    def __enter__(self) -> Watcher:
+        for target in (self._watch, self._affinity):
+            t = threading.Thread(target=target, daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=15)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            w = watch.Watch()
+            try:
+                pods = self.a.core.list_namespaced_pod
+                sel = f"{LABEL_RUN}={RUN}"
+                for ev in w.stream(pods, ROOK_NS, label_selector=sel, timeout_seconds=2):
+                    pod = ev["object"]
+                    job = (pod.metadata.labels or {}).get("job-name")
+                    if not job:
+                        continue
+                    self.pods_by_job[job].add(pod.metadata.uid)
+                    self.job_of_pod[pod.metadata.name] = job
+                    if pod.spec.node_name:
+                        self.node_of_job[job].add(pod.spec.node_name)
+                    started = pod.status.phase in ("Running", "Succeeded", "Failed")
+                    role = (pod.metadata.labels or {}).get(LABEL_ROLE)
+                    if role == ROLE_CLIENT and started and pod.metadata.name not in self._following:
+                        self._following.add(pod.metadata.name)
+                        t = threading.Thread(target=self._follow, args=(pod.metadata.name,),
+                                             daemon=True)  # fmt: skip
+                        t.start()
+                        self._threads.append(t)
+            except Exception:  # noqa: S112 - the API may blip; the watch starts again
+                time.sleep(1)
+
+    def _follow(self, name: str) -> None:
+        for _ in range(20):  # the container may not accept a log stream yet
+            try:
+                resp = self.a.core.read_namespaced_pod_log(name, ROOK_NS, follow=True,
+                                                           _preload_content=False)  # fmt: skip
+                self.logs[name] = b"".join(resp.stream()).decode()
+                return
+            except kubernetes.client.ApiException:
+                time.sleep(0.5)
+
+    def _affinity(self) -> None:
+        while not self._stop.is_set():
+            for proc in psutil.process_iter(["name", "cmdline"]):
+                cmd = proc.info.get("cmdline") or []
+                if proc.info.get("name") != "fio" or not any("--server" in c for c in cmd):
+                    continue
+                try:
+                    for th in proc.threads():
+                        self.server_affinity[th.id] = set(psutil.Process(th.id).cpu_affinity())
+                    self.servers_seen.add(proc.pid)
+                except psutil.Error:
+                    continue
+            time.sleep(0.3)
+
+
+def fio_document(log: str) -> dict[str, Any]:
+    """fio's JSON in a client pod's log: after `==> fio.json <==`, from its first brace."""
+    body = log.split("==> fio.json <==", 1)[1].split("\n==> ", 1)[0]
+    doc = json.loads(body[body.index("{") :])
+    assert isinstance(doc, dict)
+    return doc
+
+
+def snapshot(s: BenchStack, a: Api) -> dict[str, Any]:
+    cluster = s.rook.cluster()
+    return {
+        "spec_json": json.dumps(cluster["spec"]),
+        "osd_nodes": s.rook.osd_nodes(),
+        "osd_resources": osd_resources(s),
+        "config": config_dump(s),
+        "pools": sorted(s.rook.ceph("osd", "pool", "ls").split()),
+    }
+
+
+def osd_resources(s: BenchStack) -> dict[int, Any]:
+    out = {}
+    for osd_id, pod in s.rook.osd_pods().items():
+        c = next(c for c in pod["spec"]["containers"] if c["name"] == "osd")
+        out[osd_id] = c.get("resources") or {}
+    return out
+
+
+def config_dump(s: BenchStack) -> list[tuple[str, str, str]]:
+    return sorted((e["section"], e["name"], str(e["value"]))
+                  for e in s.rook.ceph_json("config", "dump"))  # fmt: skip
+
+
+def metrics(a: Api, pod: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """The operator's /metrics through the API server's pod proxy."""
+    body = a.core.connect_get_namespaced_pod_proxy_with_path(f"{pod}:{METRICS_PORT}", OPERATOR_NS,
+                                                             "metrics")  # fmt: skip
+    out: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
+    for fam in text_string_to_metric_families(body):
+        for sample in fam.samples:
+            out[sample.name].append((sample.labels, sample.value))
+    return out
+
+
+def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
+    s, a = kind_rook, Api(kind_rook)
+    workers = sorted(s.kind.workers)
+    before = snapshot(s, a)
+    assert sorted(before["osd_nodes"].values()) == workers, "one OSD per worker to start with"
+    first_operator = a.operator_pods()[0].metadata.name
+    seen_osd_nodes: list[dict[int, str]] = []
+    t0 = time.monotonic()
+    with Watcher(a) as watcher:
+        body = run_manifest(RUN, workers, POOL, ceph_config=KEYS)
+        a.custom.create_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, body)
+
+        def steps_done(n: int) -> bool:
+            seen_osd_nodes.append(s.rook.osd_nodes())
+            return int(a.status().get("stepsDone") or 0) >= n
+
+        a.wait("the first step done", lambda: steps_done(1), 1200)
+        s.timings["apply_to_first_step_s"] = time.monotonic() - t0
+        # the run's options are in the mon database for both OSDs, from the CephCluster
+        for osd_id in before["osd_nodes"]:
+            for key, value in KEYS.items():
+                assert s.rook.ceph("config", "get", f"osd.{osd_id}", key).strip() == value
+        a.wait("two steps done", lambda: steps_done(2), 600)
+        a.core.delete_namespaced_pod(first_operator, OPERATOR_NS, grace_period_seconds=0)
+        killed_at = int(a.status()["stepsDone"])
+        status = a.wait(
+            "run finished",
+            lambda: (st := a.status()).get("phase") in ("Completed", "Failed") and st,
+            1800,
+        )
+        s.timings["run_s"] = time.monotonic() - t0
+    assert status["phase"] == "Completed", status.get("message")
+    assert status["stepsDone"] == status["stepsTotal"] == 4
+    assert 2 <= killed_at < 4, "the operator must be killed mid-sweep"
+
+    # planned per node, from the run's record: each worker's OSD on that worker's CPUs
+    run_cm = a.core.read_namespaced_config_map(f"{RUN}-run", RUN_NS)
+    _info, plan = read_run_configmap(a.api.sanitize_for_serialization(run_cm))
+    by_node = {node: sorted(osds) for node, osds in plan["cpu"]["hosts"].items()}
+    assert by_node == {n: [f"osd.{i}"] for i, n in before["osd_nodes"].items()}, plan
+    assert all(o["cpus"] == OSD_CPUS for h in plan["cpu"]["hosts"].values() for o in h.values())
+    clients = plan["clients"]
+    assert {c["node"] for c in clients.values()} == set(workers), clients
+    assert all(len(c["images"]) == 2 for c in clients.values()), clients
+
+    # no OSD ever left its node (sampled all along the run) and none is left elsewhere
+    assert all(seen == before["osd_nodes"] for seen in seen_osd_nodes if len(seen) == 2)
+    assert s.rook.osd_nodes() == before["osd_nodes"]
+
+    # one fio server per worker, on it, once; one pod per step across the restart
+    steps = [st["id"] for st in status["steps"]]
+    for w in workers:
+        job = server_job_name(RUN, w)
+        assert watcher.node_of_job[job] == {w}, dict(watcher.node_of_job)
+        assert len(watcher.pods_by_job[job]) == 1, job
+    for step in steps:
+        assert len(watcher.pods_by_job[client_job_name(RUN, step)]) == 1, step
+    # both servers' threads stayed on the client CPUs
+    assert len(watcher.servers_seen) >= 2, watcher.servers_seen
+    assert set().union(*watcher.server_affinity.values()) == {int(CLIENT_CPUS)}
+
+    # results: the sum of both clients; each client what its server's jobs reported
+    cms = a.core.list_namespaced_config_map(
+        RUN_NS, label_selector=f"{LABEL_RUN}={RUN},{LABEL_ROLE}=results"
+    ).items
+    docs = [a.api.sanitize_for_serialization(c) for c in cms]
+    results = {r.step_id: r for r in read_results_configmaps(docs)}
+    assert sorted(results) == sorted(steps)
+    skews = []
+    for pod_name, log in watcher.logs.items():
+        step_of_job = {client_job_name(RUN, st): st for st in steps}
+        step = step_of_job.get(watcher.job_of_pod[pod_name])
+        if step is None:
+            continue  # the prefill
+        r = results[step]
+        jobs = [j for j in fio_document(log)["client_stats"] if j["jobname"] != "All clients"]
+        per_host: dict[str, float] = defaultdict(float)
+        for j in jobs:
+            per_host[j["hostname"]] += j["read"]["iops"] + j["write"]["iops"]
+        assert len(per_host) == 2, (step, sorted(per_host))  # both servers answered
+        assert set(r.clients) == set(workers), (step, sorted(r.clients))
+        assert sorted(c.iops for c in r.clients.values()) == pytest.approx(
+            sorted(per_host.values()), rel=1e-9
+        )
+        assert r.fio.iops == pytest.approx(sum(c.iops for c in r.clients.values()), rel=1e-9)
+        assert r.fio.total_ios == sum(c.total_ios for c in r.clients.values())
+        assert all(c.iops > 0 for c in r.clients.values()), step
+        assert r.start_skew_ms is not None, step
+        skews.append(r.start_skew_ms)
+    assert len(skews) == len(steps), "a step's client pod log was not captured"
+    s.timings["start_skew_ms_max"] = max(skews)
+    print(f"\nstart skew between the two clients per step (ms): {skews}")
+
+    # the operator that finished the run: every step in its metrics, no handler failed
+    new = a.operator_pods()
+    assert new and first_operator not in [p.metadata.name for p in new]
+    m = metrics(a, new[0].metadata.name)
+    iops = {lab["step"]: v for lab, v in m["crimsonbench_step_iops"] if lab["run"] == RUN}
+    assert sorted(iops) == sorted(steps)
+    assert all(iops[st] == pytest.approx(results[st].fio.iops, rel=1e-9) for st in steps)
+    assert sum(v for _, v in m.get("crimsonbench_operator_reconcile_errors_total", [])) == 0
+    assert "failed with an exception" not in s.operator_logs(400)
+
+    # fetch -> report, as a user reads a run from a cluster
+    runner = CliRunner()
+    out = tmp_path / "fetched"
+    got = runner.invoke(app, ["fetch", f"{RUN_NS}/{RUN}", "--kubeconfig",
+                              str(s.kind.kubeconfig), "--results", str(out)])  # fmt: skip
+    assert got.exit_code == 0, got.output
+    assert runner.invoke(app, ["report", str(out)]).exit_code == 0
+    summary = (out / "report" / "summary.md").read_text()
+    for workload in ("randread4k", "randwrite4k"):  # a table with both iodepths each
+        table = summary.split(f"## {workload}", 1)[1].split("\n## ", 1)[0]
+        assert [ln.split("|")[1].strip() for ln in table.splitlines()
+                if ln.startswith(" | ")] == ["1", "4"], table  # fmt: skip
+    # no metrics.k8s.io here: the CPU columns say n/a, never a 0.00 that reads as measured
+    assert "| n/a  | n/a  | n/a  |" in summary
+
+    # restored: spec byte for byte, OSDs on their nodes with their resources, mon db, pool
+    assert json.dumps(s.rook.cluster()["spec"]) == before["spec_json"]
+    a.wait("the OSDs back as they were",
+           lambda: s.rook.osd_nodes() == before["osd_nodes"]
+           and osd_resources(s) == before["osd_resources"] and not s.rook.not_ready_reason(),
+           900)  # fmt: skip
+    assert config_dump(s) == before["config"]
+    assert sorted(s.rook.ceph("osd", "pool", "ls").split()) == before["pools"]
+    users = [e["entity"] for e in s.rook.ceph_json("auth", "ls")["auth_dump"]]
+    assert f"client.{RUN}-fio" not in users
+
+    # deleted: nothing left of any kind the operator may create
+    a.custom.delete_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, RUN)
+    a.wait("run deleted", lambda: a.run() is None, 600)
+    a.wait("its pods gone", lambda: not leftovers(a), 300)
+
+
+def leftovers(a: Api) -> dict[str, list[str]]:
+    creatable = {res for _g, resources, verbs, _why in RULES if "create" in verbs
+                 for res in resources}  # fmt: skip
+    unchecked = creatable - {"jobs", "configmaps", "pods", "leases", "events", "cephclients",
+                             "cephblockpools"}  # fmt: skip
+    assert not unchecked, f"the operator may create {unchecked}: check them here too"
+    sel = f"{LABEL_RUN}={RUN}"
+    found: dict[str, list[str]] = {}
+    for ns in (RUN_NS, ROOK_NS, OPERATOR_NS):
+        jobs = a.batch.list_namespaced_job(ns, label_selector=sel).items
+        pods = a.core.list_namespaced_pod(ns, label_selector=sel).items
+        cms = a.core.list_namespaced_config_map(ns, label_selector=sel).items
+        found[f"jobs/{ns}"] = [j.metadata.name for j in jobs]
+        found[f"pods/{ns}"] = [p.metadata.name for p in pods]
+        found[f"configmaps/{ns}"] = [c.metadata.name for c in cms]
+    for plural in ("cephblockpools", "cephclients"):
+        items = a.custom.list_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, plural,
+                                                       label_selector=sel)["items"]  # fmt: skip
+        found[plural] = [o["metadata"]["name"] for o in items]
+    coordination: Any = kubernetes.client.CoordinationV1Api(a.api)
+    names = [le.metadata.name for le in coordination.list_namespaced_lease(OPERATOR_NS).items]
+    found["leases"] = [n for n in names if n.startswith("crimsonbench-")]
+    return {k: v for k, v in found.items() if v}
