@@ -47,7 +47,7 @@ BREAKAGES = (
         "fio ceph-common util-linux procps ca-certificates",
         "fio ceph-comon util-linux procps ca-certificates",
         "a package name typo: the fio image cannot be built (must fail, never skip)",
-        "quick node",
+        "quick kind",
     ),
     Breakage(
         "handler-raises",
@@ -71,7 +71,7 @@ BREAKAGES = (
         '        cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]\n',
         "",
         "results ConfigMaps lose their owner: they outlive a deleted run",
-        "quick node",
+        "quick kind",
     ),
     Breakage(
         "planner-refuses",
