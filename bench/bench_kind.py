@@ -1,0 +1,113 @@
+"""Two real nodes (kind: e2e/harness/kind_bench.py): start skew between the fio clients and
+the per-step overhead of the client/server design, with Rook's OSDs and a fio client on
+each worker.
+
+- start skew: per step, the latest minus the earliest client start (fio's own IOPS logs,
+  the product's StepResult.start_skew_ms). Goal < 50 ms.
+- overhead per step: wall time between two consecutive steps being stored (status.stepsDone
+  going up, polled every 0.2 s) minus runtime + ramp: reconcile tick, the client Job +
+  ConfigMap, scheduling and start of the client pod, fio's client handing the job files to
+  both servers, log read and parse, results write. Goal < 1.5 s. The first step is left
+  out (its interval starts with the prefill).
+- once per run: apply -> first step stored (patch, Rook rolling both OSDs, fio servers,
+  prefill), and Completed -> the run's objects gone after delete.
+
+    .venv/bin/python bench/bench_kind.py [--rounds 2] [--runtime 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "e2e"))
+
+import kubernetes.client  # noqa: E402
+import kubernetes.config  # noqa: E402
+from harness.kind_bench import RUN_NS, kind_bench_stack, run_manifest  # noqa: E402
+from harness.operator_install import GROUP, PLURAL, VERSION  # noqa: E402
+
+from crimsonbench.manifests.results import read_results_configmaps  # noqa: E402
+
+IODEPTHS = (1, 8, 32)
+
+
+def one_run(custom: Any, core: Any, api: Any, name: str, workers: list[str],
+            runtime: int) -> dict[str, Any]:  # fmt: skip
+    body = run_manifest(name, workers, f"pool-{name}", IODEPTHS, runtime)
+    t0 = time.monotonic()
+    custom.create_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, body)
+    stored: list[float] = []  # monotonic time each step was seen stored
+    done, phase = 0, ""
+    while phase not in ("Completed", "Failed"):
+        if time.monotonic() - t0 > 3600:
+            raise RuntimeError(f"{name}: not finished after an hour")
+        st = custom.get_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, name)
+        status = st.get("status") or {}
+        phase = status.get("phase", "")
+        now = int(status.get("stepsDone") or 0)
+        stored += [time.monotonic()] * (now - done)
+        done = now
+        time.sleep(0.2)
+    if phase != "Completed":
+        raise RuntimeError(f"{name}: {phase}: {status.get('message')}")
+    finished = time.monotonic()
+    sel = f"{GROUP}/run={name},{GROUP}/role=results"
+    cms = core.list_namespaced_config_map(RUN_NS, label_selector=sel).items
+    results = read_results_configmaps([api.sanitize_for_serialization(c) for c in cms])
+    custom.delete_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, name)
+    while True:
+        try:
+            custom.get_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, name)
+        except kubernetes.client.ApiException as exc:
+            if exc.status == 404:
+                break
+            raise
+        time.sleep(0.5)
+    intervals = [b - a for a, b in zip(stored, stored[1:], strict=False)]
+    return {
+        "first_step_s": stored[0] - t0,
+        "overheads": [i - runtime - 1 for i in intervals],
+        "skews": [r.start_skew_ms for r in results if r.start_skew_ms is not None],
+        "clients": [len(r.clients) for r in results],
+        "delete_s": time.monotonic() - finished,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--runtime", type=int, default=5)
+    args = ap.parse_args()
+    with kind_bench_stack() as s:
+        print(f"stack up: {s.timings}", flush=True)
+        api: Any = kubernetes.config.new_client_from_config(str(s.kind.kubeconfig))
+        custom, core = kubernetes.client.CustomObjectsApi(api), kubernetes.client.CoreV1Api(api)
+        workers = sorted(s.kind.workers)
+        rows = []
+        for r in range(args.rounds):
+            row = one_run(custom, core, api, f"kind-bench-{r}", workers, args.runtime)
+            rows.append(row)
+            print(f"round {r}: first step {row['first_step_s']:.0f} s, overhead/step "
+                  + " ".join(f"{o:.2f}" for o in row["overheads"]) + " s, skew "
+                  + " ".join(f"{k:.0f}" for k in row["skews"]) + " ms, clients "
+                  + f"{row['clients']}, delete {row['delete_s']:.0f} s", flush=True)  # fmt: skip
+    overheads = [o for row in rows for o in row["overheads"]]
+    skews = [k for row in rows for k in row["skews"]]
+    print("\n| figure | median | min | max | goal |\n|---|---|---|---|---|")
+    print(f"| start skew between 2 clients (ms) | {statistics.median(skews):.0f} | {min(skews):.0f}"
+          f" | {max(skews):.0f} | < 50 |")  # fmt: skip
+    print(f"| overhead per step (s) | {statistics.median(overheads):.2f} | {min(overheads):.2f}"
+          f" | {max(overheads):.2f} | < 1.5 |")  # fmt: skip
+    firsts = [row["first_step_s"] for row in rows]
+    print(f"| apply -> first step stored (s) | {statistics.median(firsts):.0f} | {min(firsts):.0f}"
+          f" | {max(firsts):.0f} | — |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
