@@ -6,6 +6,7 @@ same words where the rule is a shared `Rule`."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -859,7 +860,17 @@ def test_service_account_is_bound_by_rbac(
                 },
             ]
         )
-        listed = as_dict(sa_crs.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL))
+        # the API server's RBAC authorizer reads bindings from its informer cache: a new
+        # binding takes effect a moment later (seen: a 403 right after the create)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                listed = as_dict(sa_crs.list_namespaced_custom_object(GROUP, VERSION, ns, PLURAL))
+                break
+            except ApiException as exc:
+                if exc.status != 403 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         assert listed["items"] == []
 
 
