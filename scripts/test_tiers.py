@@ -199,11 +199,19 @@ STATIC = (
 )
 
 
+def interruptible() -> None:
+    """In the child before exec: SIGINT back to its default. A shell runs a background job
+    (`make test &`, a CI step's wrapper) with SIGINT ignored, the child inherits that and
+    Python then never turns SIGINT into KeyboardInterrupt: the hard stop would not stop it
+    (seen: a pytest started from a background shell ignored two SIGINTs)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _pytest(marker: str, extra: list[str], seconds: float | None) -> tuple[int, bool]:
     """(pytest's exit code, stopped at the hard limit). SIGINT makes pytest stop like ^C:
     the running test's fixtures still tear down what they started."""
     cmd = [sys.executable, "-m", "pytest", "-rfEs", "-m", marker, *extra]
-    proc = subprocess.Popen(cmd, cwd=REPO)
+    proc = subprocess.Popen(cmd, cwd=REPO, preexec_fn=interruptible)
     try:
         return proc.wait(timeout=seconds), False
     except subprocess.TimeoutExpired:

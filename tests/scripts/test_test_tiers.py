@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import signal
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -128,3 +129,29 @@ def test_exitfirst_from_arguments_or_pytest_addopts(
     assert tiers._exitfirst(["-x"])
     monkeypatch.setenv("PYTEST_ADDOPTS", "-x -p no:cacheprovider")  # tests/break_product.py
     assert tiers._exitfirst([])
+
+
+def _sigint_ignored(pid: int) -> bool:
+    ignored = next(ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines()
+                   if ln.startswith("SigIgn:"))  # fmt: skip
+    return bool(int(ignored.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+
+
+def test_pytest_child_takes_sigint_even_when_started_with_it_ignored(tiers: ModuleType) -> None:
+    """The hard stop sends SIGINT: a tier's pytest must not inherit an ignored SIGINT from
+    a background shell."""
+    import subprocess
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as `bash -c 'make test' &` does
+    try:
+        plain = subprocess.Popen(["sleep", "30"])
+        fixed = subprocess.Popen(["sleep", "30"], preexec_fn=tiers.interruptible)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    try:
+        assert _sigint_ignored(plain.pid)  # the inheritance is real
+        assert not _sigint_ignored(fixed.pid)
+    finally:
+        for p in (plain, fixed):
+            p.kill()
+            p.wait()
