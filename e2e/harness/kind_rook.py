@@ -41,7 +41,7 @@ import yaml
 from harness.controlplane import cache_root
 from harness.helm import ensure_helm
 from harness.kind import KIND_DIR, KindCluster
-from harness.rook import ROOK_IMAGE, rook_chart, rook_image_archive
+from harness.rook import ROOK_IMAGE, rook_image_archive, rook_install_args
 from harness.rook_ops import ceph_ready
 from harness.waiting import wait_for
 
@@ -198,13 +198,7 @@ class KindRook:
 
     # ------------------------------------------------------------------ bring-up
     def install_operator(self, timeout: float) -> None:
-        chart = rook_chart(self.loops.dir / "chart")
-        repo, tag = self.image.rsplit(":", 1)
-        self.helm(
-            "install", "rook-ceph", str(chart), "--namespace", self.namespace,
-            "--create-namespace", "-f", str(VALUES),
-            "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
-        )  # fmt: skip
+        self.helm(*rook_install_args(self.loops.dir / "chart", self.namespace, VALUES, self.image))
         self.kind.kubectl("-n", self.namespace, "rollout", "status", "deploy/rook-ceph-operator",
                           f"--timeout={int(timeout)}s", timeout=timeout + 60)  # fmt: skip
 

@@ -85,6 +85,17 @@ def rook_chart(dest: Path, version: str = ROOK_VERSION) -> Path:
     return chart
 
 
+def rook_install_args(dest: Path, namespace: str, values: Path, image: str) -> list[str]:
+    """`helm install` arguments for Rook's own operator chart (copied under DEST) into
+    NAMESPACE with VALUES, running IMAGE (repository:tag, loaded into the nodes)."""
+    repo, tag = image.rsplit(":", 1)
+    return [
+        "install", "rook-ceph", str(rook_chart(dest)), "--namespace", namespace,
+        "--create-namespace", "-f", str(values),
+        "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
+    ]  # fmt: skip
+
+
 def _run_build(script: Path, what: str, timeout: float) -> Path:
     """Run a build script that prints its result path last; RookUnavailable for failures the
     machine causes, RuntimeError (a real failure) for anything else."""

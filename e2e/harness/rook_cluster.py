@@ -59,8 +59,8 @@ from harness.rook import (
     REPO,
     ROOK_IMAGE,
     RookUnavailable,
-    rook_chart,
     rook_image_archive,
+    rook_install_args,
 )
 from harness.rook_ops import GROUP, PLURAL, VERSION, ceph_ready
 from harness.rook_teardown import RookTeardown
@@ -254,13 +254,7 @@ class RookCluster(RookTeardown):
         subprocess.run(["iptables", "-t", "nat", "-I", *self._nat], check=True, timeout=60)
 
     def _install_operator(self) -> None:
-        chart = rook_chart(self.dir / "chart")
-        repo, tag = self.image.rsplit(":", 1)
-        self.helm(
-            "install", "rook-ceph", str(chart), "--namespace", self.namespace,
-            "--create-namespace", "-f", str(VALUES),
-            "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
-        )  # fmt: skip
+        self.helm(*rook_install_args(self.dir / "chart", self.namespace, VALUES, self.image))
 
         def operator_ready() -> bool:
             return any(pod_ready(p) for p in self.pods("app=rook-ceph-operator"))
