@@ -21,7 +21,6 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -162,10 +161,3 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
         left = loops.release()
     if left:
         raise AssertionError("kind teardown left the host changed: " + json.dumps(left))
-
-
-def dump_timings(timings: dict[str, float], dest: Path | None = None) -> str:
-    text = json.dumps({k: round(v, 1) for k, v in timings.items()})
-    if dest is not None:
-        dest.write_text(text)
-    return text

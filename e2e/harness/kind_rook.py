@@ -10,11 +10,11 @@ worker, and a toolbox pod for `ceph` commands.
 What differs from the real-node harness (e2e/harness/rook_cluster.py), and why:
 - kind has a pod network, kube-proxy and Ready nodes: Rook runs as it does in Rook's own
   CI (mons behind ClusterIP Services, OSDs on pod IPs), no host network, no NAT rule;
-- each worker sees only ITS loop device: with the host's /dev shared by both workers,
-  every worker's OSD prepare (`ceph-volume raw list`, which lists all devices when not on
-  a PVC) would report the other worker's OSD as its own. The loop devices are attached
-  after the nodes exist (docker copies the host's devices into a privileged container
-  only when it is created), and one device node is made in each worker's /dev;
+- each worker sees only ITS loop device: with a device visible to both workers, every
+  worker's OSD prepare (`ceph-volume raw list`, which lists all devices when not on a PVC)
+  would report the other worker's OSD as its own. The loop devices are attached after the
+  nodes exist, and each worker's /dev keeps only its own device node (docker copied the
+  host's /dev/loop* nodes into every privileged node: give_worker_its_device);
 - `ceph` runs in a toolbox pod (the host cannot reach pod or Service IPs).
 
 Teardown: the loop devices are detached lazily (the OSDs hold them open until `kind
