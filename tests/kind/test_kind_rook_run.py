@@ -35,6 +35,7 @@ from harness.kind_bench import CLIENT_CPUS, OPERATOR_NS, OSD_CPUS, RUN_NS, Bench
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from harness.operator_install import GROUP, PLURAL, VERSION
 from kubernetes import watch
+from polling import poll_until
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
@@ -76,16 +77,11 @@ class Api:
         return dict((self.run() or {}).get("status") or {})
 
     def wait(self, what: str, probe: Any, timeout: float) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = probe()
-            if value:
-                return value
-            time.sleep(1)
-        raise AssertionError(
-            f"{what}: not after {timeout:.0f}s\nstatus: {json.dumps(self.status())[:3000]}\n"
-            f"{self.s.operator_logs(60)[-6000:]}\n{self.s.rook.diagnostics()}"
-        )
+        def explain() -> str:
+            return (f"status: {json.dumps(self.status())[:3000]}\n"
+                    f"{self.s.operator_logs(60)[-6000:]}\n{self.s.rook.diagnostics()}")  # fmt: skip
+
+        return poll_until(what, probe, timeout, explain, interval=1)
 
     def operator_pods(self) -> list[Any]:
         pods = self.core.list_namespaced_pod(OPERATOR_NS).items

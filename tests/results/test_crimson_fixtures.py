@@ -30,8 +30,13 @@ def task_table(name: str) -> tuple[int, list[Thread]]:
 
 @pytest.mark.parametrize(
     ("store", "shards"),
-    [("cyanstore", 1), ("seastore", 1), ("bluestore", 1), ("bluestore-alien-unpinned", 1),
-     ("cyanstore-2reactors", 2)],  # fmt: skip
+    [
+        ("cyanstore", 1),
+        ("seastore", 1),
+        ("bluestore", 1),
+        ("bluestore-alien-unpinned", 1),
+        ("cyanstore-2reactors", 2),
+    ],  # fmt: skip
 )
 def test_reactor_utilization_one_value_per_shard(store: str, shards: int) -> None:
     text = (FIX / f"dump-metrics-reactor_utilization-{store}.json").read_text()
@@ -96,6 +101,7 @@ def test_option_names_are_what_the_20_2_4_mon_knows() -> None:
     assert option_family(OptionNaming.AUTO, "20.2.4") == "legacy"
     assert "crimson_seastar_cpu_cores" in known and "crimson_cpu_set" not in known
     # the mon refuses the Ceph 21 name: the reason the family matters
-    assert "unrecognized config option 'crimson_cpu_set'" in (
-        FIX / "config-set-crimson_cpu_set.stderr"
-    ).read_text()
+    assert (
+        "unrecognized config option 'crimson_cpu_set'"
+        in (FIX / "config-set-crimson_cpu_set.stderr").read_text()
+    )

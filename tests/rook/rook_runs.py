@@ -19,6 +19,7 @@ from typing import Any
 import kubernetes.client
 from harness.operator_install import GROUP, PLURAL, RUN_NS, VERSION, OperatorOnNode
 from harness.rook_cluster import RookCluster, pod_ready
+from polling import poll_until
 
 LABEL_RUN, LABEL_ROLE = f"{GROUP}/run", f"{GROUP}/role"
 # Runtime options the OSDs read from the mon (no restart), left alone by reef's mClock
@@ -93,17 +94,13 @@ class RookBench:
     def wait(self, what: str, probe: Callable[[], Any], timeout: float, run: str = "") -> Any:
         """Poll probe until truthy; AssertionError with the run's status, our operator's
         log and Rook's diagnostics otherwise."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = probe()
-            if value:
-                return value
-            time.sleep(0.5)
-        status = json.dumps(self.status(run))[:3000] if run else ""
-        raise AssertionError(
-            f"{what}: not after {timeout:.0f}s\nstatus: {status}\n"
-            f"{self.op.operator_logs(40)[-5000:]}\n{self.rook.diagnostics()}"
-        )
+
+        def explain() -> str:
+            status = json.dumps(self.status(run))[:3000] if run else ""
+            return (f"status: {status}\n{self.op.operator_logs(40)[-5000:]}\n"
+                    f"{self.rook.diagnostics()}")  # fmt: skip
+
+        return poll_until(what, probe, timeout, explain, interval=0.5)
 
     def wait_finished(self, name: str, timeout: float = 1800) -> dict[str, Any]:
         def done() -> dict[str, Any] | None:
