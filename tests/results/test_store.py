@@ -151,3 +151,19 @@ def test_unsafe_names_are_refused(tmp_path: Path, bad: str) -> None:
         store.step_dir(bad)
     with pytest.raises(ValueError, match="not a safe file name"):
         store.write_fio_output("000-x", bad, "{}")
+
+
+def test_a_relative_results_directory_gives_paths_valid_from_any_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`crimsonbench run` defaults to results/<name>, relative; fio then runs in the step's
+    directory, so every path handed to it must be absolute (make demo failed with fio's
+    'output file open error')."""
+    monkeypatch.chdir(tmp_path)
+    store = ResultStore(Path("results") / "demo")
+    paths = store.fio_paths("000-randread4k-qd001-r1", "client-0")
+    job = store.write_job_file("000-randread4k-qd001-r1", "fio_test_0-p0", "[global]\n")
+    assert store.root == tmp_path / "results" / "demo"
+    assert paths.output.is_absolute() and job.is_absolute()
+    monkeypatch.chdir(paths.output.parent)  # where fio runs
+    assert job.exists() and paths.output.parent.is_dir()

@@ -59,7 +59,9 @@ class NotAResultsDirectory(ValueError):
 
 class ResultStore:
     def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+        # absolute: fio runs with its step directory as working directory (its IOPS logs
+        # land there), so a relative --output would be resolved twice and not be found
+        self.root = Path(root).absolute()
 
     def check_readable(self) -> None:
         """Raise NotAResultsDirectory unless this looks like a results directory."""
