@@ -13,9 +13,18 @@ export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
 log() { echo "[${LOG_TAG:-kind}] $*" >&2; }
 
 # on_exit CMD: run CMD when the script exits, last registered first (one EXIT trap for all).
-# Functions called in $(...) run in a subshell: what they register runs when it ends.
+# Functions called in $(...) or in the background run in a subshell: what they register
+# runs when it ends, and only that. A subshell inherits the array of its parent's hooks;
+# running those at its end killed the parent's other background builds and removed
+# their files (seen on the first cold build: coredns killed when a $(rootfs_image)
+# ended), so a subshell's first on_exit starts a list of its own.
 _ON_EXIT=()
-on_exit() { _ON_EXIT+=("$1"); trap _run_on_exit EXIT; }
+_ON_EXIT_OWNER=$BASHPID
+on_exit() {
+  if [ "$_ON_EXIT_OWNER" != "$BASHPID" ]; then _ON_EXIT=(); _ON_EXIT_OWNER=$BASHPID; fi
+  _ON_EXIT+=("$1")
+  trap _run_on_exit EXIT
+}
 _run_on_exit() {
   local i
   for ((i = ${#_ON_EXIT[@]} - 1; i >= 0; i--)); do eval "${_ON_EXIT[i]}" || true; done
