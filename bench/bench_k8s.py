@@ -2,10 +2,10 @@
 
 - overhead per step: wall time between two consecutive steps being stored (the operator's
   status.stepsDone going up) minus fio's runtime + ramp. It holds everything the operator
-  adds to a step: reconcile tick, the client Job + ConfigMap, scheduling, the client pod's
-  start, librbd connect in the long-lived fio server, log read and parse, results write.
+  adds to a step: the execs in the run's fio driver pod (start, output), librbd connect in
+  the long-lived fio server, parse, results write.
   Goal < 1.5 s. (The first step is left out: its interval starts with the prefill.)
-- fidelity: IOPS of each step run by the pods (a pinned fio server pod, a fio client Job)
+- fidelity: IOPS of each step run by the pods (a pinned fio server pod, the fio driver)
   / IOPS of the same job files in the same mode on this host (a `fio --server` pinned to
   the same CPU with taskset, `fio --client` per step, the pods' ceph.conf) against the same
   cluster. Interleaved:

@@ -5,12 +5,14 @@ each worker.
 - start skew: per step, the latest minus the earliest client start (fio's own IOPS logs,
   the product's StepResult.start_skew_ms). Goal < 50 ms.
 - overhead per step: wall time between two consecutive steps being stored (status.stepsDone
-  going up, polled every 0.2 s) minus runtime + ramp: reconcile tick, the client Job +
-  ConfigMap, scheduling and start of the client pod, fio's client handing the job files to
-  both servers, log read and parse, results write. Goal < 1.5 s. The first step is left
+  going up, polled every 0.2 s) minus runtime + ramp: the exec that starts the step's fio
+  client in the run's driver pod, fio's client handing the job files to both servers and
+  their librbd setup, fio's end, the exec that reads the output, parse, results write,
+  and the status patch. Goal < 1.5 s. The first step is left
   out (its interval starts with the prefill).
 - once per run: apply -> first step stored (patch, Rook rolling both OSDs, fio servers,
-  prefill), and Completed -> the run's objects gone after delete.
+  prefill); last step stored -> Completed (the restore: spec back, Rook rolling the OSDs
+  back, `ceph config rm`, pool and user removed); Completed -> the run gone after delete.
 
     .venv/bin/python bench/bench_kind.py [--rounds 2] [--runtime 5]
 """
@@ -75,6 +77,7 @@ def one_run(custom: Any, core: Any, api: Any, name: str, workers: list[str],
         "overheads": [i - runtime - 1 for i in intervals],
         "skews": [r.start_skew_ms for r in results if r.start_skew_ms is not None],
         "clients": [len(r.clients) for r in results],
+        "restore_s": finished - stored[-1],
         "delete_s": time.monotonic() - finished,
     }
 
@@ -96,7 +99,8 @@ def main() -> None:
             print(f"round {r}: first step {row['first_step_s']:.0f} s, overhead/step "
                   + " ".join(f"{o:.2f}" for o in row["overheads"]) + " s, skew "
                   + " ".join(f"{k:.0f}" for k in row["skews"]) + " ms, clients "
-                  + f"{row['clients']}, delete {row['delete_s']:.0f} s", flush=True)  # fmt: skip
+                  + f"{row['clients']}, restore {row['restore_s']:.0f} s, "
+                  + f"delete {row['delete_s']:.0f} s", flush=True)  # fmt: skip
     overheads = [o for row in rows for o in row["overheads"]]
     skews = [k for row in rows for k in row["skews"]]
     print("\n| figure | median | min | max | goal |\n|---|---|---|---|---|")
@@ -104,9 +108,13 @@ def main() -> None:
           f" | {max(skews):.0f} | < 50 |")  # fmt: skip
     print(f"| overhead per step (s) | {statistics.median(overheads):.2f} | {min(overheads):.2f}"
           f" | {max(overheads):.2f} | < 1.5 |")  # fmt: skip
-    firsts = [row["first_step_s"] for row in rows]
-    print(f"| apply -> first step stored (s) | {statistics.median(firsts):.0f} | {min(firsts):.0f}"
-          f" | {max(firsts):.0f} | — |")  # fmt: skip
+    for key, what in (
+        ("first_step_s", "apply -> first step stored"),
+        ("restore_s", "last step stored -> Completed (restore)"),
+    ):
+        vals = [row[key] for row in rows]
+        print(f"| {what} (s) | {statistics.median(vals):.0f} | {min(vals):.0f}"
+              f" | {max(vals):.0f} | — |")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 
 The rules have one source, RULES in operator/crimsonbench/manifests/rbac.py (also behind
 manifests/rbac.yaml and the operator tests). This only decides their scope in the chart:
-rules for objects the operator keeps in its own namespace only go to a Role there, the
-rest to the ClusterRole. tests/chart fails when the checked-in file differs from this output
+rules for objects the operator keeps in its own namespace only go to a Role there,
+FIO_NAMESPACE_RULES (pods/exec) to a Role in each of `rbac.fioNamespaces`, the rest to the
+ClusterRole. tests/chart fails when the checked-in file differs from this output
 and when the rendered ClusterRole + Role grant anything else than RULES.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
-from crimsonbench.manifests.rbac import RULES
+from crimsonbench.manifests.rbac import FIO_NAMESPACE_RULES, RULES
 
 # (apiGroup, resource) -> why it is only needed in the operator's (release) namespace
 OWN_NAMESPACE_ONLY = {
@@ -53,6 +54,9 @@ def render() -> str:
         + "{{- end }}\n\n"
         + '{{- define "crimsonbench.namespaceRules" }}\n'
         + "".join(own)
+        + "{{- end }}\n\n"
+        + '{{- define "crimsonbench.fioNamespaceRules" }}\n'
+        + "".join(_rule(*r) for r in FIO_NAMESPACE_RULES)
         + "{{- end }}\n"
     )
 

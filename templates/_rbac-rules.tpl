@@ -24,7 +24,7 @@ operator/crimsonbench/manifests/rbac.py. Do not edit: change RULES and regenerat
 - apiGroups: ["ceph.rook.io"]
   resources: ["cephclients", "cephblockpools"]
   verbs: ["create", "delete", "get", "list", "watch"]
-# batch/jobs: topology probe, prefill and fio Jobs
+# batch/jobs: topology probe, fio servers and driver, image and config Jobs
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["create", "delete", "get", "list", "watch"]
@@ -36,11 +36,11 @@ operator/crimsonbench/manifests/rbac.py. Do not edit: change RULES and regenerat
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["get", "list", "watch"]
-# core/pods/log: fio's JSON and lscpu's output come through the log
+# core/pods/log: lscpu's output and the cluster's facts come through the log
 - apiGroups: [""]
   resources: ["pods/log"]
   verbs: ["get"]
-# core/configmaps: fio job files, results, topology cache, the original CephCluster spec
+# core/configmaps: results, topology cache, the original CephCluster spec
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["create", "update", "patch", "delete", "deletecollection", "get", "list", "watch"]
@@ -79,4 +79,11 @@ operator/crimsonbench/manifests/rbac.py. Do not edit: change RULES and regenerat
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["get", "create", "update", "delete"]
+{{- end }}
+
+{{- define "crimsonbench.fioNamespaceRules" }}
+# core/pods/exec: every step's fio client runs in the run's fio driver pod, by exec
+- apiGroups: [""]
+  resources: ["pods/exec"]
+  verbs: ["create", "get"]
 {{- end }}

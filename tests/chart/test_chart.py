@@ -130,8 +130,11 @@ def test_env_is_what_the_operator_reads(
 def test_rbac_is_pythons_rules(render: Render) -> None:
     docs = render(namespace="ops")
     (cluster_role,) = by_kind(docs, "ClusterRole")
-    (role,) = by_kind(docs, "Role")
+    role, fio_role = by_kind(docs, "Role")
     python_rules = operator_rbac()[1]["rules"]
+    # pods/exec only in the fio namespaces (values: rbac.fioNamespaces, default Rook's)
+    assert fio_role["metadata"]["namespace"] == "rook-ceph"
+    assert fio_role["rules"] == operator_rbac()[3]["rules"]
     assert rule_set(cluster_role["rules"]) + rule_set(role["rules"]) == rule_set(python_rules)
     # only the leases are namespace-scoped: they live in the operator's own namespace
     assert rule_set(role["rules"]) == Counter(
@@ -141,7 +144,8 @@ def test_rbac_is_pythons_rules(render: Render) -> None:
     (sa,) = by_kind(docs, "ServiceAccount")
     subject = {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "ops"}
     for binding, ref in ((by_kind(docs, "ClusterRoleBinding")[0], cluster_role),
-                         (by_kind(docs, "RoleBinding")[0], role)):  # fmt: skip
+                         (by_kind(docs, "RoleBinding")[0], role),
+                         (by_kind(docs, "RoleBinding")[1], fio_role)):  # fmt: skip
         assert binding["subjects"] == [subject]
         assert binding["roleRef"]["kind"] == ref["kind"]
         assert binding["roleRef"]["name"] == ref["metadata"]["name"]

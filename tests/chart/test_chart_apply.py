@@ -49,7 +49,9 @@ def applied(control_plane: ControlPlane, render: Render) -> list[dict[str, Any]]
     assert len(crd_files) == len(WANTED_CRDS), crd_files
     for path in crd_files:
         _wait_established(control_plane, control_plane.apply_yaml(path))
-    control_plane.apply_yaml([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}])
+    for ns in (NS, "rook-ceph"):  # rook-ceph: the default rbac.fioNamespaces
+        control_plane.apply_yaml([{"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": ns}}])  # fmt: skip
     # our objects (Rook's CRDs are already here, from Rook's crds.yaml)
     docs = render(
         [FULL_VALUES],
@@ -112,6 +114,10 @@ def test_rbac_grants_pythons_rules_and_no_more(
                     assert _allowed(api, sa, verb, group, resource, NS), (verb, group, resource)
                     elsewhere = _allowed(api, sa, verb, group, resource, "bench")
                     assert elsewhere != own_ns_only, (verb, group, resource)
+        for verb in ("create", "get"):  # exec: in the fio namespace only
+            assert _allowed(api, sa, verb, "", "pods/exec", "rook-ceph")
+            assert not _allowed(api, sa, verb, "", "pods/exec", "bench")
+            assert not _allowed(api, sa, verb, "", "pods/exec", NS)
         assert not _allowed(api, sa, "list", "", "secrets", "bench")
         assert not _allowed(api, sa, "delete", "ceph.rook.io", "cephclusters", "rook-ceph")
         assert not _allowed(api, sa, "create", "rbac.authorization.k8s.io", "roles", NS)

@@ -23,6 +23,7 @@ from crimsonbench.controller.decide import (
     server_addresses,
 )
 from crimsonbench.errors import ExecutionError, InvalidSpec
+from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
@@ -269,3 +270,20 @@ def test_osds_running_with_compares_quantities_not_strings() -> None:
     assert not late.done and "osd.0 still has limits cpu=2" in late.message
     none = decide.osds_running_with([0], [_pod(0)], (None, None))  # the original had none
     assert none.done
+
+
+@pytest.mark.parametrize(
+    ("state", "started", "now", "wait"),
+    [
+        ("running", 100.0, 101.0, 0.0),  # 13 s left of 14: the next tick polls again
+        ("running", 100.0, 112.5, 1.5 + decide.WAIT_MARGIN_S),  # ends before the next tick
+        ("running", 100.0, 120.0, decide.WAIT_MARGIN_S),  # overdue: fio is ending
+        ("running", 0.0, 120.0, 0.0),  # started not yet written
+        ("missing", 0.0, 120.0, 0.0),
+    ],
+)
+def test_a_tick_waits_in_the_driver_only_for_a_step_about_to_end(
+    state: str, started: float, now: float, wait: float
+) -> None:
+    report = StepReport(state, now, started)
+    assert decide.wait_for_step_end(report, expected_s=14, tick_s=2) == pytest.approx(wait)

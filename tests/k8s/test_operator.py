@@ -126,6 +126,12 @@ def admin(control_plane: ControlPlane) -> Iterator[kubernetes.client.ApiClient]:
             except ApiException as exc:
                 assert exc.status == 409
         control_plane.apply_yaml(operator_rbac(OP_NS))
+
+        def default_sa() -> bool:  # a pod needs it; the controller makes it a moment later
+            names = {sa.metadata.name for sa in core.list_namespaced_service_account(ROOK_NS).items}
+            return "default" in names
+
+        wait_for("the default ServiceAccount of rook-ceph", default_sa)
         # The topology probe's result for node-a, as the probe Job would have cached it:
         # the real lscpu output of the reference machine (pods cannot run here).
         lscpu = (ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text()
@@ -416,7 +422,7 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
     """Every object the operator creates passes the real API server's validation, created
     (server-side dry run) as the operator's own ServiceAccount, so RBAC is exercised too."""
     from crimsonbench.controller.decide import ClusterFacts
-    from crimsonbench.manifests import fio, maintenance, rook_objects
+    from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
     from crimsonbench.manifests.ceph_access import rook_access, rook_client_access
     from crimsonbench.manifests.pods import PodOptions
     from crimsonbench.manifests.results import results_configmaps, run_configmap
@@ -435,8 +441,6 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
     opts = PodOptions(image="crimsonbench-fio:test")
     admin_access = rook_access(ROOK_NS)
     user = rook_client_access(ROOK_NS, plan.pool.user)
-    step = plan.steps[0]
-    servers = {NODE: "10.0.0.1:8765"}
     info = RunInfo.from_spec("dryrun", spec)
     objects = [
         maintenance.topology_probe_job("dryrun", NODE, OP_NS, opts),
@@ -445,18 +449,7 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
         maintenance.create_images_job("dryrun", "rbd", plan.pool.images, 2**30, user, opts),
         maintenance.remove_images_job("dryrun", "rbd", plan.pool.images, user, opts),
         fio.fio_server_job("dryrun", plan.clients[0], plan, user, opts),
-        fio.fio_jobs_configmap("dryrun", "prefill", plan.prefill.jobs, ROOK_NS),
-        fio.fio_client_job(
-            "dryrun",
-            "prefill",
-            plan.prefill.jobs,
-            servers,
-            ROOK_NS,
-            opts,
-            deadline_s=plan.prefill.deadline_s,
-        ),  # fmt: skip
-        fio.fio_jobs_configmap("dryrun", step.id, step.jobs, ROOK_NS),
-        fio.fio_client_job("dryrun", step.id, step.jobs, servers, ROOK_NS, opts, deadline_s=60),
+        fio_driver.fio_driver_job("dryrun", ROOK_NS, opts, node=NODE, lifetime_s=600),
         run_configmap("dryrun", info, plan_summary(plan), namespace=RUN_NS),
         *results_configmaps("dryrun", [], namespace=RUN_NS),
         rook_objects.ceph_client("dryrun", plan.pool, namespace=ROOK_NS),
@@ -482,3 +475,35 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
                 )
                 name = made["metadata"]["name"]
             assert name == obj["metadata"]["name"]
+        # the fio driver's execs: allowed where the fio pods run (Rook's namespace), and
+        # nowhere else (a Role there, not the ClusterRole)
+        authz = kubernetes.client.AuthorizationV1Api(op)
+        for ns, allowed in ((ROOK_NS, True), (RUN_NS, False), (OP_NS, False)):
+            review = authz.create_self_subject_access_review(
+                {"spec": {"resourceAttributes": {"verb": "create", "resource": "pods",
+                                                 "subresource": "exec", "namespace": ns}}}
+            )  # fmt: skip
+            assert review.status.allowed is allowed, ns
+
+
+def test_exec_outside_the_fio_namespaces_names_the_chart_value(
+    admin: kubernetes.client.ApiClient, control_plane: ControlPlane
+) -> None:
+    """The fio driver's exec, refused by the real API server where the chart granted no
+    pods/exec: the run fails naming rbac.fioNamespaces, not with a bare handshake error."""
+    from types import SimpleNamespace
+
+    from crimsonbench.controller import driver
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.errors import ExecutionError
+
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    with control_plane.api_client(token) as op:
+        ctx: Any = SimpleNamespace(kube=Kube(op))
+        with pytest.raises(ExecutionError, match=f"namespace {RUN_NS}: add {RUN_NS} to the "
+                                                 "chart's rbac.fioNamespaces"):  # fmt: skip
+            driver.poll(ctx, RUN_NS, "some-driver-pod", "000-step")
+        # allowed in Rook's namespace: the API server goes on to look for the pod
+        with pytest.raises(kubernetes.client.ApiException) as err:
+            driver.poll(ctx, ROOK_NS, "some-driver-pod", "000-step")
+        assert "404" in str(err.value.reason) or err.value.status == 404, err.value

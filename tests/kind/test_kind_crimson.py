@@ -33,7 +33,7 @@ def _why_not() -> str:
 def test_kind_rook_chart_and_a_cyanstore_run() -> None:
     reason = _why_not()
     if reason:
-        print(f"\ntests/e2e/test_kind.py skipped: {reason}", file=sys.stderr)
+        print(f"\ntests/kind/test_kind_crimson.py skipped: {reason}", file=sys.stderr)
         pytest.skip(f"kind variant cannot run here: {reason}")
     proc = subprocess.run(
         ["bash", str(REPO / "e2e" / "kind" / "run.sh")], capture_output=True, text=True,

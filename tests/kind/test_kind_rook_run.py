@@ -6,12 +6,13 @@ One classic run (2 workloads x 2 iodepths, 3 s + 1 s ramp), watched from outside
 - planned per node: each worker's OSD gets that worker's CPU plan, each worker a fio
   client with its own CPUs and half of the images; no OSD ever changes node;
 - both fio servers (one per worker, pinned: every thread seen from the host) serve every
-  step; a step's result is the sum of the two clients, each client's figures are what its
-  server's jobs reported in fio's own JSON (read here without the product's parser), and
-  the start skew between them is recorded;
+  step, whose one `fio --client` runs in the run's one driver pod (no pod per step; every
+  fio process seen from the host); a step's result is the sum of the two clients, each
+  client's figures are what its server's jobs reported in fio's own JSON (read here
+  without the product's parser), and the start skew between them is recorded;
 - our operator is killed mid-sweep: no step is lost or run twice, the new one reconciles
   without a handler error and its metrics show every step;
-- `crimsonbench fetch` -> `report` from the kind cluster;
+- `crimsonbench fetch` -> `report` -> `compare` from the kind cluster;
 - restore: the CephCluster spec byte for byte, the OSDs back with their resources on their
   nodes, the mon database as before, the pool and the run's cephx user gone;
 - deleting the run leaves nothing of any kind the operator's RBAC lets it create.
@@ -29,18 +30,20 @@ from typing import Any
 
 import kubernetes.client
 import kubernetes.config
-import psutil
 import pytest
+from fio_processes import FioProcesses
 from harness.kind_bench import CLIENT_CPUS, OPERATOR_NS, OSD_CPUS, RUN_NS, BenchStack, run_manifest
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from harness.operator_install import GROUP, PLURAL, VERSION
 from kubernetes import watch
+from kubernetes.stream import stream
 from polling import poll_until
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
 from crimsonbench.cli import app
-from crimsonbench.manifests.fio import ROLE_CLIENT, client_job_name, server_job_name
+from crimsonbench.manifests.fio import server_job_name
+from crimsonbench.manifests.fio_driver import driver_job_name
 from crimsonbench.manifests.rbac import RULES
 from crimsonbench.manifests.results import read_results_configmaps, read_run_configmap
 
@@ -89,24 +92,24 @@ class Api:
 
 
 class Watcher:
-    """The run's pods from outside: job -> pod uids and nodes, every fio client pod's log
-    (streamed, so it survives the Job), and every fio server thread's CPU affinity as the
-    host sees it (kind's nodes are containers: their processes are the host's)."""
+    """The run's pods and processes from outside: job -> pod uids and nodes; every fio
+    process as the host sees it (kind's nodes are containers: their processes are the
+    host's): each server thread's CPU affinity, each `fio --client` by the step directory
+    it ran in; and each step's output, copied from the driver pod (by exec, as a user
+    would) while the driver keeps it."""
 
     def __init__(self, a: Api) -> None:
         self.a = a
         self.pods_by_job: dict[str, set[str]] = defaultdict(set)
         self.node_of_job: dict[str, set[str]] = defaultdict(set)
-        self.job_of_pod: dict[str, str] = {}
-        self.logs: dict[str, str] = {}
-        self.server_affinity: dict[int, set[int]] = {}  # host pid -> CPUs allowed
-        self.servers_seen: set[int] = set()
+        self.fio = FioProcesses()
+        self.outputs: dict[str, str] = {}  # step key -> the step's output (sections)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._following: set[str] = set()
 
     def __enter__(self) -> Watcher:
-        for target in (self._watch, self._affinity):
+        self.fio.__enter__()
+        for target in (self._watch, self._copy_outputs):
             t = threading.Thread(target=target, daemon=True)
             t.start()
             self._threads.append(t)
@@ -114,6 +117,7 @@ class Watcher:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        self.fio.__exit__()
         for t in self._threads:
             t.join(timeout=15)
 
@@ -129,47 +133,40 @@ class Watcher:
                     if not job:
                         continue
                     self.pods_by_job[job].add(pod.metadata.uid)
-                    self.job_of_pod[pod.metadata.name] = job
                     if pod.spec.node_name:
                         self.node_of_job[job].add(pod.spec.node_name)
-                    started = pod.status.phase in ("Running", "Succeeded", "Failed")
-                    role = (pod.metadata.labels or {}).get(LABEL_ROLE)
-                    if role == ROLE_CLIENT and started and pod.metadata.name not in self._following:
-                        self._following.add(pod.metadata.name)
-                        t = threading.Thread(target=self._follow, args=(pod.metadata.name,),
-                                             daemon=True)  # fmt: skip
-                        t.start()
-                        self._threads.append(t)
             except Exception:  # noqa: S112 - the API may blip; the watch starts again
                 time.sleep(1)
 
-    def _follow(self, name: str) -> None:
-        for _ in range(20):  # the container may not accept a log stream yet
+    def _copy_outputs(self) -> None:
+        # an ApiClient of its own: kubernetes.stream swaps the transport of the one it uses
+        api = kubernetes.config.new_client_from_config(str(self.a.s.kind.kubeconfig))
+        core: Any = kubernetes.client.CoreV1Api(api)
+        sel = f"job-name={driver_job_name(RUN)}"
+        while not self._stop.wait(1):
             try:
-                resp = self.a.core.read_namespaced_pod_log(name, ROOK_NS, follow=True,
-                                                           _preload_content=False)  # fmt: skip
-                self.logs[name] = b"".join(resp.stream()).decode()
-                return
-            except kubernetes.client.ApiException:
-                time.sleep(0.5)
+                pods = [p for p in core.list_namespaced_pod(ROOK_NS, label_selector=sel).items
+                        if p.status.phase == "Running"]  # fmt: skip
+                for pod in pods:
+                    self._copy_from(core, pod.metadata.name)
+            except Exception:  # noqa: S112 - the pod may go at any moment
+                continue
 
-    def _affinity(self) -> None:
-        while not self._stop.is_set():
-            for proc in psutil.process_iter(["name", "cmdline"]):
-                cmd = proc.info.get("cmdline") or []
-                if proc.info.get("name") != "fio" or not any("--server" in c for c in cmd):
-                    continue
-                try:
-                    for th in proc.threads():
-                        self.server_affinity[th.id] = set(psutil.Process(th.id).cpu_affinity())
-                    self.servers_seen.add(proc.pid)
-                except psutil.Error:
-                    continue
-            time.sleep(0.3)
+    def _copy_from(self, core: Any, pod: str) -> None:
+        def sh(script: str) -> str:
+            return str(stream(core.connect_get_namespaced_pod_exec, pod, ROOK_NS,
+                              command=["sh", "-c", script], stderr=True, stdin=False,
+                              stdout=True, tty=False))  # fmt: skip
+
+        listed = sh("cd /results/steps 2>/dev/null && ls -1d *.stored 2>/dev/null || true")
+        for name in listed.split():
+            key = name.removesuffix(".stored")
+            if key not in self.outputs:
+                self.outputs[key] = sh(f"cat /results/steps/{name}/out")
 
 
 def fio_document(log: str) -> dict[str, Any]:
-    """fio's JSON in a client pod's log: after `==> fio.json <==`, from its first brace."""
+    """fio's JSON in a step's output: after `==> fio.json <==`, from its first brace."""
     body = log.split("==> fio.json <==", 1)[1].split("\n==> ", 1)[0]
     doc = json.loads(body[body.index("{") :])
     assert isinstance(doc, dict)
@@ -260,17 +257,26 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     assert all(seen == before["osd_nodes"] for seen in seen_osd_nodes if len(seen) == 2)
     assert s.rook.osd_nodes() == before["osd_nodes"]
 
-    # one fio server per worker, on it, once; one pod per step across the restart
+    # one fio server per worker, on it, once; one fio driver for the run, across the
+    # operator's restart, on the first client's worker; every step's fio client ran once
     steps = [st["id"] for st in status["steps"]]
     for w in workers:
         job = server_job_name(RUN, w)
         assert watcher.node_of_job[job] == {w}, dict(watcher.node_of_job)
         assert len(watcher.pods_by_job[job]) == 1, job
-    for step in steps:
-        assert len(watcher.pods_by_job[client_job_name(RUN, step)]) == 1, step
+    driver = driver_job_name(RUN)
+    assert len(watcher.pods_by_job[driver]) == 1, dict(watcher.pods_by_job)
+    first_client = next(iter(clients.values()))["node"]
+    assert watcher.node_of_job[driver] == {first_client}, dict(watcher.node_of_job)
+    fio_jobs = {job for job in watcher.pods_by_job if job.startswith(f"{RUN}-fio")}
+    assert fio_jobs == {driver, *(server_job_name(RUN, w) for w in workers)}, fio_jobs
+    per_step = [job for job in watcher.pods_by_job if any(st in job for st in steps)]
+    assert per_step == [], "no pod per step"
+    ran = watcher.fio.runs_per_step()
+    assert ran == {"prefill": 1, **{step: 1 for step in steps}}, ran
     # both servers' threads stayed on the client CPUs
-    assert len(watcher.servers_seen) >= 2, watcher.servers_seen
-    assert set().union(*watcher.server_affinity.values()) == {int(CLIENT_CPUS)}
+    assert len(watcher.fio.servers_seen) >= 2, watcher.fio.servers_seen
+    assert set().union(*watcher.fio.server_affinity.values()) == {int(CLIENT_CPUS)}
 
     # results: the sum of both clients; each client what its server's jobs reported
     cms = a.core.list_namespaced_config_map(
@@ -280,13 +286,12 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     results = {r.step_id: r for r in read_results_configmaps(docs)}
     assert sorted(results) == sorted(steps)
     skews = []
-    for pod_name, log in watcher.logs.items():
-        step_of_job = {client_job_name(RUN, st): st for st in steps}
-        step = step_of_job.get(watcher.job_of_pod[pod_name])
-        if step is None:
-            continue  # the prefill
+    for step, output in watcher.outputs.items():
+        if step == "prefill":
+            continue
         r = results[step]
-        jobs = [j for j in fio_document(log)["client_stats"] if j["jobname"] != "All clients"]
+        doc = fio_document(output)
+        jobs = [j for j in doc["client_stats"] if j["jobname"] != "All clients"]
         per_host: dict[str, float] = defaultdict(float)
         for j in jobs:
             per_host[j["hostname"]] += j["read"]["iops"] + j["write"]["iops"]
@@ -300,7 +305,7 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
         assert all(c.iops > 0 for c in r.clients.values()), step
         assert r.start_skew_ms is not None, step
         skews.append(r.start_skew_ms)
-    assert len(skews) == len(steps), "a step's client pod log was not captured"
+    assert len(skews) == len(steps), f"a step's output was not copied: {sorted(watcher.outputs)}"
     s.timings["start_skew_ms_max"] = max(skews)
     print(f"\nstart skew between the two clients per step (ms): {skews}")
 
@@ -328,6 +333,13 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
                 if ln.startswith(" | ")] == ["1", "4"], table  # fmt: skip
     # no metrics.k8s.io here: the CPU columns say n/a, never a 0.00 that reads as measured
     assert "| n/a  | n/a  | n/a  |" in summary
+    # compare: the run against itself, as a CI gate would read it: no regression, exit 0
+    cmp = runner.invoke(app, ["compare", str(out), str(out), "--out", str(tmp_path / "cmp")])
+    assert cmp.exit_code == 0, cmp.output
+    verdict_rows = ("| randread4k |", "| randwrite4k |")
+    rows = [ln for ln in cmp.output.splitlines() if ln.startswith(verdict_rows)]
+    assert len(rows) == 4 and not any("worse" in r for r in rows), cmp.output
+    assert "no regression beyond the threshold" in cmp.output
 
     # restored: spec byte for byte, OSDs on their nodes with their resources, mon db, pool
     assert json.dumps(s.rook.cluster()["spec"]) == before["spec_json"]

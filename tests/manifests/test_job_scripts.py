@@ -4,12 +4,15 @@ command and environment are taken from the Job the builder made; only the pod's 
 paths (/etc/ceph, /jobs, /results, the mounted Secret) are moved into a temporary
 directory, as the kubelet would mount them.
 
-    image creation Job -> fio server Job (taskset branch, CB_CPUS) -> the step's fio client
-    Job (JSON and IOPS logs in its log) -> image removal Job
+    image creation Job -> fio server Job (taskset branch, CB_CPUS) -> the fio driver Job,
+    and in it a step's start, polls and end as the operator execs them (JSON and IOPS logs
+    in the report; a second start of the same step does nothing; a dropped step's fio is
+    killed) -> image removal Job
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -21,8 +24,9 @@ from typing import Any
 import psutil
 import pytest
 
+from crimsonbench.errors import ExecutionError
 from crimsonbench.local.cluster import LocalCluster
-from crimsonbench.manifests import fio, maintenance
+from crimsonbench.manifests import fio, fio_driver, maintenance
 from crimsonbench.manifests.ceph_access import external_access
 from crimsonbench.manifests.pods import PodOptions
 from crimsonbench.plan.build import build_plan
@@ -78,6 +82,30 @@ class Pod:
     def start(self, job: dict[str, Any]) -> subprocess.Popen[str]:
         argv, env = self.argv_env(job)
         return subprocess.Popen(argv, env=env, text=True, start_new_session=True)
+
+    def exec(self, argv: list[str], timeout: float = 120) -> str:
+        """What the operator's exec runs in the pod's container."""
+        proc = subprocess.run([self._moved(a) for a in argv], capture_output=True, text=True,
+                              timeout=timeout, env={"PATH": os.environ["PATH"]})  # fmt: skip
+        assert proc.returncode == 0, f"{argv[:3]}: {proc.stdout}\n{proc.stderr}"
+        return proc.stdout
+
+
+def _report(pod: Pod, key: str, wait_s: int = 0) -> fio_driver.StepReport:
+    return fio_driver.parse_report(pod.exec(fio_driver.poll_command(key, wait_s=wait_s)))
+
+
+def _fio_client_of(step_dir: Path) -> psutil.Process:
+    """The `fio --client` a step started (the session leader's child chain holds it)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if (step_dir / "pid").exists():
+            leader = psutil.Process(int((step_dir / "pid").read_text()))
+            for proc in [leader, *leader.children(recursive=True)]:
+                if proc.name() == "fio":
+                    return proc
+        time.sleep(0.1)
+    raise AssertionError(f"no fio client under {step_dir}")
 
 
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs: one for the OSD, one for fio")
@@ -137,21 +165,51 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
             assert fio_server.name() == "fio"  # `exec taskset ... fio --server`
             assert fio_server.cpu_affinity() == [CPUS[1]]
 
-            # 3. one step's client: every job file sent to the server, JSON + logs back
+            # 3. the fio driver, and one step run in it as the operator's execs run it
+            driver = pod.start(fio_driver.fio_driver_job("scripts", "bench", OPTS, node=NODE,
+                                                         lifetime_s=600))  # fmt: skip
             step = plan.steps[0]
-            for job in step.jobs:
-                (pod.root / "jobs" / f"{job.name}.fio").write_text(job.job_file)
-            client_job = fio.fio_client_job("scripts", step.id, step.jobs,
-                                            {NODE: f"127.0.0.1:{port}"}, "bench", OPTS,
-                                            deadline_s=60)  # fmt: skip
-            log = pod.run(client_job, timeout=120)
+            servers = {NODE: f"127.0.0.1:{port}"}
+            assert _report(pod, step.id).state == "missing"
+            osds = {"osds.json": '{"0": "a"}'}
+            start = fio_driver.start_command(step.id, step.jobs, servers, deadline_s=60,
+                                             user=None, extra_files=osds)  # fmt: skip
+            assert pod.exec(start) == "state started\n"
+            assert pod.exec(start) == "state exists\n"  # a resumed operator's second start
+            running = _report(pod, step.id)
+            assert running.state == "running" and running.age_s < 5
+            fio_client = _fio_client_of(pod.root / "results/steps" / step.id)
+            # the step outlives the exec that started it, in a session of its own
+            assert fio_client.pid != driver.pid and os.getsid(fio_client.pid) != os.getsid(0)
+            report = _report(pod, step.id, wait_s=plan.timing.fio_s + 30)
+            assert report.state == "done" and report.rc == 0, report.output[-2000:]
+            assert 3 <= report.wall_s < 30, report  # 3 s runtime + 1 s ramp + setup
+            assert not fio_client.is_running()
+
+            # a dropped attempt: its fio is killed, its directory kept aside, the key free
+            assert pod.exec(start) == "state exists\n"
+            pod.exec(fio_driver.end_command(step.id, stored=True))
+            assert (pod.root / "results/steps" / f"{step.id}.stored" / "rc").read_text() == "0\n"
+            assert pod.exec(start) == "state started\n"
+            again = _fio_client_of(pod.root / "results/steps" / step.id)
+            pod.exec(fio_driver.end_command(step.id, stored=False))
+            again.wait(timeout=30)
+            assert _report(pod, step.id).state == "missing"
+            aside = list((pod.root / "results/steps").glob(f"{step.id}.dropped.*"))
+            assert len(aside) == 1 and not (aside[0] / "rc").exists()
         finally:
-            os.killpg(server.pid, 15)
-            server.wait(timeout=30)
-        sections = step_log.parse_sections(log)
+            for proc in (server, locals().get("driver")):
+                if proc is not None:
+                    os.killpg(proc.pid, 15)
+                    proc.wait(timeout=30)
+        sections = step_log.parse_sections(report.output)
+        assert json.loads(sections["osds.json"]) == {"0": "a"}
         jobs = parse_fio_json(step_log.fio_output(sections))
         assert {j.host for j in jobs} == {f"127.0.0.1:{port}"}
         check_job_counts(step, {NODE: jobs}, plan.fio_numjobs)  # one job per image
+        # a fio process lost from the step: the step fails, naming the count
+        with pytest.raises(ExecutionError, match=r"here: 1 of expected=2"):
+            check_job_counts(step, {NODE: jobs[1:]}, plan.fio_numjobs)
         assert all(d.iops > 0 and d.hist is not None for j in jobs for d in j.directions)
         logs = step_log.iops_logs(sections)
         assert len(logs) == 2 and all(name.endswith(".127.0.0.1") for name in logs)

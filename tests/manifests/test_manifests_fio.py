@@ -1,11 +1,15 @@
-"""The Jobs of a run (fio servers and clients, probe, facts, images, ceph commands), Ceph
+"""The Jobs of a run (fio servers and driver, probe, facts, images, ceph commands), the
+driver's exec commands and report, Ceph
 access and the Rook client/pool: golden files, the fields that matter, names, and the
 kubernetes client's own models. The Job scripts themselves run against real fio, rbd and
 a real cluster in test_job_scripts.py."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +18,8 @@ from hypothesis import strategies as st
 from manifest_inputs import NODE, SEASTORE_56, XEON, bluestore_8x5, plan_of
 
 from crimsonbench.controller.settings import Settings
-from crimsonbench.errors import InvalidSpec
-from crimsonbench.manifests import fio, maintenance
+from crimsonbench.errors import InvalidSpec, ParseError
+from crimsonbench.manifests import fio, fio_driver, maintenance
 from crimsonbench.manifests.ceph_access import (
     CephAccess,
     ceph_access_env,
@@ -51,27 +55,23 @@ def two_client_plan() -> Any:
 # ---------------------------------------------------------------- golden
 
 
-def test_golden_fio_server_and_step(golden: Any) -> None:
+def test_golden_fio_server_driver_and_step(golden: Any) -> None:
     _, plan = socket_plan()
     step = plan.steps[0]
     access = rook_client_access("rook-ceph", plan.pool.user)
+    osds = {fio_driver.OSDS_FILE: '{"0": "uid/0"}'}
+    start = fio_driver.start_command(step.id, step.jobs[:2], SERVERS,
+                                     deadline_s=plan.timing.deadline_s, user=plan.pool.user,
+                                     extra_files=osds)  # fmt: skip
     golden(
-        "job-fio-server-and-step.yaml",
+        "job-fio-server-driver-and-step.yaml",
         [
             fio.fio_server_job(RUN, plan.clients[0], plan, access, OPTS),
-            fio.fio_jobs_configmap(RUN, step.id, step.jobs, "rook-ceph"),
-            fio.fio_client_job(
-                RUN,
-                step.id,
-                step.jobs,
-                SERVERS,
-                "rook-ceph",
-                OPTS,
-                deadline_s=plan.timing.deadline_s,
-                node=NODE,
-            ),  # fmt: skip
+            fio_driver.fio_driver_job(RUN, "rook-ceph", OPTS, node=NODE, lifetime_s=3600),
+            {"startStep": start, "pollStep": fio_driver.poll_command(step.id, wait_s=3),
+             "dropStep": fio_driver.end_command(step.id, stored=False)},
         ],
-    )
+    )  # fmt: skip
 
 
 def test_golden_maintenance_and_rook_objects(golden: Any) -> None:
@@ -131,37 +131,99 @@ def test_a_local_client_has_no_server() -> None:
         fio.fio_server_job("l", plan.clients[0], plan, rook_access(), OPTS)
 
 
-# ---------------------------------------------------------------- the fio client of a step
+# ---------------------------------------------------------------- the fio driver
 
 
-def test_the_client_job_sends_each_server_its_job_files_and_holds_no_secret() -> None:
+def test_the_driver_holds_no_secret_and_outlives_the_run() -> None:
+    _, plan = two_client_plan()
+    job = fio_driver.fio_driver_job(RUN, "rook-ceph", OPTS, node="client-a",
+                                    lifetime_s=fio.run_deadline_s(plan))  # fmt: skip
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert {e["name"] for e in container["env"]} == {"CB_LIFETIME"}  # no Ceph user or key
+    assert {v["name"] for v in pod["volumes"]} == {"results"}
+    assert job["spec"]["activeDeadlineSeconds"] == fio.run_deadline_s(plan)
+    assert job["metadata"]["labels"]["bench.crimson.ceph.io/role"] == "fio-driver"
+    term = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["client-a"]
+
+
+def test_a_step_start_sends_each_server_its_job_files() -> None:
     _, plan = two_client_plan()
     step = plan.steps[0]
     servers = {"client-a": "10.0.0.1:8765", "client-b": "10.0.0.2:8765"}
-    job = fio.fio_client_job(RUN, step.id, step.jobs, servers, "rook-ceph", OPTS,
-                             deadline_s=plan.timing.deadline_s)  # fmt: skip
-    (container,) = job["spec"]["template"]["spec"]["containers"]
-    args = container["command"][4:]
+    argv = fio_driver.start_command(step.id, step.jobs, servers, deadline_s=99, user="bench-u",
+                                    extra_files={"osds.json": "{}"})  # fmt: skip
+    assert argv[:2] == ["sh", "-c"]
+    root, key, _run, deadline, n = argv[4:9]
+    assert (root, key, deadline, int(n)) == ("/results/steps", step.id, "99", len(step.jobs) + 1)
+    files = dict(zip(argv[9 : 9 + 2 * int(n) : 2], argv[10 : 10 + 2 * int(n) : 2], strict=True))
+    assert files["osds.json"] == "{}"
+    for job in step.jobs:  # the servers hold the key of the run's user: named in every file
+        assert "clientname=bench-u" in files[f"{job.name}.fio"]
+    args = argv[9 + 2 * int(n) :]
     a = args.index("--client=ip:10.0.0.1,8765")
     b = args.index("--client=ip:10.0.0.2,8765")
-    files_a, files_b = args[a + 1 : b], args[b + 1 :]
-    assert files_a == [f"/jobs/{j.name}.fio" for j in step.jobs_of("client-a")]
-    assert files_b == [f"/jobs/{j.name}.fio" for j in step.jobs_of("client-b")]
-    assert "env" not in container  # no Ceph user, no key: the servers do the I/O
-    names = {v["name"] for v in job["spec"]["template"]["spec"]["volumes"]}
-    assert names == {"jobs", "results"}
-    assert job["spec"]["activeDeadlineSeconds"] == 300 + 10 + 120
-    assert job["metadata"]["labels"]["bench.crimson.ceph.io/step"] == step.id
-    assert job["metadata"]["labels"]["bench.crimson.ceph.io/role"] == "fio"
+    assert args[a + 1 : b] == [f"./{j.name}.fio" for j in step.jobs_of("client-a")]
+    assert args[b + 1 :] == [f"./{j.name}.fio" for j in step.jobs_of("client-b")]
 
 
-def test_job_files_configmap_too_large_names_the_field() -> None:
+def test_step_files_too_large_for_one_exec_name_the_field() -> None:
     doc = bluestore_8x5("osd")
     doc["client"].update(images=1024, processesPerImage=4)
     _, plan = plan_of(RUN, doc)
+    servers = {NODE: "10.0.0.7:8765"}
     with pytest.raises(InvalidSpec) as err:
-        fio.fio_jobs_configmap(RUN, plan.steps[0].id, plan.steps[0].jobs, "ns")
+        fio_driver.start_command(plan.steps[0].id, plan.steps[0].jobs, servers,
+                                 deadline_s=1, user=None)  # fmt: skip
     assert err.value.field == "spec.client.images"
+
+
+def test_the_driver_keeps_the_last_stored_steps(tmp_path: Path) -> None:
+    """Run by sh here (the script is plain POSIX sh + coreutils, as in the fio image)."""
+    keys = [f"step-{i}" for i in range(fio_driver.KEEP_STORED + 2)]
+    for i, key in enumerate(keys):
+        (tmp_path / key).mkdir()
+        (tmp_path / key / "rc").write_text("0\n")
+        os.utime(tmp_path / key, (1000 + i, 1000 + i))  # ls -t: the newest first
+        argv = fio_driver.end_command(key, stored=True, root=str(tmp_path))
+        subprocess.run(argv, check=True, timeout=30)
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert kept == [f"{k}.stored" for k in keys[-fio_driver.KEEP_STORED :]]
+    (tmp_path / "dropped").mkdir()
+    subprocess.run(fio_driver.end_command("dropped", stored=False, root=str(tmp_path)),
+                   check=True, timeout=30)  # fmt: skip
+    assert [p.name for p in tmp_path.glob("dropped.dropped.*")]
+
+
+def test_step_keys_cannot_reach_outside_the_steps_directory() -> None:
+    for key in ("../x", "a/b", "a b", ""):
+        with pytest.raises(ValueError):
+            fio_driver.poll_command(key)
+
+
+@pytest.mark.parametrize(
+    ("answer", "state", "age", "wall", "rc"),
+    [
+        ("state missing 100.5\n", "missing", 0.0, 0.0, None),
+        ("state running 110.0 100.0\n", "running", 10.0, 0.0, None),
+        ("state running 110.0 0\n", "running", 0.0, 0.0, None),  # not yet begun
+        ("state done 130.0 100.0 125.5 0\n==> fio.json <==\n{}", "done", 30.0, 25.5, 0),
+        ("state done 130.0 100.0 125.5 124\n", "done", 30.0, 25.5, 124),
+    ],
+)
+def test_driver_reports(answer: str, state: str, age: float, wall: float, rc: int | None) -> None:
+    report = fio_driver.parse_report(answer)
+    assert (report.state, report.age_s, report.wall_s, report.rc) == (state, age, wall, rc)
+    assert report.output == answer.partition("\n")[2]
+
+
+@pytest.mark.parametrize(
+    "answer", ["", "sh: 1: cannot create", "state done 1 2", "state gone 1", "state running x 1"]
+)
+def test_driver_answers_that_are_not_reports(answer: str) -> None:
+    with pytest.raises(ParseError, match="fio driver answered"):
+        fio_driver.parse_report(answer)
 
 
 def test_seastore_reference_plan_server() -> None:
@@ -264,10 +326,9 @@ def test_every_job_builder_takes_the_operators_pod_options() -> None:
     ).pod_options()
     _, plan = socket_plan()
     access = rook_access()
-    step = plan.steps[0]
     built = {
         "server": fio.fio_server_job(RUN, plan.clients[0], plan, access, opts),
-        "client": fio.fio_client_job(RUN, step.id, step.jobs, SERVERS, "ns", opts, deadline_s=1),
+        "driver": fio_driver.fio_driver_job(RUN, "ns", opts, node=NODE, lifetime_s=1),
         "ceph": maintenance.ceph_commands_job(RUN, "setup", [["status"]], access, opts),
         "facts": maintenance.cluster_facts_job(RUN, access, opts),
         "images": maintenance.create_images_job(RUN, "p", ["i"], 1, access, opts),
@@ -330,11 +391,11 @@ def test_rook_objects_are_valid_for_rook() -> None:
 
 
 def test_names_are_dns_labels() -> None:
-    _, plan = socket_plan()
+    _, plan = two_client_plan()
     long_run = "a" * 60
-    names = {fio.fio_client_job(long_run, s.id, s.jobs, SERVERS, "n", OPTS, deadline_s=1)
-             ["metadata"]["name"] for s in plan.steps}  # fmt: skip
-    assert len(names) == len(plan.steps)
+    names = {fio.server_job_name(long_run, c.name) for c in plan.clients}
+    names.add(fio_driver.driver_job_name(long_run))
+    assert len(names) == len(plan.clients) + 1
     for name in names:
         assert len(name) <= 63 and re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", name)
     assert dns_name("run", "000-randread4k-qd001-r1") == "run-000-randread4k-qd001-r1"
@@ -360,19 +421,16 @@ def test_kubernetes_models_know_every_field() -> None:
     rejected by the API server)."""
     k8s = pytest.importorskip("kubernetes.client")
     _, plan = two_client_plan()
-    step = plan.steps[0]
     external = ExternalTarget.model_validate({"monHost": "m", "keyringSecret": {"name": "s"}})
     access = external_access("ns", external)
-    servers = {"client-a": "1.1.1.1:1", "client-b": "1.1.1.2:1"}
     objects = {
         "V1Job": [
             fio.fio_server_job(RUN, plan.clients[0], plan, access, OPTS),
-            fio.fio_client_job(RUN, step.id, step.jobs, servers, "ns", OPTS, deadline_s=1),
+            fio_driver.fio_driver_job(RUN, "ns", OPTS, node=NODE, lifetime_s=1),
             maintenance.topology_probe_job(RUN, NODE, "x", OPTS),
             maintenance.cluster_facts_job(RUN, access, OPTS),
             maintenance.remove_images_job(RUN, "p", ["i"], access, OPTS),
         ],
-        "V1ConfigMap": [fio.fio_jobs_configmap(RUN, step.id, step.jobs, "ns")],
     }
     for model, docs in objects.items():
         for doc in docs:

@@ -24,7 +24,7 @@ def test_rendered_yaml_is_the_objects() -> None:
 
 
 def test_least_privilege() -> None:
-    sa, role, binding = operator_rbac("ops", "bench-op")
+    sa, role, binding, *fio = operator_rbac("ops", "bench-op", ("rook-ceph", "bench"))
     assert sa["kind"] == "ServiceAccount" and sa["metadata"]["namespace"] == "ops"
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bench-op",
@@ -53,7 +53,19 @@ def test_least_privilege() -> None:
     assert ("bench.crimson.ceph.io", "benchmarkruns/status") in grants
     assert ("bench.crimson.ceph.io", "benchmarkruns/finalizers") in grants
     assert ("", "events") in grants
-    # nothing that could escalate: no RBAC objects, no pods/exec, no impersonation
+    # nothing that could escalate cluster-wide: no RBAC objects, no pods/exec, no
+    # impersonation
     resources = {r for _, r in grants}
     assert not resources & {"roles", "clusterroles", "rolebindings", "clusterrolebindings",
                             "pods/exec", "users", "serviceaccounts/token"}  # fmt: skip
+    # exec only where the fio pods run, by a Role there, bound to the operator only
+    assert [(d["kind"], d["metadata"]["namespace"]) for d in fio] == [
+        ("Role", "rook-ceph"), ("RoleBinding", "rook-ceph"), ("Role", "bench"),
+        ("RoleBinding", "bench"),
+    ]  # fmt: skip
+    for fio_role, fio_binding in zip(fio[::2], fio[1::2], strict=True):
+        assert fio_role["rules"] == [
+            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]}
+        ]
+        assert fio_binding["roleRef"]["name"] == fio_role["metadata"]["name"] == "bench-op-fio"
+        assert fio_binding["subjects"] == binding["subjects"]

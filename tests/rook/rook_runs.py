@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes.client
+from fio_processes import FioProcesses
 from harness.operator_install import GROUP, PLURAL, RUN_NS, VERSION, OperatorOnNode
 from harness.rook_cluster import RookCluster, pod_ready
 from polling import poll_until
@@ -246,22 +247,25 @@ class RookBench:
 
 class PodWatch:
     """Every pod of a run seen from outside, polled twice a second: job-name -> pod uids
-    (a step's client Job that ever had two pods ran twice)."""
+    (the run's fio servers and driver each have one pod); and every fio process on this
+    host (fio: a step whose fio client ran twice shows two)."""
 
     def __init__(self, bench: RookBench, run: str) -> None:
         self.bench, self.run = bench, run
         self.pods_by_job: dict[str, set[str]] = defaultdict(set)
-        self.running: dict[str, str] = {}  # pod name -> job name, while Running
+        self.fio = FioProcesses()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
     def __enter__(self) -> PodWatch:
+        self.fio.__enter__()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+        self.fio.__exit__()
 
     def _poll(self) -> None:
         core = self.bench.op.core
@@ -270,14 +274,10 @@ class PodWatch:
                 pods = core.list_namespaced_pod(
                     self.bench.rook.namespace, label_selector=f"{LABEL_RUN}={self.run}"
                 ).items
-                running = {}
                 for p in pods:
                     job = (p.metadata.labels or {}).get("job-name")
                     if job:
                         self.pods_by_job[job].add(p.metadata.uid)
-                        if p.status.phase == "Running":
-                            running[p.metadata.name] = job
-                self.running = running
             time.sleep(0.5)
 
 

@@ -3,7 +3,8 @@
 A classic bluestore BenchmarkRun with target.rook (2 workloads x 2 iodepths, 3 s + 1 s):
 - the operator patches the CephCluster and Rook rolls every OSD Deployment; the OSD pods
   run with the planned resources and `ceph config get osd.N` shows the run's options;
-- fio runs as the run's own CephClient (one pinned fio server, one client Job per step)
+- fio runs as the run's own CephClient (one pinned fio server; every step's fio client in
+  the run's one driver pod, by exec: no pod per step)
   against the run's pool; that user cannot read or write another pool (its key from
   Rook's Secret); results land in status and the results ConfigMaps; `crimsonbench
   fetch` -> `report` works;
@@ -34,7 +35,8 @@ from rook_runs import KEYS, LABEL_ROLE, LABEL_RUN, PLANNED, PodWatch, RookBench,
 from typer.testing import CliRunner
 
 from crimsonbench.cli import app
-from crimsonbench.manifests.fio import client_job_name, server_job_name
+from crimsonbench.manifests.fio import server_job_name
+from crimsonbench.manifests.fio_driver import driver_job_name
 from crimsonbench.manifests.results import read_results_configmaps
 
 pytestmark = pytest.mark.rook
@@ -141,12 +143,15 @@ def test_classic_run_on_live_rook(bench: RookBench, tmp_path: Path) -> None:
     new = bench.op.wait_operator_ready(60).metadata.name
     assert new != first_operator
 
-    # no step lost or repeated across the restart: one pod per step's client Job, one server
+    # no step lost or repeated across the restart: every step's fio client ran once (seen
+    # on this host), in the one driver pod, beside the one server; no other pod
     steps = [s["id"] for s in st["steps"]]
     assert len(set(steps)) == 4, steps
-    for step in steps:
-        assert len(watch.pods_by_job[client_job_name(name, step)]) == 1, (step, watch.pods_by_job)
+    assert watch.fio.runs_per_step() == {"prefill": 1, **{s: 1 for s in steps}}, watch.fio
     assert len(watch.pods_by_job[server_job_name(name, "localhost")]) == 1, watch.pods_by_job
+    assert len(watch.pods_by_job[driver_job_name(name)]) == 1, watch.pods_by_job
+    fio_jobs = {j for j in watch.pods_by_job if j.startswith(f"{name}-fio")}
+    assert fio_jobs == {server_job_name(name, "localhost"), driver_job_name(name)}, fio_jobs
     selector = f"{LABEL_RUN}={name},{LABEL_ROLE}=results"
     cms = bench.op.core.list_namespaced_config_map(RUN_NS, label_selector=selector).items
     results = read_results_configmaps([bench.op.api.sanitize_for_serialization(c) for c in cms])
@@ -225,10 +230,10 @@ def test_osd_pod_deleted_mid_step_runs_the_step_again(bench: RookBench) -> None:
         bench.create(run_body(name, pool, sweep=sweep))
 
         def step_running() -> str | None:
-            steps = [j for j in watch.running.values() if j.startswith(f"{name}-00")]
+            steps = [k for k in watch.fio.running_steps if k != "prefill"]
             return steps[0] if steps else None
 
-        job = bench.wait("a step's fio client running", step_running, 1200, name)
+        step = bench.wait("a step's fio client running", step_running, 1200, name)
         time.sleep(2)  # fio is past its start
         victim = bench.rook.osd_pods()[0]
         bench.rook.core.delete_namespaced_pod(victim.metadata.name, bench.rook.namespace)
@@ -237,14 +242,12 @@ def test_osd_pod_deleted_mid_step_runs_the_step_again(bench: RookBench) -> None:
     retried = bench.conditions(name).get("StepRetried")
     assert retried is not None, bench.conditions(name)
     assert "osd.0 restarted during the step" in retried["message"], retried
-    step = job[len(name) + 1 :]
     assert step in retried["message"], (step, retried["message"])
     reasons = bench.run(name)["metadata"]["annotations"]["bench.crimson.ceph.io/step-retries"]  # type: ignore[index]
     assert step in reasons and "osd.0" in reasons
     # the disturbed step ran twice (its first result dropped), every other step once
-    assert len(watch.pods_by_job[job]) == 2, watch.pods_by_job
-    others = [client_job_name(name, s["id"]) for s in st["steps"] if s["id"] != step]
-    assert all(len(watch.pods_by_job[j]) == 1 for j in others), watch.pods_by_job
+    runs = watch.fio.runs_per_step()
+    assert runs == {"prefill": 1, **{s["id"]: 1 + (s["id"] == step) for s in st["steps"]}}, runs
     assert st["stepsDone"] == 4 and len({s["id"] for s in st["steps"]}) == 4
     bench.assert_restored(before, name, pool)
     bench.delete(name)

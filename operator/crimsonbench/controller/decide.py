@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
+from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.plan.ceph_options import family_from_known_options
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.models import BenchmarkRunSpec, ClientSpec, Flavor, RookTarget
@@ -336,6 +337,7 @@ class PodState:
     ip: str | None = None
     node: str | None = None
     reason: str = ""
+    name: str = ""
 
 
 def server_addresses(
@@ -371,3 +373,19 @@ def expected_jobs(plan: RunPlan, step_index: int) -> dict[str, int]:
     for job in plan.steps[step_index].jobs:
         out[job.client] = out.get(job.client, 0) + plan.fio_numjobs
     return out
+
+
+WAIT_MARGIN_S = 10.0  # fio's end: jobs stop, servers send their results, the JSON is written
+
+
+def wait_for_step_end(report: StepReport, expected_s: float, tick_s: float) -> float:
+    """How long this tick should wait in the fio driver for a running step: until its
+    expected end (started + ramp + runtime) when that comes before the next tick, plus a
+    margin for fio's end; else 0 (the next tick polls again). Waiting in the pod, the
+    operator sees the end within 0.1 s instead of up to a tick later."""
+    if report.state != "running" or not report.started:
+        return 0.0
+    remaining = report.started + expected_s - report.now
+    if remaining > tick_s:
+        return 0.0
+    return max(0.0, remaining) + WAIT_MARGIN_S

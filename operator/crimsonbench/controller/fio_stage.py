@@ -1,18 +1,20 @@
 """fio on Kubernetes: the run's cephx user and images, one pinned fio server per client
-node, then the prefill and every step as one `fio --client` Job each. Results are kept in
-ConfigMaps (the source of truth for resume: a stored step is never run again)."""
+node and the run's fio driver, then the prefill and every step as one `fio --client` run
+in the driver (by exec). Results are kept in ConfigMaps (the source of truth for resume:
+a stored step is never run again)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
-from crimsonbench.controller import decide
+from crimsonbench.controller import decide, driver
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.sampling import sample_step, summarize
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, ParseError
-from crimsonbench.manifests import fio, maintenance, rook_objects
+from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
+from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.manifests.naming import GROUP, LABEL_ROLE, LABEL_RUN, label_value
 from crimsonbench.manifests.results import read_results_configmaps, results_configmaps
 from crimsonbench.plan.types import RunPlan, Step
@@ -62,18 +64,14 @@ def await_job(ctx: RunContext, body: dict[str, Any], what: str, cm: dict | None 
     if state == "running":
         raise NotReady(f"{what}: Job {ns}/{name} running")
     if state == "failed":
-        raise ExecutionError(f"{what}: Job {ns}/{name} failed; {_failure_log(ctx, ns, name)}")
+        tail = ctx.kube.job_log(ns, name)[-1500:] or "(empty: the pod never ran)"
+        raise ExecutionError(f"{what}: Job {ns}/{name} failed; log tail:\n{tail}")
     return ctx.kube.job_log(ns, name)
 
 
-def _failure_log(ctx: RunContext, namespace: str, name: str) -> str:
-    """What a failed Job said: fio's own messages when it printed some (a fio client's
-    JSON says nothing about why), else the log's tail."""
-    log = ctx.kube.job_log(namespace, name)
-    try:
-        sections = step_log.parse_sections(log)
-    except ParseError:
-        sections = {}
+def _failure_text(sections: dict[str, str], report: StepReport) -> str:
+    """What a failed step said: fio's own messages when it printed some (a fio client's
+    JSON says nothing about why), else the output's tail."""
     said = sections.get(step_log.FIO_MESSAGES, "").strip()
     doc = find_json_document(sections.get(step_log.FIO_OUTPUT, "")) or {}
     errors = [
@@ -83,7 +81,7 @@ def _failure_log(ctx: RunContext, namespace: str, name: str) -> str:
     ]
     if said or errors:
         return "fio said: " + "; ".join(errors) + (f"\n{said[-1500:]}" if said else "")
-    return f"log tail:\n{log[-1500:] or '(empty: the pod never ran, or its log is gone)'}"
+    return f"output tail:\n{report.output[-1500:] or '(empty)'}"
 
 
 # ---------------------------------------------------------------- before the first step
@@ -135,22 +133,56 @@ def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
     return found
 
 
-def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None:
+def ensure_driver(ctx: RunContext, plan: RunPlan) -> str:
+    """The run's fio driver pod (steps run in it by exec); NotReady until it runs."""
+    return driver.ensure_driver(ctx, plan, jobs_namespace(ctx))
+
+
+def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str) -> None:
     if ctx.get("prefilled") or not plan.prefill.jobs:
         ctx.set(prefilled=True)
         return
     ns = jobs_namespace(ctx)
-    cm = fio.fio_jobs_configmap(ctx.name, "prefill", plan.prefill.jobs, ns, user=plan.pool.user)
-    body = fio.fio_client_job(
-        ctx.name, "prefill", plan.prefill.jobs, servers, ns, ctx.settings.pod_options(),
-        deadline_s=plan.prefill.deadline_s, node=plan.clients[0].node,
-    )  # fmt: skip
-    log = await_job(ctx, body, "prefill", cm)
+    report = driver.poll(ctx, ns, pod, PREFILL)
+    if report.state == "missing":
+        driver.start(ctx, ns, pod, PREFILL, plan.prefill.jobs, servers,
+                     deadline_s=plan.prefill.deadline_s, user=plan.pool.user)  # fmt: skip
+        raise NotReady("prefill started")
+    if report.state == "running":
+        _check_alive(report, plan.prefill.deadline_s, "prefill")
+        raise NotReady(f"prefill running ({report.age_s:.0f} s)")
+    sections = _finished_sections(report, "prefill")
     prefill = Step(-1, "prefill", 16, 1, plan.prefill.jobs)
-    check_job_counts(prefill, _fio_jobs(step_log.parse_sections(log), servers), 1)
-    ctx.kube.delete_job(ns, body["metadata"]["name"])
-    ctx.kube.delete_configmap(ns, cm["metadata"]["name"])
+    check_job_counts(prefill, _fio_jobs(sections, servers), 1)
+    driver.end(ctx, ns, pod, PREFILL, stored=True)
     ctx.set(prefilled=True)
+
+
+PREFILL = "prefill"  # the prefill's key on the driver (step ids never are)
+# A step the driver still calls running this long past its deadline lost its fio client
+# (the driver's container restarted): it can only be failed.
+LOST_AFTER_S = 60
+
+
+def _check_alive(report: StepReport, deadline_s: int, what: str) -> None:
+    if report.age_s > deadline_s + LOST_AFTER_S:
+        raise ExecutionError(
+            f"{what}: no result {report.age_s:.0f} s after it started (deadline {deadline_s} s); "
+            "its fio client is gone"
+        )
+
+
+def _finished_sections(report: StepReport, what: str) -> dict[str, str]:
+    """The step's output sections; ExecutionError with fio's own words when it failed."""
+    try:
+        sections = step_log.parse_sections(report.output)
+    except ParseError:
+        sections = {}
+    if report.rc != 0:
+        raise ExecutionError(f"{what}: fio exited {report.rc}; {_failure_text(sections, report)}")
+    if not sections:
+        step_log.parse_sections(report.output)  # raises, naming what came instead
+    return sections
 
 
 # ---------------------------------------------------------------- steps
@@ -175,63 +207,75 @@ def _store(ctx: RunContext, plan: RunPlan, results: dict[str, StepResult]) -> No
     )
 
 
-# On a step's client Job: every OSD daemon's incarnation when the step started.
-OSD_INCARNATIONS = f"{GROUP}/osd-pods"
 # On the run: {step id: [why it ran again, ...]} (the status schema has no field for it).
 STEP_RETRIES = f"{GROUP}/step-retries"
 MAX_STEP_RETRIES = 2
 
 
-def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str]) -> None:
-    """One step per call at most: NotReady while steps remain. A step during which an OSD
-    restarted (Rook target) measured a cluster in recovery: its result is dropped and the
-    step runs again once every OSD is back (at most MAX_STEP_RETRIES times)."""
+def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str) -> None:
+    """The sweep, on the fio driver: NotReady while steps remain. A step that ends within
+    this tick is stored and the next one starts in the same call (no tick between steps).
+    A step during which an OSD restarted (Rook target) measured a cluster in recovery: its
+    result is dropped and the step runs again once every OSD is back (at most
+    MAX_STEP_RETRIES times)."""
     results = load_results(ctx)  # resume: what is stored is done, whatever status says
     state = SweepState(plan.sweep, results, plan.bandwidth_workloads)
-    step = state.next_step(plan.steps)
-    if step is None:
-        ctx.set(currentStep="")
-        return
-    index = plan.steps.index(step)
     ns = jobs_namespace(ctx)
-    ctx.set(currentStep=step.id)
-    body = fio.fio_client_job(
-        ctx.name, step.id, step.jobs, servers, ns, ctx.settings.pod_options(),
-        deadline_s=plan.timing.deadline_s, node=plan.clients[0].node,
-    )  # fmt: skip
-    name = body["metadata"]["name"]
-    what = f"step {index + 1}/{len(plan.steps)} {step.id}"
-    job_state = ctx.kube.job_state(ns, name)
-    if job_state == "running":
-        sample_step(ctx, fio_access(ctx, plan).namespace, plan)
-    elif job_state == "missing":
-        # a previous attempt's pod (deleted in the background) still holds its Guaranteed
-        # CPUs: the new one would wait behind it, maybe past the Job's deadline
-        if ctx.kube.pod_names(ns, f"job-name={name}"):
-            raise NotReady(f"{what} waits for the previous attempt's pod to go")
-        osds = _osds_at_step_start(ctx, what)  # NotReady while an OSD is not back
-        body["metadata"].setdefault("annotations", {})[OSD_INCARNATIONS] = json.dumps(osds)
-    cm = fio.fio_jobs_configmap(ctx.name, step.id, step.jobs, ns, user=plan.pool.user)
+    while (step := state.next_step(plan.steps)) is not None:
+        what = f"step {plan.steps.index(step) + 1}/{len(plan.steps)} {step.id}"
+        ctx.set(currentStep=step.id)
+        report = driver.poll(ctx, ns, pod, step.id)
+        if report.state == "missing":
+            osds = _osds_at_step_start(ctx, what)  # NotReady while an OSD is not back
+            driver.start(ctx, ns, pod, step.id, step.jobs, servers,
+                         deadline_s=plan.timing.deadline_s, user=plan.pool.user,
+                         extra_files={fio_driver.OSDS_FILE: json.dumps(osds)})  # fmt: skip
+            raise NotReady(f"{what} started")
+        if report.state == "running":
+            _check_alive(report, plan.timing.deadline_s, what)
+            sample_step(ctx, fio_access(ctx, plan).namespace, plan)
+            wait = decide.wait_for_step_end(report, plan.timing.fio_s, ctx.settings.tick_seconds)
+            if wait:
+                report = driver.poll(ctx, ns, pod, step.id, wait_s=wait)
+            if report.state != "done":
+                raise NotReady(f"{what} running ({report.age_s:.0f} s)")
+        result = _finished_step(ctx, plan, step, what, report, servers, pod)
+        results[step.id] = result
+        _store(ctx, plan, results)  # stored before its directory goes: never run twice
+        driver.end(ctx, ns, pod, step.id, stored=True)
+        note = state.record(step, result)
+        if note:
+            ctx.logger.info("%s", note)
+    ctx.set(currentStep="")
+
+
+def _finished_step(
+    ctx: RunContext,
+    plan: RunPlan,
+    step: Step,
+    what: str,
+    report: StepReport,
+    servers: dict[str, str],
+    pod: str,
+) -> StepResult:
+    """The step's result, or NotReady when it must run again (an OSD was disturbed)."""
     try:
-        log = await_job(ctx, body, what, cm)
+        sections = _finished_sections(report, what)
     except ExecutionError as exc:
-        disturbed = _osd_disturbance(ctx, ns, name)
+        disturbed = _osd_disturbance(ctx, step_log.parse_sections_or_empty(report.output))
         if not disturbed:
             raise
-        _run_again(ctx, step, what, ns, name, f"{disturbed}; the step failed: {exc}")
-    disturbed = _osd_disturbance(ctx, ns, name)
+        _run_again(ctx, step, what, pod, f"{disturbed}; the step failed: {exc}")
+    disturbed = _osd_disturbance(ctx, sections)
     if disturbed:
-        _run_again(ctx, step, what, ns, name, disturbed)
-    wall = ctx.kube.job_seconds(ns, name)
-    result = _step_result(ctx, plan, step, log, servers, wall)
-    results[step.id] = result
-    _store(ctx, plan, results)  # stored before the Job goes: never run twice
-    ctx.kube.delete_job(ns, name)
-    ctx.kube.delete_configmap(ns, cm["metadata"]["name"])
-    note = state.record(step, result)
-    if note:
-        ctx.logger.info("%s", note)
-    raise NotReady(f"{what} done")
+        _run_again(ctx, step, what, pod, disturbed)
+    jobs = _fio_jobs(sections, servers)
+    check_job_counts(step, jobs, plan.fio_numjobs)
+    resources, source = summarize(ctx)
+    ctx.set(stepSamples=[])  # the next step starts its own samples
+    # wall time: the fio client's start -> end in the driver, as local mode's of a step
+    extra = {"metrics_source": source, "wall_seconds": round(report.wall_s, 3)}
+    return step_result(step, jobs, step_log.iops_logs(sections), resources, extra)
 
 
 def _osds_at_step_start(ctx: RunContext, what: str) -> dict[str, str]:
@@ -248,17 +292,17 @@ def _osds_at_step_start(ctx: RunContext, what: str) -> dict[str, str]:
     return decide.osd_incarnations(ids, pods)
 
 
-def _osd_disturbance(ctx: RunContext, namespace: str, job: str) -> str:
+def _osd_disturbance(ctx: RunContext, sections: dict[str, str]) -> str:
     """'' unless an OSD recorded at the step's start restarted or is down now."""
     rook = ctx.spec.target.rook
-    recorded = ctx.kube.job_annotations(namespace, job).get(OSD_INCARNATIONS)
+    recorded = sections.get(fio_driver.OSDS_FILE, "").strip()
     if rook is None or not recorded:
         return ""
     return decide.osd_disturbance(json.loads(recorded), ctx.kube.list_osd_pods(rook.namespace))
 
 
-def _run_again(ctx: RunContext, step: Step, what: str, ns: str, job: str, why: str) -> None:
-    """Drop the step's Job (its result is not stored) so the step runs again; raises
+def _run_again(ctx: RunContext, step: Step, what: str, pod: str, why: str) -> NoReturn:
+    """Drop the step's attempt (its result is not stored) so the step runs again; raises
     NotReady, or ExecutionError once the step has been retried MAX_STEP_RETRIES times."""
     retries: dict[str, list[str]] = json.loads(ctx.annotation(STEP_RETRIES) or "{}")
     reasons = retries.setdefault(step.id, [])
@@ -266,29 +310,11 @@ def _run_again(ctx: RunContext, step: Step, what: str, ns: str, job: str, why: s
         raise ExecutionError(f"{what} failed {len(reasons) + 1} times; last: {why}")
     reasons.append(why[:1000])
     ctx.annotate(STEP_RETRIES, json.dumps(retries, sort_keys=True))
-    ctx.kube.delete_job(ns, job)
+    driver.end(ctx, jobs_namespace(ctx), pod, step.id, stored=False)
     message = f"{what} runs again ({len(reasons)}/{MAX_STEP_RETRIES}): {why}"
     ctx.condition("StepRetried", True, "OsdRestarted", message)
     ctx.logger.warning("%s", message)
     raise NotReady(message)
-
-
-def _step_result(
-    ctx: RunContext,
-    plan: RunPlan,
-    step: Step,
-    log: str,
-    servers: dict[str, str],
-    wall_seconds: float,
-) -> StepResult:
-    sections = step_log.parse_sections(log)
-    jobs = _fio_jobs(sections, servers)
-    check_job_counts(step, jobs, plan.fio_numjobs)
-    resources, source = summarize(ctx)
-    ctx.set(stepSamples=[])  # the next step starts its own samples
-    # wall time: the Job's start -> completion, as local mode's wall time of a step
-    extra = {"metrics_source": source, "wall_seconds": round(wall_seconds, 3)}
-    return step_result(step, jobs, step_log.iops_logs(sections), resources, extra)
 
 
 def _fio_jobs(sections: dict[str, str], servers: dict[str, str]) -> dict[str, list[JobStats]]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes.stream import stream
 
 from crimsonbench.controller.decide import NodeInfo, OsdPod, PodState
 
@@ -30,6 +32,10 @@ class Kube:
         self.batch: Any = client.BatchV1Api(api)
         self.custom: Any = client.CustomObjectsApi(api)
         self.coord: Any = client.CoordinationV1Api(api)
+        # kubernetes.stream swaps its ApiClient's transport for the call: execs get a
+        # client of their own, one at a time, never the one other threads are using
+        self._exec_core: Any = client.CoreV1Api(client.ApiClient(api.configuration))
+        self._exec_lock = threading.Lock()
 
     # ------------------------------------------------------------ Rook
     def get_cephcluster(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -144,6 +150,26 @@ class Kube:
         items = self.core.list_namespaced_pod(namespace, label_selector=selector).items
         return sorted(p.metadata.name for p in items)
 
+    def exec_in_pod(
+        self, namespace: str, pod: str, argv: list[str], timeout_s: float = 60
+    ) -> tuple[int, str, str]:
+        """Run argv in the pod's (first) container: (exit code, stdout, stderr)."""
+        with self._exec_lock:
+            resp = stream(
+                self._exec_core.connect_get_namespaced_pod_exec, pod, namespace,
+                command=argv, stdin=False, stdout=True, stderr=True, tty=False,
+                _preload_content=False, _request_timeout=timeout_s,
+            )  # fmt: skip
+            try:
+                resp.run_forever(timeout=timeout_s)
+                out, err = resp.read_stdout(), resp.read_stderr()
+                rc = resp.returncode
+            finally:
+                resp.close()
+        if rc is None:
+            raise TimeoutError(f"exec in {namespace}/{pod} did not end within {timeout_s} s")
+        return int(rc), out or "", err or ""
+
     # ------------------------------------------------------------ Jobs
     def ensure_job(self, namespace: str, body: dict[str, Any]) -> None:
         try:
@@ -229,6 +255,7 @@ class Kube:
             if cs.state is not None and cs.state.waiting is not None
         ]
         return PodState(
+            name=pod.metadata.name,
             phase=str(pod.status.phase or "Pending"),
             ready=conds.get("Ready") == "True",
             ip=pod.status.pod_ip,

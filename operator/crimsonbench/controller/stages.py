@@ -20,6 +20,7 @@ from crimsonbench.controller.fio_stage import (
     admin_access,
     await_job,
     ensure_client_user,
+    ensure_driver,
     ensure_images,
     ensure_servers,
     jobs_namespace,
@@ -35,7 +36,6 @@ from crimsonbench.errors import (
     NotReady,
     ParseError,
 )
-from crimsonbench.manifests.fio import ROLE_CLIENT
 from crimsonbench.manifests.maintenance import (
     ROLE_CEPH_CLEANUP,
     ROLE_RBD_CLEANUP,
@@ -196,14 +196,15 @@ def stage_prepare(ctx: RunContext) -> str:
     ensure_client_user(ctx, plan)
     ensure_images(ctx, plan)
     servers = ensure_servers(ctx, plan)
-    run_prefill(ctx, plan, servers)
+    run_prefill(ctx, plan, servers, ensure_driver(ctx, plan))
     ctx.set(phase=Phase.RUNNING.value)
     return "steps"
 
 
 def stage_steps(ctx: RunContext) -> str:
     plan = plan_for(ctx)
-    run_steps(ctx, plan, ensure_servers(ctx, plan))  # NotReady while steps remain
+    servers = ensure_servers(ctx, plan)
+    run_steps(ctx, plan, servers, ensure_driver(ctx, plan))  # NotReady while steps remain
     return "restore"
 
 
@@ -236,7 +237,8 @@ def cleanup(ctx: RunContext) -> None:
     rook.remove_pool_and_user(ctx, _plan_or_none(ctx))
     # nothing of the run left in the Jobs' namespace: Jobs, their pods, the job files
     ctx.kube.delete_jobs(ns, ctx.selector)
-    ctx.kube.delete_configmaps(ns, f"{ctx.selector},{LABEL_ROLE} in ({ROLE_CLIENT},prefill)")
+    # job-file ConfigMaps of a run begun by an operator from before the fio driver
+    ctx.kube.delete_configmaps(ns, f"{ctx.selector},{LABEL_ROLE} in (fio,prefill)")
     pods = ctx.kube.pod_names(ns, ctx.selector)
     if pods:
         raise NotReady(f"waiting for {len(pods)} pod(s) of the run to go: {', '.join(pods[:5])}")

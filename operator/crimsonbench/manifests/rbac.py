@@ -36,12 +36,12 @@ RULES: tuple[tuple[str, tuple[str, ...], list[str], str], ...] = (
     ("ceph.rook.io", ("cephclients", "cephblockpools"), ["create", "delete", *READ],
      "the run's pool-limited cephx user and its size-1 pool"),
     ("batch", ("jobs",), ["create", "delete", *READ],
-     "topology probe, prefill and fio Jobs"),
+     "topology probe, fio servers and driver, image and config Jobs"),
     ("batch", ("jobs/status",), ["get"], "whether a Job succeeded"),
     ("", ("pods",), READ, "the pods of those Jobs"),
-    ("", ("pods/log",), ["get"], "fio's JSON and lscpu's output come through the log"),
+    ("", ("pods/log",), ["get"], "lscpu's output and the cluster's facts come through the log"),
     ("", ("configmaps",), ["create", "update", "patch", "delete", "deletecollection", *READ],
-     "fio job files, results, topology cache, the original CephCluster spec"),
+     "results, topology cache, the original CephCluster spec"),
     ("", ("secrets",), ["get"], "Rook's mon secret and external keyrings (read only)"),
     ("", ("events",), ["create", "patch"], "events on runs (kopf)"),
     ("", ("nodes",), ["get", "list"], "client and OSD nodes exist and are ready"),
@@ -56,16 +56,44 @@ RULES: tuple[tuple[str, tuple[str, ...], list[str], str], ...] = (
      "OSD and fio CPU/memory while a step runs (metrics-server)"),
 )  # fmt: skip
 
+# Granted only in the namespaces where the fio pods run (Rook's, for Rook targets): exec
+# reaches any pod of a namespace, so no ClusterRole carries it. `create` is what the
+# websocket exec is authorized as on current API servers, `get` on older ones.
+FIO_NAMESPACE_RULES: tuple[tuple[str, tuple[str, ...], list[str], str], ...] = (
+    ("", ("pods/exec",), ["create", "get"],
+     "every step's fio client runs in the run's fio driver pod, by exec"),
+)  # fmt: skip
+DEFAULT_FIO_NAMESPACES = ("rook-ceph",)
+
+
+def _rules(rules: tuple[tuple[str, tuple[str, ...], list[str], str], ...]) -> list[dict]:
+    return [
+        {"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)}
+        for group, resources, verbs, _why in rules
+    ]
+
 
 def operator_rbac(
-    namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME
+    namespace: str = DEFAULT_NAMESPACE,
+    name: str = DEFAULT_NAME,
+    fio_namespaces: tuple[str, ...] = DEFAULT_FIO_NAMESPACES,
 ) -> list[dict[str, Any]]:
-    """ServiceAccount `name` in `namespace`, ClusterRole `name`, ClusterRoleBinding `name`."""
+    """ServiceAccount `name` in `namespace`, ClusterRole `name`, ClusterRoleBinding `name`,
+    then a Role and RoleBinding `name`-fio in each of fio_namespaces."""
     labels = {LABEL_NAME: APP, "app.kubernetes.io/component": "operator"}
-    rules = [
-        {"apiGroups": [group], "resources": list(resources), "verbs": list(verbs)}
-        for group, resources, verbs, _why in RULES
-    ]
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    fio_rbac: list[dict[str, Any]] = []
+    for ns in fio_namespaces:
+        meta = {"name": f"{name}-fio", "namespace": ns, "labels": dict(labels)}
+        fio_rbac += [
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": meta, "rules": _rules(FIO_NAMESPACE_RULES)},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": dict(meta),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                         "name": f"{name}-fio"},
+             "subjects": [dict(subject)]},
+        ]  # fmt: skip
     return [
         {
             "apiVersion": "v1",
@@ -76,7 +104,7 @@ def operator_rbac(
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": name, "labels": dict(labels)},
-            "rules": rules,
+            "rules": _rules(RULES),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -87,8 +115,9 @@ def operator_rbac(
                 "kind": "ClusterRole",
                 "name": name,
             },
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            "subjects": [dict(subject)],
         },
+        *fio_rbac,
     ]
 
 
@@ -98,7 +127,8 @@ def render(namespace: str = DEFAULT_NAMESPACE, name: str = DEFAULT_NAME) -> str:
         "# edit crimsonbench/manifests/rbac.py instead.\n"
         "# Why each rule exists:\n"
         + "".join(
-            f"#   {group or 'core'}/{','.join(res)}: {why}\n" for group, res, _v, why in RULES
+            f"#   {group or 'core'}/{','.join(res)}: {why}\n"
+            for group, res, _v, why in (*RULES, *FIO_NAMESPACE_RULES)
         )
     )
     body = yaml.safe_dump_all(operator_rbac(namespace, name), sort_keys=False, explicit_start=True)

@@ -1,7 +1,8 @@
-"""What a fio client (or facts) pod prints: files between `==> name <==` delimiter lines.
+"""What a fio client step (or a facts pod) prints: files between `==> name <==` lines.
 
-The fio client Job prints fio's JSON (fio.json), fio's own messages (fio.log, when it
-said anything) and every job's IOPS log (<job>_iops.<n>.log.<server>)."""
+A step on the fio driver prints fio's JSON (fio.json), fio's own messages (fio.log, when
+it said anything), every job's IOPS log (<job>_iops.<n>.log.<server>) and the files the
+operator left with it (osds.json)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,15 @@ def parse_sections(text: str) -> dict[str, str]:
             raise ParseError(f"the pod log has two sections {name}")
         sections[name] = text[match.end() : end].strip("\n")
     return sections
+
+
+def parse_sections_or_empty(text: str) -> dict[str, str]:
+    """parse_sections, or {} when the text has no valid sections (a step that failed
+    before printing any)."""
+    try:
+        return parse_sections(text)
+    except ParseError:
+        return {}
 
 
 def fio_output(sections: Mapping[str, str]) -> str:

@@ -1,0 +1,87 @@
+"""The operator's side of the fio driver (manifests/fio_driver.py): the driver Job, and a
+step (or the prefill) started, polled and ended by exec in its pod."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kubernetes.client.exceptions import ApiException
+
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.manifests import fio_driver
+from crimsonbench.manifests.fio import run_deadline_s
+from crimsonbench.manifests.fio_driver import StepReport
+from crimsonbench.plan.types import FioJob, RunPlan
+
+EXEC_TIMEOUT_S = 60  # one exec: start, poll or end (a poll may also wait, see poll)
+
+
+def ensure_driver(ctx: RunContext, plan: RunPlan, namespace: str) -> str:
+    """The driver pod's name once it runs; NotReady before. It sits on the first client's
+    node, beside that client's fio server."""
+    body = fio_driver.fio_driver_job(
+        ctx.name, namespace, ctx.settings.pod_options(),
+        node=plan.clients[0].node, lifetime_s=run_deadline_s(plan),
+    )  # fmt: skip
+    name = body["metadata"]["name"]
+    state = ctx.kube.job_state(namespace, name)
+    if state == "missing":
+        ctx.kube.ensure_job(namespace, body)
+        raise NotReady(f"fio driver Job {namespace}/{name} created")
+    if state != "running":
+        # its pod ended: the steps it held are lost, and a new one would start empty
+        raise ExecutionError(f"the fio driver Job {namespace}/{name} ended ({state})")
+    pod = ctx.kube.job_pod(namespace, name)
+    if pod.phase != "Running":
+        why = f" ({pod.reason})" if pod.reason else ""
+        raise NotReady(f"waiting for the fio driver pod of {name}: {pod.phase}{why}")
+    return pod.name
+
+
+def _exec(ctx: RunContext, namespace: str, pod: str, argv: list[str], timeout_s: float) -> str:
+    try:
+        rc, out, err = ctx.kube.exec_in_pod(namespace, pod, argv, timeout_s)
+    except ApiException as exc:
+        # a refused websocket handshake comes back as status 0 with the HTTP status in
+        # its reason ("Handshake status 403 Forbidden")
+        if exc.status == 403 or "403" in str(exc.reason):
+            raise ExecutionError(
+                f"the operator may not exec into pods in namespace {namespace}: add "
+                f"{namespace} to the chart's rbac.fioNamespaces (a Role granting pods/exec "
+                "there)"
+            ) from None
+        raise
+    if rc != 0:
+        raise ExecutionError(f"exec in fio driver {namespace}/{pod} exited {rc}: {err[-500:]}")
+    return out
+
+
+def start(
+    ctx: RunContext,
+    namespace: str,
+    pod: str,
+    key: str,
+    jobs: Sequence[FioJob],
+    servers: Mapping[str, str],
+    *,
+    deadline_s: int,
+    user: str | None,
+    extra_files: Mapping[str, str] | None = None,
+) -> None:
+    argv = fio_driver.start_command(key, jobs, servers, deadline_s=deadline_s, user=user,
+                                    extra_files=extra_files)  # fmt: skip
+    _exec(ctx, namespace, pod, argv, EXEC_TIMEOUT_S)
+
+
+def poll(ctx: RunContext, namespace: str, pod: str, key: str, *, wait_s: float = 0) -> StepReport:
+    """The step's state; with wait_s, the pod waits up to that long for its end first (one
+    exec: the operator sees the end within 0.1 s and the next step starts at once)."""
+    wait = max(0, int(wait_s + 0.999))
+    argv = fio_driver.poll_command(key, wait_s=wait)
+    return fio_driver.parse_report(_exec(ctx, namespace, pod, argv, EXEC_TIMEOUT_S + wait))
+
+
+def end(ctx: RunContext, namespace: str, pod: str, key: str, *, stored: bool) -> None:
+    """stored: the operator holds the result; else the attempt is dropped (killed)."""
+    _exec(ctx, namespace, pod, fio_driver.end_command(key, stored=stored), EXEC_TIMEOUT_S)
