@@ -22,8 +22,8 @@ from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec
 from crimsonbench.local.cluster import LocalCluster
 from crimsonbench.local.step_exec import StepContext, run_step
 from crimsonbench.local.topology_probe import local_topology
-from crimsonbench.local.userland import userland_for
-from crimsonbench.local.versions import installed_ceph_version
+from crimsonbench.local.userland import Userland, userland_for
+from crimsonbench.local.versions import installed_ceph_version, known_options
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan, Step
@@ -116,15 +116,24 @@ class LocalRun:
         self.dir = results_dir
 
     def plan(self) -> RunPlan:
-        return build_plan(self.name, self.spec, local_topology(), ceph_version=self.version())
+        # crimson's option names from the programs that will run (the version table only
+        # when they cannot say)
+        crimson = self.spec.osd.flavor == Flavor.CRIMSON
+        known = known_options(self.userland()) if crimson else None
+        return build_plan(self.name, self.spec, local_topology(), ceph_version=self.version(),
+                          known_options=known)  # fmt: skip
+
+    def userland(self) -> Userland:
+        """Where the run's programs come from: this machine, a Ceph root or a build dir."""
+        local = self.spec.target.local
+        if local is None:
+            return Userland()
+        crimson = self.spec.osd.flavor == Flavor.CRIMSON
+        return userland_for(local.ceph_root, crimson, local.ceph_bin_dir)
 
     def version(self) -> str:
         """The Ceph version of the programs the run will use (this machine or cephRoot)."""
-        local = self.spec.target.local
-        crimson = self.spec.osd.flavor == Flavor.CRIMSON
-        if local is None:
-            return installed_ceph_version()
-        return installed_ceph_version(userland_for(local.ceph_root, crimson, local.ceph_bin_dir))
+        return installed_ceph_version(self.userland())
 
     def info(self, version: str) -> RunInfo:
         return RunInfo.from_spec(

@@ -1,4 +1,5 @@
-"""What is installed: the Ceph version (to name crimson options before any daemon runs)."""
+"""What is installed: the Ceph version, and the option names its daemons know (to name
+crimson options before any daemon runs)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,14 @@ def installed_ceph_version(userland: Userland | None = None) -> str:
     if not m:
         raise ExecutionError(f"cannot read a version from `ceph --version`: {out!r}")
     return m.group(1)
+
+
+def known_options(userland: Userland | None = None) -> set[str] | None:
+    """Every option name the userland's Ceph was built with (`ceph-conf -D` prints the
+    compiled-in defaults of the same libceph-common the daemons load): asking the
+    programs beats a version table. None when ceph-conf is not there."""
+    ul = userland or Userland()
+    if ul.which("ceph-conf") is None:
+        return None
+    out = run(["ceph-conf", "-c", "/dev/null", "-D"], timeout=30, userland=ul)
+    return {line.split(" = ", 1)[0].strip() for line in out.splitlines() if " = " in line}
