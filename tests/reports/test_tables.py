@@ -70,11 +70,11 @@ def test_repeats_add_their_95_percent_interval() -> None:
         for i, v in enumerate((300.0, 500.0, 400.0))
     ]
     lines = markdown_table([*reps, make_step("randread4k", 1, 100.0, index=3)]).splitlines()
-    assert lines[0].endswith("| ±ci95| clat\\_ms ±ci95| repeats|")
+    assert lines[0].endswith("| sd| ±ci95| clat\\_ms sd| clat\\_ms ±ci95| repeats|")
     qd1, qd8 = lines[2], lines[3]
-    assert qd1.endswith("| n/a  | n/a  | 1  |")
+    assert qd1.endswith("| n/a  | n/a  | n/a  | n/a  | 1  |")
     # mean 400, sample stddev 100, t(0.975, 2) = 4.30265: 100 * 4.30265 / sqrt(3) = 248.41
-    assert " 400.00 " in qd8 and qd8.endswith("| ±248.41  | ±0.00  | 3  |")
+    assert " 400.00 " in qd8 and qd8.endswith("| 100.00  | ±248.41  | 0.00  | ±0.00  | 3  |")
 
 
 def test_rows_by_iodepth_and_repeats_averaged() -> None:

@@ -29,8 +29,9 @@ PUBLISHED_COLUMNS = (
     "FIO\\_cpu",
 )
 PERCENTILE_COLUMNS = ("clat\\_p99\\_ms", "clat\\_p99.9\\_ms")
-# With repeats: the 95 % interval's half width of the throughput and of the mean clat.
-SPREAD_COLUMNS = ("±ci95", "clat\\_ms ±ci95", "repeats")
+# With repeats: the sample stddev and the 95 % interval's half width of the throughput and
+# of the mean clat, over the repeats.
+SPREAD_COLUMNS = ("sd", "±ci95", "clat\\_ms sd", "clat\\_ms ±ci95", "repeats")
 # Crimson: Seastar's reactor_utilization (% of the period running tasks), mean and busiest
 # reactor; OSD_cpu alone overstates the load of reactors that busy-poll.
 REACTOR_COLUMNS = ("reactor\\_util", "reactor\\_max")
@@ -90,8 +91,9 @@ def markdown_table(
 
 def _spread_cells(s: RepeatSpread | None) -> list[str]:
     if s is None:
-        return ["n/a", "n/a", "1"]
-    return [f"±{_fmt(s.throughput.half_width)}", f"±{_fmt(s.latency.half_width)}", str(s.n)]
+        return ["n/a", "n/a", "n/a", "n/a", "1"]
+    return [_fmt(s.throughput_stdev), f"±{_fmt(s.throughput.half_width)}",
+            _fmt(s.latency_stdev), f"±{_fmt(s.latency.half_width)}", str(s.n)]  # fmt: skip
 
 
 def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
