@@ -76,6 +76,13 @@ def one_run(custom: Any, core: Any, api: Any, name: str, workers: list[str],
         "first_step_s": stored[0] - t0,
         "overheads": [i - runtime - 1 for i in intervals],
         "skews": [r.start_skew_ms for r in results if r.start_skew_ms is not None],
+        # the fio client's own wall (driver: start -> end) beyond runtime + ramp: connecting
+        # to both servers, their librbd setup, fio's end; the rest of the overhead is ours
+        "fio_extra": [
+            float(r.extra["wall_seconds"]) - runtime - 1
+            for r in results
+            if r.extra.get("wall_seconds")
+        ],  # fmt: skip
         "clients": [len(r.clients) for r in results],
         "restore_s": finished - stored[-1],
         "delete_s": time.monotonic() - finished,
@@ -97,7 +104,8 @@ def main() -> None:
             row = one_run(custom, core, api, f"kind-bench-{r}", workers, args.runtime)
             rows.append(row)
             print(f"round {r}: first step {row['first_step_s']:.0f} s, overhead/step "
-                  + " ".join(f"{o:.2f}" for o in row["overheads"]) + " s, skew "
+                  + " ".join(f"{o:.2f}" for o in row["overheads"]) + " s (fio's own "
+                  + " ".join(f"{o:.2f}" for o in row["fio_extra"]) + " s), skew "
                   + " ".join(f"{k:.0f}" for k in row["skews"]) + " ms, clients "
                   + f"{row['clients']}, restore {row['restore_s']:.0f} s, "
                   + f"delete {row['delete_s']:.0f} s", flush=True)  # fmt: skip
@@ -108,6 +116,9 @@ def main() -> None:
           f" | {max(skews):.0f} | < 50 |")  # fmt: skip
     print(f"| overhead per step (s) | {statistics.median(overheads):.2f} | {min(overheads):.2f}"
           f" | {max(overheads):.2f} | < 1.5 |")  # fmt: skip
+    fio_extra = [o for row in rows for o in row["fio_extra"]]
+    print(f"| of which fio's own start + end (s) | {statistics.median(fio_extra):.2f} | "
+          f"{min(fio_extra):.2f} | {max(fio_extra):.2f} | — |")  # fmt: skip
     for key, what in (
         ("first_step_s", "apply -> first step stored"),
         ("restore_s", "last step stored -> Completed (restore)"),

@@ -507,3 +507,51 @@ def test_exec_outside_the_fio_namespaces_names_the_chart_value(
         with pytest.raises(kubernetes.client.ApiException) as err:
             driver.poll(ctx, ROOK_NS, "some-driver-pod", "000-step")
         assert "404" in str(err.value.reason) or err.value.status == 404, err.value
+
+
+def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
+    admin: kubernetes.client.ApiClient,
+) -> None:
+    """Rook retries a failed CephBlockPool for ever (seen in kind: `rbd pool init` stuck
+    behind an OSD's slow ops): the run waits, saying so, then fails (and restores)."""
+    import logging
+
+    from crimsonbench.controller import rook
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.errors import ExecutionError, NotReady
+    from crimsonbench.manifests.rook_objects import cephblockpool
+    from crimsonbench.plan.build import build_plan
+    from crimsonbench.plan.hosts import ClusterLayout
+    from crimsonbench.plan.topology import parse_lscpu_json
+    from crimsonbench.spec.models import validate_spec
+
+    spec = validate_spec(run_body("poolfail")["spec"])
+    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
+    plan = build_plan("poolfail", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
+                      option_family="legacy")  # fmt: skip
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    name = cephblockpool("poolfail", plan.pool)["metadata"]["name"]
+
+    def ctx(annotations: dict[str, str]) -> RunContext:
+        return RunContext("poolfail", RUN_NS, "uid-1", spec, {}, Kube(admin),
+                          Settings(rollout_timeout_seconds=60), logging.getLogger("t"),
+                          annotations=annotations)  # fmt: skip
+
+    first = ctx({})
+    with pytest.raises(NotReady, match="waiting 0 s for Rook to create pool"):
+        rook.ensure_pool(first, plan)  # creates the CephBlockPool, as Rook's input
+    since = float(first.annotation_changes[rook.POOL_WAIT_SINCE])
+    custom.patch_namespaced_custom_object_status(
+        "ceph.rook.io", "v1", ROOK_NS, "cephblockpools", name, {"status": {"phase": "Failure"}}
+    )
+    try:
+        with pytest.raises(NotReady, match="phase Failure"):
+            rook.ensure_pool(ctx({rook.POOL_WAIT_SINCE: str(since)}), plan)
+        late = ctx({rook.POOL_WAIT_SINCE: str(since - 61)})
+        with pytest.raises(ExecutionError, match="gave up .rolloutTimeoutSeconds.*ceph health"):
+            rook.ensure_pool(late, plan)
+    finally:
+        custom.delete_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephblockpools",
+                                               name)  # fmt: skip

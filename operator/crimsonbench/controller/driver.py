@@ -68,10 +68,15 @@ def start(
     deadline_s: int,
     user: str | None,
     extra_files: Mapping[str, str] | None = None,
-) -> None:
+) -> bool:
+    """True: started now; False: the step's directory was there already (started by an
+    earlier call, maybe by an operator that died since): poll it."""
     argv = fio_driver.start_command(key, jobs, servers, deadline_s=deadline_s, user=user,
                                     extra_files=extra_files)  # fmt: skip
-    _exec(ctx, namespace, pod, argv, EXEC_TIMEOUT_S)
+    answer = _exec(ctx, namespace, pod, argv, EXEC_TIMEOUT_S).strip()
+    if answer not in ("state started", "state exists"):
+        raise ExecutionError(f"the fio driver {namespace}/{pod} answered {answer[:200]!r}")
+    return answer == "state started"
 
 
 def poll(ctx: RunContext, namespace: str, pod: str, key: str, *, wait_s: float = 0) -> StepReport:

@@ -221,16 +221,20 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str)
     results = load_results(ctx)  # resume: what is stored is done, whatever status says
     state = SweepState(plan.sweep, results, plan.bandwidth_workloads)
     ns = jobs_namespace(ctx)
+    stored_here = False  # a step ended in this call: the next one is new, start it at once
     while (step := state.next_step(plan.steps)) is not None:
         what = f"step {plan.steps.index(step) + 1}/{len(plan.steps)} {step.id}"
         ctx.set(currentStep=step.id)
-        report = driver.poll(ctx, ns, pod, step.id)
-        if report.state == "missing":
+        report = None if stored_here else driver.poll(ctx, ns, pod, step.id)
+        if report is None or report.state == "missing":
             osds = _osds_at_step_start(ctx, what)  # NotReady while an OSD is not back
-            driver.start(ctx, ns, pod, step.id, step.jobs, servers,
-                         deadline_s=plan.timing.deadline_s, user=plan.pool.user,
-                         extra_files={fio_driver.OSDS_FILE: json.dumps(osds)})  # fmt: skip
-            raise NotReady(f"{what} started")
+            files = {fio_driver.OSDS_FILE: json.dumps(osds)}
+            started = driver.start(ctx, ns, pod, step.id, step.jobs, servers,
+                                   deadline_s=plan.timing.deadline_s, user=plan.pool.user,
+                                   extra_files=files)  # fmt: skip
+            if started:
+                raise NotReady(f"{what} started")
+            report = driver.poll(ctx, ns, pod, step.id)  # it was there already
         if report.state == "running":
             _check_alive(report, plan.timing.deadline_s, what)
             sample_step(ctx, fio_access(ctx, plan).namespace, plan)
@@ -243,6 +247,7 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str)
         results[step.id] = result
         _store(ctx, plan, results)  # stored before its directory goes: never run twice
         driver.end(ctx, ns, pod, step.id, stored=True)
+        stored_here = True
         note = state.record(step, result)
         if note:
             ctx.logger.info("%s", note)

@@ -289,11 +289,24 @@ def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
     ctx.kube.ensure_custom(t.namespace, "cephblockpools", pool)
     found = ctx.kube.get_custom(t.namespace, "cephblockpools", pool["metadata"]["name"]) or {}
     phase = (found.get("status") or {}).get("phase", "")
-    if phase != "Ready":
-        raise NotReady(
-            f"waiting for Rook to create pool {plan.pool.name} (CephBlockPool phase "
-            f"{phase or 'unknown'})"
+    if phase == "Ready":
+        return
+    # Rook retries a failed pool for ever (seen here: its `rbd pool init` timing out
+    # behind an OSD's stuck ops): the run gives up in time and restores the cluster.
+    since = float(ctx.annotation(POOL_WAIT_SINCE) or time.time())
+    ctx.annotate(POOL_WAIT_SINCE, str(since))
+    waited = time.time() - since
+    message = (f"waiting {waited:.0f} s for Rook to create pool {plan.pool.name} "
+               f"(CephBlockPool phase {phase or 'unknown'})")  # fmt: skip
+    if waited > ctx.settings.rollout_timeout_seconds:
+        raise ExecutionError(
+            f"{message}; gave up (rolloutTimeoutSeconds): see Rook's operator log and "
+            "`ceph health detail` (slow ops, PGs not active)"
         )
+    raise NotReady(message)
+
+
+POOL_WAIT_SINCE = f"{GROUP}/pool-wait-since"  # epoch seconds: when the run began waiting
 
 
 def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
