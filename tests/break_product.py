@@ -9,9 +9,11 @@ every row does.
 
     .venv/bin/python tests/break_product.py [--only NAME] [--keep]
 
-Not collected by pytest (no test_ prefix): it runs make test once per breakage (~15 min
-for all five here, 2026-11-24: 1.0, 3.4, 1.7, 1.6 and 6.3 min), so it is a script you run,
-not a test. Caches (~/.cache/crimsonbench) are shared, so only the first run builds anything.
+Not collected by pytest (no test_ prefix): it runs make test once per breakage (here,
+2026-11-24, with the fio driver: dockerfile-typo 3.1 min, fio-process-dropped 1.1,
+configmap-left-behind 17.0 — the kind run's leftovers check waits 5 min before it fails;
+earlier handler-raises 3.4 and planner-refuses 1.6), so it is a script you run, not a
+test. Caches (~/.cache/crimsonbench) are shared, so only the first run builds anything.
 """
 
 from __future__ import annotations
