@@ -87,6 +87,30 @@ def test_osd_count_must_match_the_cluster() -> None:
     assert err.value.field == "spec.osd.count"
 
 
+def test_an_osd_node_without_fio_plans_its_cpus_for_the_osd_alone() -> None:
+    """kind's 2-CPU workers: osd.0's reactor on CPU 0 and its alien threads on CPU 1 of
+    node a, fio on CPU 1 of node b; planned per node, a alone would leave fio nothing."""
+    vm = parse_lscpu_json((FIXTURES / "lscpu" / "this-vm.json").read_text())
+    spec = validate_spec(
+        {
+            "target": {"rook": {"clusterName": "c", "osdNodes": ["a"]}},
+            "osd": {"objectStore": "bluestore", "reactors": 1, "cpuSet": "0",
+                    "alienCpuSet": "1", "cephVersion": "20.2.4"},
+            "client": {"nodes": ["b"], "nodeCpuSets": {"b": "1"}},
+        }
+    )  # fmt: skip
+    plan = build_plan("r", spec, ClusterLayout({"a": vm, "b": vm}, {0: "a"}, ("b",)))
+    (host,) = plan.hosts
+    assert host.node == "a" and host.cpu.osds[0].reactors == (0,)
+    assert host.cpu.osds[0].alien == (1,)
+    assert [(c.node, c.cpus) for c in plan.clients] == [("b", (1,))]
+    # fio on a as well: nothing left for it there, said with the node and the field
+    both = spec.model_copy(update={"client": spec.client.model_copy(update={"nodes": ["a", "b"]})})
+    with pytest.raises(InvalidSpec, match="on node a: .*none is left for fio") as err:
+        build_plan("r", both, ClusterLayout({"a": vm, "b": vm}, {0: "a"}, ("a", "b")))
+    assert err.value.field == "spec.client.cpuSet"
+
+
 # ---------------------------------------------------------------- client nodes
 
 

@@ -306,3 +306,21 @@ def test_bad_cpu_list_in_the_spec_is_reported_for_its_field() -> None:
 def test_alien_cpu_set_covering_every_osd_cpu_leaves_no_reactor() -> None:
     with raises("spec.osd.alienCpuSet", "none is left for reactors"):
         plan(ADJ, client="8-31", cpu_set="0-7", object_store="bluestore", alien_cpu_set="0-7")
+
+
+# ---------------------------------------------------------------- nodes without fio
+
+
+VM = topo("this-vm.json")  # this machine: 2 CPUs, 1 socket
+
+
+def test_a_node_without_fio_gives_its_osds_every_cpu() -> None:
+    """Multi-node Rook: an OSD node that runs no fio client needs no CPU left for fio (seen
+    on kind: 2-CPU workers, reactor on 0 and alien threads on 1, fio on the other worker)."""
+    osd = OsdSpec(object_store="bluestore", reactors=1, cpu_set="0", alien_cpu_set="1")
+    p = plan_cpus(VM, osd, ClientSpec(), runs_fio=False)
+    assert reactors(p) == [[0]] and p.osds[0].alien == (1,) and p.client == ()
+    # the same node hosting a fio client: refused, naming the field and the fix
+    with pytest.raises(InvalidSpec, match="none is left for fio") as err:
+        plan_cpus(VM, osd, ClientSpec())
+    assert err.value.field == "spec.client.cpuSet"

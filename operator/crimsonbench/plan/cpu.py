@@ -45,10 +45,13 @@ class _Ask:
     fixes: tuple[str, ...]  # ways out, joined as "a, b, or c"
 
 
-def plan_cpus(topology: Topology, osd: OsdSpec, client: ClientSpec) -> CpuPlan:
-    """Place every OSD's reactors (or classic affinity set), the alien threads and fio."""
+def plan_cpus(
+    topology: Topology, osd: OsdSpec, client: ClientSpec, runs_fio: bool = True
+) -> CpuPlan:
+    """Place every OSD's reactors (or classic affinity set), the alien threads and fio.
+    runs_fio False: a node with OSDs and no fio client, where the OSDs may take every CPU."""
     by_id = topology.by_id()
-    pools = _resolve_pools(topology, by_id, osd, client)
+    pools = _resolve_pools(topology, by_id, osd, client, runs_fio)
     physical = osd.hyper_threads == HyperThreads.PHYSICAL
     units = _units(by_id, pools.reactors, physical)
     ask = _ask(osd, units, pools.source, physical)
@@ -94,7 +97,8 @@ def _given(text: str | None, field: str, by_id: Mapping[int, Cpu]) -> frozenset[
 
 
 def _resolve_pools(
-    topology: Topology, by_id: Mapping[int, Cpu], osd: OsdSpec, client: ClientSpec
+    topology: Topology, by_id: Mapping[int, Cpu], osd: OsdSpec, client: ClientSpec,
+    runs_fio: bool,
 ) -> _Pools:
     osd_set = _given(osd.cpu_set, "spec.osd.cpuSet", by_id)
     client_set = _given(client.cpu_set, "spec.client.cpuSet", by_id)
@@ -119,7 +123,8 @@ def _resolve_pools(
         )
     online = topology.ids()
     if client_set is None:
-        client_set = _nonempty(online - _or_empty(osd_set) - _or_empty(alien), "client")
+        rest = online - _or_empty(osd_set) - _or_empty(alien)
+        client_set = _nonempty(rest, "client") if runs_fio else rest
     if osd_set is None:
         osd_set = _nonempty(online - client_set, "osd")
     reactors = osd_set - alien if alien is not None else osd_set

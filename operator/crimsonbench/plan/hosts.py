@@ -46,8 +46,9 @@ def plan_hosts(
         return (), _clients(spec, layout, ())
     _check_count(spec, layout)
     nodes = sorted(set(layout.placement.values()), key=lambda n: n or "")
-    many = len(nodes) > 1
-    hosts = tuple(_host(spec, layout, node, many) for node in nodes)
+    # on Kubernetes a refusal names the node: its CPUs, not the spec alone, decided it
+    named = any(n is not None for n in nodes)
+    hosts = tuple(_host(spec, layout, node, named) for node in nodes)
     clients = _clients(spec, layout, hosts)
     return hosts, clients
 
@@ -67,14 +68,15 @@ def _check_count(spec: BenchmarkRunSpec, layout: ClusterLayout) -> None:
         )
 
 
-def _host(spec: BenchmarkRunSpec, layout: ClusterLayout, node: Node, many: bool) -> HostPlan:
+def _host(spec: BenchmarkRunSpec, layout: ClusterLayout, node: Node, named: bool) -> HostPlan:
     ids = sorted(i for i, n in layout.placement.items() if n == node)
     topology = _topology(layout, node)
     osd = spec.osd.model_copy(update={"count": len(ids)})
     try:
-        cpu = plan_cpus(topology, osd, _client_spec_on(spec.client, node))
+        runs_fio = node in layout.client_nodes
+        cpu = plan_cpus(topology, osd, _client_spec_on(spec.client, node), runs_fio)
     except InvalidSpec as exc:
-        if not many:
+        if not named:
             raise
         raise InvalidSpec(exc.field, f"on node {node}: {exc.message}") from None
     osds = tuple(
