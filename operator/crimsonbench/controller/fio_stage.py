@@ -19,6 +19,7 @@ from crimsonbench.manifests.naming import GROUP, LABEL_ROLE, LABEL_RUN, label_va
 from crimsonbench.manifests.results import read_results_configmaps, results_configmaps
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results import step_log
+from crimsonbench.results.ceph_client_errors import explain_ceph_client_error
 from crimsonbench.results.fio_doc import find_json_document
 from crimsonbench.results.fio_json import JobStats, parse_fio_json
 from crimsonbench.results.status_summary import status_summary
@@ -64,8 +65,11 @@ def await_job(ctx: RunContext, body: dict[str, Any], what: str, cm: dict | None 
     if state == "running":
         raise NotReady(f"{what}: Job {ns}/{name} running")
     if state == "failed":
-        tail = ctx.kube.job_log(ns, name)[-1500:] or "(empty: the pod never ran)"
-        raise ExecutionError(f"{what}: Job {ns}/{name} failed; log tail:\n{tail}")
+        log = ctx.kube.job_log(ns, name)
+        tail = log[-1500:] or "(empty: the pod never ran)"
+        hint = explain_ceph_client_error(log)
+        hint = f": {hint}" if hint else ""
+        raise ExecutionError(f"{what}: Job {ns}/{name} failed{hint}; log tail:\n{tail}")
     return ctx.kube.job_log(ns, name)
 
 
