@@ -86,4 +86,8 @@ operator/crimsonbench/manifests/rbac.py. Do not edit: change RULES and regenerat
 - apiGroups: [""]
   resources: ["pods/exec"]
   verbs: ["create", "get"]
+# core/pods: a crimson OSD reads its reactor layout only at start: after the restore its pod is restarted (Rook's Deployment recreates it on its node)
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["delete"]
 {{- end }}

@@ -45,6 +45,7 @@ class OsdPod:
     terminating: bool = False
     uid: str = ""
     restarts: int = 0  # of the osd container
+    name: str = ""
 
     @property
     def incarnation(self) -> str:

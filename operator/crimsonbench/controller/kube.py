@@ -221,6 +221,14 @@ class Kube:
         pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
         return str(self.core.read_namespaced_pod_log(pod.metadata.name, namespace))
 
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """One pod by name (gone already: fine)."""
+        try:
+            self.core.delete_namespaced_pod(name, namespace)
+        except ApiException as exc:
+            if not _missing(exc):
+                raise
+
     def delete_job(self, namespace: str, name: str) -> None:
         """One Job by name, its pods with it (`job-name` labels only the pods, not Jobs)."""
         try:
@@ -294,6 +302,7 @@ class Kube:
                     terminating=pod.metadata.deletion_timestamp is not None,
                     uid=str(pod.metadata.uid or ""),
                     restarts=int(restarts),
+                    name=str(pod.metadata.name or ""),
                 )
             )
         return out

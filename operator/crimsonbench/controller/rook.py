@@ -194,11 +194,14 @@ def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
 # where restoring stopped, and never runs the config cleanup Job twice.
 RESTORE_STARTED = f"{GROUP}/restore-started"  # epoch seconds of the restoring patch
 CONFIG_RESTORED = f"{GROUP}/config-restored"  # "done", or "failed: <why>"
+CONFIG_CLEANED = f"{GROUP}/config-cleaned"  # the `config rm` Job's outcome, as above
+OSDS_RESTARTED = f"{GROUP}/crimson-osds-restarted"  # {"since": epoch, "uids": [...]} (JSON)
 
 
 def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
     """Put the CephCluster spec back exactly, wait for Rook to roll the OSDs back, then
-    `ceph config rm` what Rook leaves in the mon database. NotReady until all is done."""
+    `ceph config rm` what Rook leaves in the mon database, then (crimson) restart the
+    planned OSDs so they start without the run's layout. NotReady until all is done."""
     t = ctx.spec.target.rook
     if t is None:
         return
@@ -220,8 +223,12 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
         marks[RESTORE_STARTED] = str(round(time.time(), 1))
         ctx.kube.annotate_configmap(ctx.namespace, name, {RESTORE_STARTED: marks[RESTORE_STARTED]})
     _wait_rollback(ctx, original, float(marks[RESTORE_STARTED]))
-    done = _config_cleanup(ctx, plan, original.get("cephConfig") or {})
-    ctx.kube.annotate_configmap(ctx.namespace, name, {CONFIG_RESTORED: done})
+    if CONFIG_CLEANED not in marks:  # its Job is deleted once done: never run it twice
+        marks[CONFIG_CLEANED] = _config_cleanup(ctx, plan, original.get("cephConfig") or {})
+        ctx.kube.annotate_configmap(ctx.namespace, name, {CONFIG_CLEANED: marks[CONFIG_CLEANED]})
+    if ctx.spec.osd.flavor == Flavor.CRIMSON:
+        _restart_crimson_osds(ctx, name, marks)
+    ctx.kube.annotate_configmap(ctx.namespace, name, {CONFIG_RESTORED: marks[CONFIG_CLEANED]})
 
 
 def _wait_rollback(ctx: RunContext, original: dict[str, Any], since: float) -> None:
@@ -278,6 +285,56 @@ def _config_cleanup(ctx: RunContext, plan: RunPlan | None, original_cephconfig: 
         result = "done"
     ctx.kube.delete_job(ns, name)
     return result
+
+
+def _restart_crimson_osds(ctx: RunContext, cm_name: str, marks: dict[str, str]) -> None:
+    """Crimson reads its reactor and alien CPU sets only when it starts, and Rook rolled the
+    OSDs back before `config rm` removed the run's (seen on kind: osd.0 kept the run's
+    reactor CPU after the restore). So the planned OSDs are restarted once more: their pods
+    deleted, Rook's Deployments recreate them on the same nodes. NotReady until each runs
+    in a new pod and is Ready; gives up (a condition says so) after rolloutTimeoutSeconds."""
+    t = ctx.spec.target.rook
+    assert t is not None
+    ids = sorted(int(k) for k in ctx.get("osdPlacement") or {})
+    pods = [p for p in ctx.kube.list_osd_pods(t.namespace) if p.osd_id in ids]
+    if OSDS_RESTARTED not in marks:
+        old = [p for p in pods if not p.terminating]
+        for pod in old:
+            try:
+                ctx.kube.delete_pod(t.namespace, pod.name)
+            except Exception as exc:
+                if getattr(exc, "status", None) == 403:
+                    raise ExecutionError(
+                        f"restarting osd.{pod.osd_id} (pod {pod.name}) after the restore was "
+                        f"refused: add {t.namespace} to the chart's rbac.fioNamespaces (a "
+                        "Role granting pods delete there), or restart it by hand so it runs "
+                        "without the run's reactor layout"
+                    ) from exc
+                raise
+        record = json.dumps({"since": round(time.time(), 1), "uids": [p.uid for p in old]})
+        ctx.kube.annotate_configmap(ctx.namespace, cm_name, {OSDS_RESTARTED: record})
+        marks[OSDS_RESTARTED] = record
+        raise NotReady(f"restarting {_osd_list(ids)} to start without the run's reactor layout")
+    done = json.loads(marks[OSDS_RESTARTED])
+    fresh = {p.osd_id for p in pods if p.ready and not p.terminating and p.uid not in done["uids"]}
+    waiting = [i for i in ids if i not in fresh]
+    waited = time.time() - float(done["since"])
+    if not waiting:
+        ctx.condition("OsdsRestarted", True, "CrimsonOsdsRestarted",
+                      f"{_osd_list(ids)} restarted without the run's reactor layout after "
+                      f"{waited:.0f} s")  # fmt: skip
+        return
+    message = f"waiting {waited:.0f} s for {_osd_list(waiting)} to restart"
+    if waited > ctx.settings.rollout_timeout_seconds:
+        ctx.condition("OsdsRestarted", False, "RestartTimeout",
+                      f"{message}; gave up: until they restart they keep the run's reactor "
+                      "layout")  # fmt: skip
+        return
+    raise NotReady(message)
+
+
+def _osd_list(ids: Sequence[int]) -> str:
+    return ", ".join(f"osd.{i}" for i in ids)
 
 
 def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:

@@ -62,6 +62,9 @@ RULES: tuple[tuple[str, tuple[str, ...], list[str], str], ...] = (
 FIO_NAMESPACE_RULES: tuple[tuple[str, tuple[str, ...], list[str], str], ...] = (
     ("", ("pods/exec",), ["create", "get"],
      "every step's fio client runs in the run's fio driver pod, by exec"),
+    ("", ("pods",), ["delete"],
+     "a crimson OSD reads its reactor layout only at start: after the restore its pod is "
+     "restarted (Rook's Deployment recreates it on its node)"),
 )  # fmt: skip
 DEFAULT_FIO_NAMESPACES = ("rook-ceph",)
 
