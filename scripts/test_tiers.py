@@ -114,7 +114,9 @@ TIERS = (
     Tier("kind", 14, ("k8s control plane", "kubelet", "helm", "our images", "rook image",
                       "kind node image")),
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs
-    Tier("crimson", 6, ("crimson",)),
+    # (tests/crimson, and crimson on Rook in kind: tests/kind/test_kind_rook_crimson.py)
+    Tier("crimson", 14, ("crimson", "k8s control plane", "kubelet", "helm", "our images",
+                         "kind node image")),
 )  # fmt: skip
 
 

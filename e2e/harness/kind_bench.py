@@ -21,6 +21,7 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -30,7 +31,7 @@ from harness.images import FIO_IMAGE, OPERATOR_IMAGE, ImagesUnavailable, product
 from harness.kind import KindCluster, KindUnavailable, kind_cluster
 from harness.kind_rook import CLUSTER, NAMESPACE, KindRook, kind_rook, new_loop_devices
 from harness.operator_install import GROUP, VERSION
-from harness.rook import RookUnavailable
+from harness.rook import CRIMSON_FIO_IMAGE, RookUnavailable, crimson_fio_archive
 from harness.waiting import wait_for
 
 OPERATOR_NS = "crimsonbench"
@@ -76,6 +77,53 @@ def run_manifest(
     }
 
 
+def crimson_run_manifest(
+    name: str,
+    osd_node: str,
+    client_node: str,
+    pool: str,
+    iodepths: Sequence[int] = (1, 4),
+    runtime: int = 3,
+) -> dict[str, Any]:
+    """A crimson BenchmarkRun on the Rook OSD of OSD_NODE (bluestore through alien threads,
+    the only store Rook provisions for crimson): its one reactor on CPU 0, its alien
+    threads on CPU 1, fio on CLIENT_NODE's CPU 1. Two CPUs per node allow no more; the
+    other worker's OSD serves the pool unplanned. randread4k and randwrite4k over IODEPTHS."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "BenchmarkRun",
+        "metadata": {"name": name, "namespace": RUN_NS},
+        "spec": {
+            "target": {
+                "rook": {
+                    "clusterName": CLUSTER,
+                    "namespace": NAMESPACE,
+                    "osdNodes": [osd_node],
+                    "allowReprovision": True,
+                }
+            },
+            "osd": {
+                "flavor": "crimson",
+                "objectStore": "bluestore",
+                "count": 1,
+                "reactors": 1,
+                "cpuSet": OSD_CPUS,
+                "alienCpuSet": CLIENT_CPUS,
+                "alienThreads": 2,
+            },
+            "client": {
+                "nodes": [client_node],
+                "nodeCpuSets": {client_node: CLIENT_CPUS},
+                "pool": pool,
+                "images": 2,
+                "imageSize": "64Mi",
+            },
+            "workloads": [{"preset": "randread4k"}, {"preset": "randwrite4k"}],
+            "sweep": {"iodepths": list(iodepths), "runtimeSeconds": runtime, "rampSeconds": 1},
+        },
+    }
+
+
 @dataclass
 class BenchStack:
     kind: KindCluster
@@ -87,7 +135,7 @@ class BenchStack:
                                  f"--tail={lines}", check=False)  # fmt: skip
 
 
-def operator_values(tick_seconds: float = 1.0) -> dict[str, Any]:
+def operator_values(tick_seconds: float = 1.0, fio_tag: str = "dev") -> dict[str, Any]:
     """Chart values for kind: our images, loaded into the nodes (never pulled)."""
     return {
         "image": {
@@ -98,7 +146,7 @@ def operator_values(tick_seconds: float = 1.0) -> dict[str, Any]:
         "fio": {
             "image": {
                 "repository": FIO_IMAGE.rsplit(":", 1)[0],
-                "tag": "dev",
+                "tag": fio_tag,
                 "pullPolicy": "Never",
             }
         },  # fmt: skip
@@ -127,18 +175,25 @@ def install_operator(rook: KindRook, values: dict[str, Any], timeout: float = 60
 
 
 @contextlib.contextmanager
-def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1.0
-                     ) -> Iterator[BenchStack]:  # fmt: skip
+def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1.0,
+                     flavor: str = "classic") -> Iterator[BenchStack]:  # fmt: skip
     loops = new_loop_devices()
     timings: dict[str, float] = {}
     try:
         t0 = time.monotonic()
         try:
-            archives = product_archives()  # cached: seconds
+            archives: list[Path] = list(product_archives())  # cached: seconds
         except ImagesUnavailable as exc:
             if environmental(exc):
                 raise KindUnavailable(f"our images cannot be built here: {exc}") from exc
             raise
+        fio_tag = "dev"
+        if flavor == "crimson":  # before any cluster: a machine without the build skips
+            try:
+                archives = [*archives, crimson_fio_archive()]
+            except RookUnavailable as exc:
+                raise KindUnavailable(f"no crimson Rook image: {exc}") from exc
+            fio_tag = CRIMSON_FIO_IMAGE.rsplit(":", 1)[1]
         timings["product_images_s"] = time.monotonic() - t0
         with kind_cluster(workers=2, cpu_manager=False, host_dev=False,
                           declared_cpus=declared_cpus) as k:  # fmt: skip
@@ -148,10 +203,10 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
                 k.load_image_archive(archive)
             timings["product_images_load_s"] = time.monotonic() - t
             try:
-                with kind_rook(k, loops) as rook:
+                with kind_rook(k, loops, flavor=flavor) as rook:
                     timings.update(rook.timings)
                     t = time.monotonic()
-                    install_operator(rook, operator_values(tick_seconds))
+                    install_operator(rook, operator_values(tick_seconds, fio_tag))
                     timings["operator_install_s"] = time.monotonic() - t
                     yield BenchStack(k, rook, timings)
             except RookUnavailable as exc:  # its image or binary cannot be built here

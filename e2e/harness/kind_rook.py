@@ -41,7 +41,13 @@ import yaml
 from harness.controlplane import cache_root
 from harness.helm import ensure_helm
 from harness.kind import KIND_DIR, KindCluster
-from harness.rook import ROOK_IMAGE, rook_image_archive, rook_install_args
+from harness.rook import (
+    CRIMSON_ROOK_IMAGE,
+    ROOK_IMAGE,
+    crimson_rook_image_archive,
+    rook_image_archive,
+    rook_install_args,
+)
 from harness.rook_ops import ceph_ready
 from harness.waiting import wait_for
 
@@ -108,6 +114,7 @@ class KindRook:
     kind: KindCluster
     loops: LoopDevices
     image: str = ROOK_IMAGE
+    flavor: str = "classic"  # or "crimson": every OSD a crimson-osd (CRIMSON_ROOK_IMAGE)
     namespace: str = NAMESPACE
     name: str = CLUSTER
     timings: dict[str, float] = field(default_factory=dict)
@@ -210,6 +217,12 @@ class KindRook:
             {"name": w, "devices": [{"name": Path(dev).name}]}
             for w, dev in sorted(self.loops.by_worker.items())
         ]
+        if self.flavor == "crimson":
+            # Rook v1.17 supports reef and squid; tentacle runs with allowUnsupported.
+            doc["spec"]["cephVersion"]["allowUnsupported"] = True
+            # crimson-osd aborts unless its reactors are given, even to mkfs; one unpinned
+            # reactor until a BenchmarkRun plans them (Rook provisions bluestore: alien threads)
+            doc["spec"]["cephConfig"]["osd"] = {"crimson_seastar_num_threads": "1"}
         return doc
 
     def toolbox_manifest(self) -> dict[str, Any]:
@@ -263,7 +276,9 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 def give_worker_its_device(kind: KindCluster, worker: str, dev: str) -> None:
     """DEV as the only loop device in WORKER's /dev (its own tmpfs), and /run/udev there
-    (OSD pods mount it; an empty one is what the real-node harness runs with).
+    (OSD pods mount it) with an entry per block device, as a node running udev has: from
+    Ceph 20 on, ceph-volume reads /run/udev/data/b<major>:<minor> of every device in
+    /sys/block and skips them all when one is missing ("No udev data could be retrieved").
 
     docker copied the host's /dev/loop0..N nodes into every privileged node when it made
     it: left there, the other worker's device, once attached, shows up in this worker too,
@@ -272,7 +287,9 @@ def give_worker_its_device(kind: KindCluster, worker: str, dev: str) -> None:
     major, minor = major_minor.split(":")
     script = (
         f'for d in /dev/loop[0-9]*; do [ "$d" = {dev} ] || rm -f "$d"; done; '
-        f"[ -b {dev} ] || mknod -m 0660 {dev} b {major} {minor}; mkdir -p /run/udev; "
+        f"[ -b {dev} ] || mknod -m 0660 {dev} b {major} {minor}; mkdir -p /run/udev/data; "
+        'for b in /sys/block/*; do f=/run/udev/data/b$(cat "$b/dev"); [ -e "$f" ] || : > "$f"; '
+        "done; "
         "ls /dev | grep '^loop[0-9]'"
     )
     seen = kind.exec(worker, "sh", "-c", script).stdout.split()
@@ -293,13 +310,19 @@ def kind_rook(
     osd_size_gib: int = 6,
     operator_timeout: float = 900,
     ready_timeout: float = 2400,
+    flavor: str = "classic",
 ) -> Iterator[KindRook]:
     """Rook's operator and a CephCluster with one OSD per worker (on LOOPS, attached here),
-    Ready. On exit the loop devices are detached lazily; call `loops.release()` once the
-    nodes are gone (the OSDs hold them open until then)."""
+    Ready; FLAVOR crimson: every OSD a crimson-osd (bluestore through its alien threads).
+    On exit the loop devices are detached lazily; call `loops.release()` once the nodes are
+    gone (the OSDs hold them open until then)."""
     t0 = time.monotonic()
-    archive = rook_image_archive()  # cached: seconds
-    rook = KindRook(kind, loops, timings={"rook_image_s": time.monotonic() - t0})
+    if flavor == "crimson":
+        archive, image = crimson_rook_image_archive(), CRIMSON_ROOK_IMAGE
+    else:
+        archive, image = rook_image_archive(), ROOK_IMAGE  # cached: seconds
+    rook = KindRook(kind, loops, image=image, flavor=flavor,
+                    timings={"rook_image_s": time.monotonic() - t0})  # fmt: skip
     try:
         t = time.monotonic()
         kind.load_image_archive(archive)

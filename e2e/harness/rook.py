@@ -20,6 +20,15 @@ CEPH_VERSION = "18.2.7"
 ROOK_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CEPH_VERSION}"
 BUILD_ROOK = REPO / "e2e" / "build-rook.sh"
 BUILD_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-image.sh"
+# The crimson flavour: Debian sid's 20.2.4 daemons + our crimson-osd as the OSD
+# (e2e/rook/build-crimson-image.sh, on the Ceph root of e2e/crimson/build-ceph-root.sh).
+CRIMSON_CEPH_VERSION = "20.2.4"
+CRIMSON_ROOK_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CRIMSON_CEPH_VERSION}-crimson"
+BUILD_CRIMSON_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-crimson-image.sh"
+# our fio runner on the same Ceph (20.2's aes256k cephx keys need a 20.2 client), built with it
+CRIMSON_FIO_IMAGE = f"localhost/crimsonbench-fio:dev-ceph{CRIMSON_CEPH_VERSION}"
+BUILD_CRIMSON_ROOT = (f"e2e/build-crimson.sh {CRIMSON_CEPH_VERSION} && "
+                      f"e2e/crimson/build-ceph-root.sh {CRIMSON_CEPH_VERSION}")  # fmt: skip
 
 # Build failures caused by the machine, on top of the harness's ENVIRONMENTAL markers:
 # apt and pip without a mirror. Callers skip on these and fail on anything else.
@@ -94,6 +103,33 @@ def rook_install_args(dest: Path, namespace: str, values: Path, image: str) -> l
         "--create-namespace", "-f", str(values),
         "--set", f"image.repository={repo}", "--set", f"image.tag={tag}",
     ]  # fmt: skip
+
+
+def crimson_rook_image_archive(timeout: float = 30 * 60) -> Path:
+    """A docker-archive of CRIMSON_ROOK_IMAGE (e2e/rook/build-crimson-image.sh; ~1 min once
+    the Ceph root is built). RookUnavailable, naming the command that builds it, where the
+    crimson Ceph root is not built: that build takes 1-2 h and never runs inside a test."""
+    if os.geteuid() != 0:
+        raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
+    cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+    root = cache / "ceph-root" / CRIMSON_CEPH_VERSION
+    if not (root / ".done-crimson").exists():
+        raise RookUnavailable(
+            f"no crimson Ceph root at {root} (no Debian package ships crimson-osd); build it "
+            f"once with `{BUILD_CRIMSON_ROOT}` (~2 h cold on 2 cores; it can run in the "
+            "background)"
+        )
+    return _run_build(BUILD_CRIMSON_ROOK_IMAGE, "building the crimson Rook image", timeout)
+
+
+def crimson_fio_archive(timeout: float = 30 * 60) -> Path:
+    """A docker-archive of CRIMSON_FIO_IMAGE (built by e2e/rook/build-crimson-image.sh with
+    the crimson Rook image: see crimson_rook_image_archive)."""
+    rook = crimson_rook_image_archive(timeout)
+    archive = rook.parent / f"crimsonbench-fio-dev-ceph{CRIMSON_CEPH_VERSION}.tar"
+    if not archive.is_file():
+        raise RuntimeError(f"{BUILD_CRIMSON_ROOK_IMAGE.name} left no {archive}")
+    return archive
 
 
 def _run_build(script: Path, what: str, timeout: float) -> Path:

@@ -2,7 +2,8 @@
 # The kind variant of the e2e, by hand: a kind cluster built here (our dockerd, our node
 # image, e2e/kind/kind-config.yaml: 1 control plane + 2 workers with the static CPU manager),
 # Rook + our operator from this repository's chart in one `helm install`, a crimson
-# cyanstore BenchmarkRun, its results. Nothing is pulled: our images are loaded into the
+# bluestore BenchmarkRun, its results (for a machine that can pull: the tested crimson-on-Rook
+# run here is tests/kind/test_kind_rook_crimson.py, with our own crimson Rook image). Nothing is pulled: our images are loaded into the
 # nodes, and so must be the Ceph image (no registry is reachable here).
 #
 #   CRIMSON_IMAGE=ceph/ceph:crimson CRIMSON_IMAGE_ARCHIVE=/path/ceph.tar e2e/kind/run.sh
@@ -83,8 +84,8 @@ sed -e "s|CRIMSON_IMAGE|$CRIMSON_IMAGE|" -e "s|LOOP_DEVICE|$loop|" \
 kubectl -n "$NS" wait cephcluster/rook-ceph --for=jsonpath='{.status.phase}'=Ready --timeout=20m
 
 log "BenchmarkRun"
-sed "s|crimsonbench-worker|$worker|" e2e/kind/benchmarkrun-cyanstore.yaml | kubectl apply -f -
-kubectl -n "$NS" wait benchmarkrun/kind-cyanstore \
+sed "s|crimsonbench-worker|$worker|" e2e/kind/benchmarkrun-crimson.yaml | kubectl apply -f -
+kubectl -n "$NS" wait benchmarkrun/kind-crimson \
   --for=jsonpath='{.status.phase}'=Completed --timeout=60m
-kubectl -n "$NS" get benchmarkrun kind-cyanstore -o yaml
-kubectl -n "$NS" get configmap -l bench.crimson.ceph.io/run=kind-cyanstore,bench.crimson.ceph.io/role=results -o yaml
+kubectl -n "$NS" get benchmarkrun kind-crimson -o yaml
+kubectl -n "$NS" get configmap -l bench.crimson.ceph.io/run=kind-crimson,bench.crimson.ceph.io/role=results -o yaml

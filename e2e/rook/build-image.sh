@@ -7,10 +7,13 @@
 #   FORCE=1 ...                      -> redo every step (debootstrap, import, build, save)
 #   VERIFY=0 ...                     -> skip the smoke test
 #   ROOK_VERSION=v1.17.8 CEPH_VERSION=18.2.7 SUITE=trixie   (the defaults)
+#   BASE_ROOTFS=DIR OSD_FLAVOR=crimson ...  a Ceph root as the base instead of debootstrap, and
+#                                    crimson-osd as the OSD daemon (e2e/rook/build-crimson-image.sh)
 #
 # Steps (each bounded by a timeout, each skipped when its output is current):
 #   1. e2e/build-rook.sh                          -> the rook binary (cached)
 #   2. debootstrap --variant=minbase $SUITE       -> $CACHE/rook/base-$SUITE.tar
+#      (or BASE_ROOTFS, tarred as it is)          -> $CACHE/rook/base-<its name>.tar
 #   3. podman import                              -> localhost/rook-base:$SUITE
 #   4. podman build e2e/rook/image/Containerfile  -> localhost/rook-ceph:$ROOK-$CEPH
 #   5. podman save --format docker-archive        -> $CACHE/images/rook-ceph-$ROOK-$CEPH.tar
@@ -28,14 +31,24 @@ set -euo pipefail
 ROOK_VERSION=${ROOK_VERSION:-v1.17.8}
 CEPH_VERSION=${CEPH_VERSION:-18.2.7}
 SUITE=${SUITE:-trixie}
+BASE_ROOTFS=${BASE_ROOTFS:-}
+OSD_FLAVOR=${OSD_FLAVOR:-classic}
+case $OSD_FLAVOR in classic) FLAVOR_TAG= ;; crimson) FLAVOR_TAG=-crimson ;;
+  *) echo "OSD_FLAVOR must be classic or crimson, not $OSD_FLAVOR" >&2; exit 2 ;; esac
 CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 IMAGES="$CACHE/images"
 WORK="$CACHE/rook"
 FORCE=${FORCE:-0}
 VERIFY=${VERIFY:-1}
-BASE_IMAGE="localhost/rook-base:$SUITE"
-IMAGE="localhost/rook-ceph:$ROOK_VERSION-$CEPH_VERSION"
-ARCHIVE="$IMAGES/rook-ceph-$ROOK_VERSION-$CEPH_VERSION.tar"
+if [ -n "$BASE_ROOTFS" ]; then
+  # .../ceph-root/20.2.4/rootfs -> ceph-root-20.2.4
+  BASE_NAME=$(basename "$(dirname "$(dirname "$BASE_ROOTFS")")")-$(basename "$(dirname "$BASE_ROOTFS")")
+else
+  BASE_NAME=$SUITE
+fi
+BASE_IMAGE="localhost/rook-base:$BASE_NAME"
+IMAGE="localhost/rook-ceph:$ROOK_VERSION-$CEPH_VERSION$FLAVOR_TAG"
+ARCHIVE="$IMAGES/rook-ceph-$ROOK_VERSION-$CEPH_VERSION$FLAVOR_TAG.tar"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CONTEXT_SRC="$HERE/image"
 
@@ -81,15 +94,22 @@ if ! echo "$BCRYPT_SHA256  $WHEELS/$BCRYPT_WHEEL" | sha256sum --check --status 2
     || die "$WHEELS/$BCRYPT_WHEEL does not have sha256 $BCRYPT_SHA256"
 fi
 
-BASE_TAR="$WORK/base-$SUITE.tar"
+BASE_TAR="$WORK/base-$BASE_NAME.tar"
 inputs_digest() {
   {
-    echo "$ROOK_VERSION $CEPH_VERSION $SUITE"
-    sha256sum "$CONTEXT_SRC"/* "$ROOK_BIN" "$WHEELS/$BCRYPT_WHEEL" | awk '{print $1}'
+    echo "$ROOK_VERSION $CEPH_VERSION $SUITE $BASE_NAME $OSD_FLAVOR"
+    sha256sum "$CONTEXT_SRC"/* "$ROOK_BIN" "$WHEELS/$BCRYPT_WHEEL" "$HERE/../../Dockerfile" \
+      | awk '{print $1}'
     stat -c '%s %Y' "$BASE_TAR" 2>/dev/null || echo "no base"
   } | sha256sum | cut -d' ' -f1
 }
-if [ "$FORCE" != 1 ] && [ -s "$ARCHIVE" ] && [ "$(cat "$ARCHIVE.inputs" 2>/dev/null)" = "$(inputs_digest)" ]; then
+# The crimson flavour also builds our fio runner (./Dockerfile, target fio) on the same Ceph:
+# a tentacle cluster's cephx keys are aes256k, which older clients (our bookworm fio image's
+# pacific librbd) cannot even parse ("Malformed input").
+FIO_ARCHIVE="$IMAGES/crimsonbench-fio-dev-ceph$CEPH_VERSION.tar"
+FIO_IMAGE="localhost/crimsonbench-fio:dev-ceph$CEPH_VERSION"
+if [ "$FORCE" != 1 ] && [ -s "$ARCHIVE" ] && [ "$(cat "$ARCHIVE.inputs" 2>/dev/null)" = "$(inputs_digest)" ] \
+   && { [ "$OSD_FLAVOR" != crimson ] || [ -s "$FIO_ARCHIVE" ]; }; then
   log "archive current: $ARCHIVE"
   echo "$ARCHIVE"
   exit 0
@@ -124,7 +144,20 @@ MIRROR=${MIRROR:-$(find_mirror)}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 
 FORCE_IMPORT=0
-if [ "$FORCE" = 1 ] || [ ! -s "$BASE_TAR" ]; then
+if [ -n "$BASE_ROOTFS" ]; then
+  [ -x "$BASE_ROOTFS/usr/bin/ceph" ] || die "BASE_ROOTFS $BASE_ROOTFS has no /usr/bin/ceph"
+  if awk -v r="$(realpath "$BASE_ROOTFS")/" 'index($2 "/", r) == 1 {found=1} END {exit !found}' /proc/mounts; then
+    die "something is mounted under $BASE_ROOTFS (a running cluster from it?): unmount it first"
+  fi
+  # re-tarred when the root changed since (its build stages touch their markers)
+  if [ "$FORCE" = 1 ] || [ ! -s "$BASE_TAR" ] \
+     || [ -n "$(find "$(dirname "$BASE_ROOTFS")" -maxdepth 1 -name '.done-*' -newer "$BASE_TAR")" ]; then
+    step "tar $BASE_ROOTFS" 600 tar --numeric-owner --xattrs -C "$BASE_ROOTFS" \
+      --exclude=./proc/* --exclude=./sys/* --exclude=./dev/* -cf "$BASE_TAR.tmp" .
+    mv "$BASE_TAR.tmp" "$BASE_TAR"
+    FORCE_IMPORT=1
+  fi
+elif [ "$FORCE" = 1 ] || [ ! -s "$BASE_TAR" ]; then
   rootfs=$(mktemp -d "$WORK/rootfs-$SUITE.XXXXXX")
   cleanup_rootfs() {
     # debootstrap mounts proc/sys inside the target; never rm through them
@@ -150,7 +183,7 @@ fi
 
 # ------------------------------------------------------------------ 3. import base image
 if [ "$FORCE_IMPORT" = 1 ] || ! "${PODMAN[@]}" image exists "$BASE_IMAGE"; then
-  step "empty $STORE" 300 "${PODMAN[@]}" rmi --all --force
+  "${PODMAN[@]}" rmi --force "$BASE_IMAGE" >/dev/null 2>&1 || true
   step "podman import $BASE_IMAGE" 300 \
     "${PODMAN[@]}" import --change 'CMD ["/bin/bash"]' "$BASE_TAR" "$BASE_IMAGE"
 fi
@@ -165,8 +198,14 @@ cp "$WHEELS/$BCRYPT_WHEEL" "$ctx/"
 [ "$FORCE" = 1 ] && extra=(--no-cache) || extra=()
 step "podman build $IMAGE" 2400 \
   "${PODMAN[@]}" build "${ULIMITS[@]}" "${extra[@]}" --network host --force-rm --layers \
-    --build-arg "BASE=$BASE_IMAGE" --build-arg "CEPH_VERSION=$CEPH_VERSION" \
+    --build-arg "BASE=$BASE_IMAGE" --build-arg "CEPH_VERSION=$CEPH_VERSION" --build-arg "OSD_FLAVOR=$OSD_FLAVOR" \
     -t "$IMAGE" -f "$ctx/Containerfile" "$ctx"
+
+if [ "$OSD_FLAVOR" = crimson ]; then
+  step "podman build $FIO_IMAGE" 1200 \
+    "${PODMAN[@]}" build "${ULIMITS[@]}" --network host --force-rm --layers \
+      --build-arg "BASE=$BASE_IMAGE" --target fio -t "$FIO_IMAGE" -f "$HERE/../../Dockerfile" "$HERE/../.."
+fi
 
 # superseded builds would pile up in the store otherwise
 "${PODMAN[@]}" image prune --force >/dev/null 2>&1 || true
@@ -194,6 +233,16 @@ if [ "$VERIFY" = 1 ]; then
   check "ceph-osd finds the object classes" "${RUN[@]}" "$IMAGE" sh -c '
     [ "$(command -v ceph-osd)" = /usr/local/bin/ceph-osd ] && d=$(ls -d /usr/lib/*/rados-classes) \
     && ls "$d/libcls_rbd.so" "$d/libcls_lock.so" >/dev/null && echo "ceph-osd --osd-class-dir $d"'
+  if [ "$OSD_FLAVOR" = crimson ]; then
+    check "crimson-osd is the OSD" "${RUN[@]}" "$IMAGE" sh -c '
+      [ "$(cat /etc/crimsonbench/osd-flavor)" = crimson ] && crimson-osd --version | grep -F "(crimson)" \
+      && ceph-osd --version | grep -vF "(crimson)"'
+  fi
+  if [ "$OSD_FLAVOR" = crimson ]; then
+    check "fio image: fio rbd engine, Ceph $CEPH_VERSION client, uid 167" "${RUN[@]}" "$FIO_IMAGE" sh -c "
+      fio --enghelp=rbd | grep -q '^rbdname' && rbd --version | grep -F 'ceph version $CEPH_VERSION' \
+      && [ \$(id -u) = 167 ] && touch /etc/ceph/.w && rm /etc/ceph/.w"
+  fi
   check "users" "${RUN[@]}" "$IMAGE" sh -c \
     '[ "$(id -u ceph):$(id -g ceph)" = 167:167 ] && [ "$(id -u rook)" = 2016 ] && [ "$(id -u)" = 0 ] \
      && echo "ceph 167:167, rook 2016, runs as root"'
@@ -207,6 +256,12 @@ if [ "$FORCE" = 1 ] || [ ! -s "$ARCHIVE" ] || [ "$(cat "$ARCHIVE.id" 2>/dev/null
   step "podman save $IMAGE" 900 "${PODMAN[@]}" save --format docker-archive -o "$ARCHIVE.tmp" "$IMAGE"
   mv "$ARCHIVE.tmp" "$ARCHIVE"
   echo "$id" > "$ARCHIVE.id"
+fi
+if [ "$OSD_FLAVOR" = crimson ]; then
+  rm -f "$FIO_ARCHIVE" "$FIO_ARCHIVE.tmp"
+  step "podman save $FIO_IMAGE" 900 "${PODMAN[@]}" save --format docker-archive -o "$FIO_ARCHIVE.tmp" "$FIO_IMAGE"
+  mv "$FIO_ARCHIVE.tmp" "$FIO_ARCHIVE"
+  log "$(du -h "$FIO_ARCHIVE" | cut -f1)  $FIO_ARCHIVE (the fio runner on Ceph $CEPH_VERSION)"
 fi
 inputs_digest > "$ARCHIVE.inputs"
 log "$(du -h "$ARCHIVE" | cut -f1)  $ARCHIVE"

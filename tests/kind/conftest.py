@@ -63,6 +63,26 @@ def kind_rook() -> Iterator[BenchStack]:
             TIMINGS.update({f"rook_stack_{k}": v for k, v in s.timings.items()})
 
 
+@pytest.fixture(scope="module")
+def kind_rook_crimson() -> Iterator[BenchStack]:
+    """kind with Rook running crimson OSDs (our crimson Rook image, one bluestore OSD per
+    worker) and our operator with a fio image on the same Ceph. Skipped, with the reason
+    and the build command printed, where the crimson Ceph root is not built (1-2 h)."""
+    ctx = kind_bench_stack(flavor="crimson")
+    try:
+        s = ctx.__enter__()
+    except KindUnavailable as exc:
+        print(f"\ntests/kind (Rook + crimson) skipped: {exc}", file=sys.stderr)
+        pytest.skip(f"kind + Rook + crimson cannot run here: {exc}")
+    try:
+        yield s
+    finally:
+        try:
+            ctx.__exit__(None, None, None)
+        finally:
+            TIMINGS.update({f"crimson_stack_{k}": v for k, v in s.timings.items()})
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if TIMINGS:
         terminalreporter.section("kind")

@@ -24,8 +24,10 @@ printf '[%s]\nkey = %s\n' "${ROOK_CEPH_USERNAME:-client.admin}" "$secret" > "$ke
 write_conf
 [ "${1:-}" = --skip-watch ] && exit 0
 
-last=$(stat -L -c %Z "$endpoints_file")
-while sleep 10; do
-  now=$(stat -L -c %Z "$endpoints_file")
+# By content, not mtime: the kubelet may replace the file within the second it was first read
+# (seen: a toolbox started with the mons' endpoints still empty kept an empty mon_host).
+last=$(cat "$endpoints_file")
+while sleep 5; do
+  now=$(cat "$endpoints_file")
   if [ "$now" != "$last" ]; then write_conf; last=$now; fi
 done

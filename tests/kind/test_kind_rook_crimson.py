@@ -1,0 +1,147 @@
+"""Crimson on Rook for real: kind (two workers), Rook v1.17 running our crimson Rook image
+(Debian's 20.2.4 daemons + our crimson-osd as the OSD: e2e/rook/build-crimson-image.sh),
+one bluestore OSD per worker, which crimson serves through its alien threads, and our
+operator with a fio image on the same Ceph client.
+
+What is checked, from outside the product:
+- Rook brought the OSDs up as crimson (their metadata), every pool carries the crimson
+  flag, and each OSD process on the host has alien-store threads (bluestore via alien);
+- a crimson BenchmarkRun (osd.0 planned on worker 1: reactor on CPU 0, alien threads on
+  CPU 1; fio on worker 2) completes with every step measured, and while its steps run the
+  host sees osd.0's reactor threads on CPU 0 alone and its alien/BlueStore threads on
+  CPU 1 alone, with the option names the 20.2.4 mons know in their database;
+- restore: the CephCluster spec byte for byte, the mon database as before, and osd.0
+  restarted without the run's layout (its threads back on every CPU of its node).
+Skipped, printing why and the command that builds it, where the crimson Ceph root is not
+built (1-2 h; never inside make test).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from harness.kind_bench import RUN_NS, BenchStack, crimson_run_manifest
+from polling import poll_until
+
+from crimsonbench.manifests.results import read_results_configmaps
+
+# both: the crimson tier (the heaviest marker) runs it, after kind's, where crimson is built
+pytestmark = [pytest.mark.kind, pytest.mark.crimson]
+
+RUN, POOL = "kind-crimson", "bench-crimson"
+ALIEN = ("alien-store-tp", "bstore_", "rocksdb:", "cfin")
+
+
+def osd_threads(osd_id: int) -> dict[str, set[int]]:
+    """comm -> the CPUs its threads may run on, for the crimson-osd of OSD_ID as the host
+    sees it (kind's nodes are containers: their processes are the host's). Reactor 0 is
+    the main thread (tid == pid), reported as "reactor-0"."""
+    out: dict[str, set[int]] = {}
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if proc.info["name"] != "crimson-osd" or "--id" not in cmd:
+            continue
+        if cmd[cmd.index("--id") + 1] != str(osd_id):
+            continue
+        for task in Path(f"/proc/{proc.pid}/task").iterdir():
+            try:
+                comm = (task / "comm").read_text().strip()
+                status = (task / "status").read_text()
+            except OSError:
+                continue  # the thread ended
+            allowed = next(ln.split()[1] for ln in status.splitlines()
+                           if ln.startswith("Cpus_allowed_list"))  # fmt: skip
+            name = "reactor-0" if int(task.name) == proc.pid else comm
+            out.setdefault(name, set()).update(_cpus(allowed))
+    return out
+
+
+def _cpus(text: str) -> set[int]:
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def status(s: BenchStack) -> dict[str, Any]:
+    got = s.kind.kubectl_json("-n", RUN_NS, "get", "benchmarkrun", RUN)
+    return dict(got.get("status") or {})
+
+
+def config_dump(s: BenchStack) -> list[tuple[str, str, str]]:
+    return sorted((e["section"], e["name"], str(e["value"]))
+                  for e in s.rook.ceph_json("config", "dump"))  # fmt: skip
+
+
+def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -> None:
+    s = kind_rook_crimson
+    workers = sorted(s.kind.workers)
+    osd_nodes = s.rook.osd_nodes()
+    assert sorted(osd_nodes.values()) == workers, osd_nodes
+    # Rook started crimson OSDs: their own metadata, the pools, the processes
+    for meta in s.rook.ceph_json("osd", "metadata"):
+        assert meta.get("osd_type") == "crimson", meta
+        assert meta["ceph_version"].endswith("(crimson)"), meta["ceph_version"]
+    pools = s.rook.ceph_json("osd", "pool", "ls", "detail")
+    assert pools and all("crimson" in p["flags_names"].split(",") for p in pools), pools
+    for osd_id in osd_nodes:
+        threads = osd_threads(osd_id)
+        assert "alien-store-tp" in threads, sorted(threads)  # bluestore through alien threads
+    node_cpus = set().union(*osd_threads(0).values())  # before the run: unpinned
+    before = {"spec": json.dumps(s.rook.cluster()["spec"]), "config": config_dump(s)}
+
+    osd_node = next(n for i, n in osd_nodes.items() if i == 0)
+    client_node = next(w for w in workers if w != osd_node)
+    body = crimson_run_manifest(RUN, osd_node, client_node, POOL)
+    s.kind.apply(body)
+    seen: list[dict[str, set[int]]] = []
+    mon_db: dict[str, str] = {}
+    t0 = time.monotonic()
+
+    def finished() -> dict[str, Any] | None:
+        st = status(s)
+        if st.get("stage") == "steps" and int(st.get("stepsDone") or 0) >= 1:
+            seen.append(osd_threads(0))  # while the run's layout is in force
+            if not mon_db:
+                for key in ("crimson_seastar_cpu_cores", "crimson_alien_thread_cpu_cores"):
+                    mon_db[key] = s.rook.ceph("config", "get", "osd.0", key).strip()
+        return st if st.get("phase") in ("Completed", "Failed") else None
+
+    st = poll_until("the crimson run finished", finished, 1800,
+                    lambda: f"{json.dumps(status(s))[:3000]}\n{s.operator_logs(80)}\n"
+                            f"{s.rook.diagnostics()}", interval=1)  # fmt: skip
+    s.timings["crimson_run_s"] = time.monotonic() - t0
+    assert st["phase"] == "Completed", st.get("message")
+    assert st["stepsDone"] == st["stepsTotal"] == 4
+
+    # every step measured, from the results ConfigMaps
+    cms = s.kind.kubectl_json("-n", RUN_NS, "get", "configmaps", "-l",
+                              f"bench.crimson.ceph.io/run={RUN},"
+                              "bench.crimson.ceph.io/role=results")["items"]  # fmt: skip
+    results = {r.step_id: r for r in read_results_configmaps(cms)}
+    assert sorted(results) == sorted(step["id"] for step in st["steps"])
+    assert all(r.fio.iops > 0 and r.fio.total_ios > 0 for r in results.values()), results
+
+    # the planned layout on the real threads, under the option names 20.2.4 knows
+    assert mon_db == {"crimson_seastar_cpu_cores": "0", "crimson_alien_thread_cpu_cores": "1"}
+    assert seen, "osd.0's threads were never sampled while a step ran"
+    for threads in seen:
+        reactors = {k: v for k, v in threads.items() if k.startswith("reactor-")}
+        assert reactors == {"reactor-0": {0}}, threads
+        alien = set().union(*(v for k, v in threads.items() if k.startswith(ALIEN)))
+        assert alien == {1}, threads
+
+    # restored: spec, mon database, and osd.0 restarted without the run's layout
+    assert json.dumps(s.rook.cluster()["spec"]) == before["spec"]
+    assert config_dump(s) == before["config"]
+    poll_until("osd.0 back on every CPU of its node",
+               lambda: osd_threads(0).get("reactor-0") == node_cpus, 300,
+               lambda: json.dumps({k: sorted(v) for k, v in osd_threads(0).items()}))  # fmt: skip
+    assert not s.rook.not_ready_reason()
+    assert s.rook.osd_nodes() == osd_nodes
