@@ -9,6 +9,7 @@ it and the steps are proven against live Rook (tests/rook) and a real kubelet (t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import socket
@@ -555,3 +556,72 @@ def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
     finally:
         custom.delete_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephblockpools",
                                                name)  # fmt: skip
+
+
+def test_crimson_osds_restart_after_the_restore(
+    admin: kubernetes.client.ApiClient, control_plane: ControlPlane
+) -> None:
+    """Crimson reads its reactor layout only at start and Rook rolls the OSDs back before
+    `config rm` (seen on kind: osd.0 kept the run's CPU): the restore deletes the planned
+    OSD's pod, under the operator's own RBAC, and waits for Rook's next one to be Ready."""
+    import logging
+
+    from crimsonbench.controller import rook
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.errors import NotReady
+    from crimsonbench.spec.models import validate_spec
+
+    core = kubernetes.client.CoreV1Api(admin)
+    spec = validate_spec(run_body("restart")["spec"])
+    cm = "restart-original"
+    core.create_namespaced_config_map(RUN_NS, {"metadata": {"name": cm}, "data": {}})
+
+    def osd_pod(name: str) -> dict[str, Any]:  # osd.7: none of the module's other pods
+        pod = copy.deepcopy(OSD_POD)
+        pod["metadata"].update(name=name, labels={"app": "rook-ceph-osd", "ceph-osd-id": "7"})
+        return pod
+
+    core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-7-run"))
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+
+    def tick(marks: dict[str, str]) -> RunContext:
+        ctx = RunContext("restart", RUN_NS, "uid-1", spec, {"osdPlacement": {"7": NODE}},
+                         Kube(op), Settings(rollout_timeout_seconds=600),
+                         logging.getLogger("t"))  # fmt: skip
+        rook._restart_crimson_osds(ctx, cm, marks)
+        return ctx
+
+    try:
+        with control_plane.api_client(token) as op:
+            marks: dict[str, str] = {}
+            with pytest.raises(NotReady, match="restarting osd.7"):
+                tick(marks)
+            # deleted (no kubelet here: it stays Terminating), and the record kept with the
+            # run so a restarted operator does not delete the next pod again
+            got = core.read_namespaced_pod("rook-ceph-osd-7-run", ROOK_NS)
+            assert got.metadata.deletion_timestamp is not None
+            saved = dict(core.read_namespaced_config_map(cm, RUN_NS).metadata.annotations or {})
+            assert json.loads(saved[rook.OSDS_RESTARTED])["uids"] == [got.metadata.uid]
+            with pytest.raises(NotReady, match="waiting .* for osd.7 to restart"):
+                tick(dict(saved))
+            # Rook's Deployment makes the next pod; once Ready, the restore goes on
+            core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-7-next"))
+            ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+            core.patch_namespaced_pod_status("rook-ceph-osd-7-next", ROOK_NS, ready)
+            done = tick(dict(saved))
+            cond = {c["type"]: c for c in done.get("conditions")}["OsdsRestarted"]
+            assert cond["status"] == "True" and "osd.7 restarted" in cond["message"]
+            # a pod that never comes back: given up after the rollout timeout, said so
+            core.delete_namespaced_pod("rook-ceph-osd-7-next", ROOK_NS, grace_period_seconds=0)
+            record = json.loads(saved[rook.OSDS_RESTARTED])
+            record["since"] -= 601
+            late = tick({**saved, rook.OSDS_RESTARTED: json.dumps(record)})
+            cond = {c["type"]: c for c in late.get("conditions")}["OsdsRestarted"]
+            assert cond["status"] == "False" and "keep the run's reactor layout" in cond["message"]
+    finally:
+        for pod in ("rook-ceph-osd-7-run", "rook-ceph-osd-7-next"):
+            with contextlib.suppress(ApiException):
+                core.delete_namespaced_pod(pod, ROOK_NS, grace_period_seconds=0)
+        core.delete_namespaced_config_map(cm, RUN_NS)

@@ -58,14 +58,17 @@ def test_least_privilege() -> None:
     resources = {r for _, r in grants}
     assert not resources & {"roles", "clusterroles", "rolebindings", "clusterrolebindings",
                             "pods/exec", "users", "serviceaccounts/token"}  # fmt: skip
-    # exec only where the fio pods run, by a Role there, bound to the operator only
+    assert "delete" not in grants[("", "pods")]  # cluster-wide: never
+    # exec (and the crimson OSD restart after a restore) only where the fio pods run, by a
+    # Role there, bound to the operator only
     assert [(d["kind"], d["metadata"]["namespace"]) for d in fio] == [
         ("Role", "rook-ceph"), ("RoleBinding", "rook-ceph"), ("Role", "bench"),
         ("RoleBinding", "bench"),
     ]  # fmt: skip
     for fio_role, fio_binding in zip(fio[::2], fio[1::2], strict=True):
         assert fio_role["rules"] == [
-            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]}
+            {"apiGroups": [""], "resources": ["pods/exec"], "verbs": ["create", "get"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
         ]
         assert fio_binding["roleRef"]["name"] == fio_role["metadata"]["name"] == "bench-op-fio"
         assert fio_binding["subjects"] == binding["subjects"]
