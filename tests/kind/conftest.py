@@ -45,22 +45,28 @@ def kind() -> Iterator[KindCluster]:
         TIMINGS.update(cluster.timings)
 
 
-@pytest.fixture(scope="module")
-def kind_rook() -> Iterator[BenchStack]:
-    """kind with Rook (one OSD per worker) and our operator (e2e/harness/kind_bench.py)."""
-    ctx = kind_bench_stack()
+def _bench_stack(flavor: str, what: str, prefix: str) -> Iterator[BenchStack]:
+    """kind_bench_stack(flavor) as a fixture: skipped (the reason printed) where the machine
+    cannot run it; on exit the cluster deleted, the host checked, the timings kept."""
+    ctx = kind_bench_stack(flavor=flavor)
     try:
         s = ctx.__enter__()
     except KindUnavailable as exc:
-        print(f"\ntests/kind (Rook) skipped: {exc}", file=sys.stderr)
-        pytest.skip(f"kind + Rook cannot run here: {exc}")
+        print(f"\ntests/kind ({what}) skipped: {exc}", file=sys.stderr)
+        pytest.skip(f"kind + {what} cannot run here: {exc}")
     try:
         yield s
     finally:
         try:
             ctx.__exit__(None, None, None)  # kind delete cluster; the host checked
         finally:
-            TIMINGS.update({f"rook_stack_{k}": v for k, v in s.timings.items()})
+            TIMINGS.update({f"{prefix}_{k}": v for k, v in s.timings.items()})
+
+
+@pytest.fixture(scope="module")
+def kind_rook() -> Iterator[BenchStack]:
+    """kind with Rook (one OSD per worker) and our operator (e2e/harness/kind_bench.py)."""
+    yield from _bench_stack("classic", "Rook", "rook_stack")
 
 
 @pytest.fixture(scope="module")
@@ -68,19 +74,7 @@ def kind_rook_crimson() -> Iterator[BenchStack]:
     """kind with Rook running crimson OSDs (our crimson Rook image, one bluestore OSD per
     worker) and our operator with a fio image on the same Ceph. Skipped, with the reason
     and the build command printed, where the crimson Ceph root is not built (1-2 h)."""
-    ctx = kind_bench_stack(flavor="crimson")
-    try:
-        s = ctx.__enter__()
-    except KindUnavailable as exc:
-        print(f"\ntests/kind (Rook + crimson) skipped: {exc}", file=sys.stderr)
-        pytest.skip(f"kind + Rook + crimson cannot run here: {exc}")
-    try:
-        yield s
-    finally:
-        try:
-            ctx.__exit__(None, None, None)
-        finally:
-            TIMINGS.update({f"crimson_stack_{k}": v for k, v in s.timings.items()})
+    yield from _bench_stack("crimson", "Rook + crimson", "crimson_stack")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
