@@ -14,6 +14,7 @@ import contextlib
 import os
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,12 +61,19 @@ def render_chart(values: dict[str, Any], namespace: str) -> list[dict[str, Any]]
     return [d for d in yaml.safe_load_all(out) if d]
 
 
-def operator_values(cp: ControlPlane, metrics_port: int, health_port: int) -> dict[str, Any]:
+def operator_values(
+    cp: ControlPlane,
+    metrics_port: int,
+    health_port: int,
+    fio_namespaces: Sequence[str] = ("rook-ceph",),
+) -> dict[str, Any]:
     """Chart values for this node: our images (never pulled), the host network for the
     operator (the API server listens on loopback) and its Jobs (Ceph listens on the
-    host's addresses; no pod network), and the not-ready taint of a node without CNI
-    tolerated."""
+    host's addresses; no pod network), the not-ready taint of a node without CNI
+    tolerated, and where the fio pods run (Rook's namespace, or the runs' for external
+    clusters: the chart makes a Role there, so the namespace must exist)."""
     return {
+        "rbac": {"fioNamespaces": list(fio_namespaces)},
         "image": {"repository": OPERATOR_IMAGE.rsplit(":", 1)[0], "tag": "dev",
                   "pullPolicy": "Never"},
         "fio": {"image": {"repository": FIO_IMAGE.rsplit(":", 1)[0], "tag": "dev",

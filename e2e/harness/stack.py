@@ -137,7 +137,9 @@ def _install_operator(s: Stack) -> None:
     for ns in (OPERATOR_NS, RUN_NS):
         s.core.create_namespace(V1Namespace(metadata=V1ObjectMeta(name=ns)))
     s.cp.apply_yaml(REPO / "crds" / "benchmarkrun.yaml")
-    s.cp.apply_yaml(render_chart(operator_values(s.cp, s.metrics_port, s.health_port), OPERATOR_NS))
+    s.cp.apply_yaml(
+        render_chart(operator_values(s.cp, s.metrics_port, s.health_port, (RUN_NS,)), OPERATOR_NS)
+    )
     # the keyring of the external cluster, as a user would create it
     keyring = s.ceph.client_conf().keyring.read_text()
     secret = V1Secret(metadata=V1ObjectMeta(name=KEYRING_SECRET), string_data={"keyring": keyring})
