@@ -566,7 +566,7 @@ def test_crimson_osds_restart_after_the_restore(
     OSD's pod, under the operator's own RBAC, and waits for Rook's next one to be Ready."""
     import logging
 
-    from crimsonbench.controller import rook
+    from crimsonbench.controller import osd_restarts
     from crimsonbench.controller.kube import Kube
     from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
@@ -590,7 +590,7 @@ def test_crimson_osds_restart_after_the_restore(
         ctx = RunContext("restart", RUN_NS, "uid-1", spec, {"osdPlacement": {"7": NODE}},
                          Kube(op), Settings(rollout_timeout_seconds=600),
                          logging.getLogger("t"))  # fmt: skip
-        rook._restart_crimson_osds(ctx, cm, marks)
+        osd_restarts.restart_after_restore(ctx, cm, marks)
         return ctx
 
     try:
@@ -603,7 +603,7 @@ def test_crimson_osds_restart_after_the_restore(
             got = core.read_namespaced_pod("rook-ceph-osd-7-run", ROOK_NS)
             assert got.metadata.deletion_timestamp is not None
             saved = dict(core.read_namespaced_config_map(cm, RUN_NS).metadata.annotations or {})
-            assert json.loads(saved[rook.OSDS_RESTARTED])["uids"] == [got.metadata.uid]
+            assert json.loads(saved[osd_restarts.OSDS_RESTARTED])["uids"] == [got.metadata.uid]
             with pytest.raises(NotReady, match="waiting .* for osd.7 to restart"):
                 tick(dict(saved))
             # Rook's Deployment makes the next pod; once Ready, the restore goes on
@@ -615,9 +615,9 @@ def test_crimson_osds_restart_after_the_restore(
             assert cond["status"] == "True" and "osd.7 restarted" in cond["message"]
             # a pod that never comes back: given up after the rollout timeout, said so
             core.delete_namespaced_pod("rook-ceph-osd-7-next", ROOK_NS, grace_period_seconds=0)
-            record = json.loads(saved[rook.OSDS_RESTARTED])
+            record = json.loads(saved[osd_restarts.OSDS_RESTARTED])
             record["since"] -= 601
-            late = tick({**saved, rook.OSDS_RESTARTED: json.dumps(record)})
+            late = tick({**saved, osd_restarts.OSDS_RESTARTED: json.dumps(record)})
             cond = {c["type"]: c for c in late.get("conditions")}["OsdsRestarted"]
             assert cond["status"] == "False" and "keep the run's reactor layout" in cond["message"]
     finally:
@@ -625,3 +625,52 @@ def test_crimson_osds_restart_after_the_restore(
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_pod(pod, ROOK_NS, grace_period_seconds=0)
         core.delete_namespaced_config_map(cm, RUN_NS)
+
+
+def test_a_crimson_osd_rook_did_not_restart_is_restarted_before_the_steps(
+    admin: kubernetes.client.ApiClient, control_plane: ControlPlane
+) -> None:
+    """Rook restarts an OSD only when its Deployment changes: with resources already as
+    planned (another policy, same reactor count) a crimson OSD would keep its old reactor
+    layout and the run would measure it. The rollout restarts any planned OSD still in the
+    pod it had at the patch, under the operator's RBAC, and waits for the next one."""
+    import logging
+
+    from crimsonbench.controller import osd_restarts
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.spec.models import validate_spec
+
+    core = kubernetes.client.CoreV1Api(admin)
+    spec = validate_spec(run_body("samelayout")["spec"])
+
+    def osd_pod(name: str) -> dict[str, Any]:  # osd.8: none of the module's other pods
+        pod = copy.deepcopy(OSD_POD)
+        pod["metadata"].update(name=name, labels={"app": "rook-ceph-osd", "ceph-osd-id": "8"})
+        return pod
+
+    core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-8-old"))
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    try:
+        with control_plane.api_client(token) as op:
+            kube = Kube(op)
+            at_patch = {p.osd_id: p.incarnation for p in kube.list_osd_pods(ROOK_NS)}
+            marks = {osd_restarts.OSD_INCARNATIONS: json.dumps({"8": at_patch[8]})}
+            ctx = RunContext("samelayout", RUN_NS, "uid-1", spec, {}, kube,
+                             Settings(), logging.getLogger("t"), annotations=marks)  # fmt: skip
+
+            def progress() -> Any:
+                pods = kube.list_osd_pods(ROOK_NS)
+                return osd_restarts.started_after_patch(ctx, {8: NODE}, pods)
+
+            first = progress()
+            assert not first.done and "restarting osd.8: Rook did not" in first.message
+            old = core.read_namespaced_pod("rook-ceph-osd-8-old", ROOK_NS)
+            assert old.metadata.deletion_timestamp is not None  # deleted, Terminating
+            core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-8-new"))
+            assert progress().done  # the next pod started after the patch
+    finally:
+        for pod in ("rook-ceph-osd-8-old", "rook-ceph-osd-8-new"):
+            with contextlib.suppress(ApiException):
+                core.delete_namespaced_pod(pod, ROOK_NS, grace_period_seconds=0)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from crimsonbench.controller import decide
+from crimsonbench.controller import decide, osd_restarts
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
 from crimsonbench.manifests.cephcluster import (
@@ -118,6 +118,15 @@ def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
     original = recorded_original(ctx, cluster)
     check_consent(ctx, plan.hosts, original.get("cephConfig"))
     desired = cephcluster_patch({**cluster, "spec": original}, plan)
+    if (
+        ctx.spec.osd.flavor == Flavor.CRIMSON
+        and ctx.annotation(osd_restarts.OSD_INCARNATIONS) is None
+    ):
+        planned = {o.osd_id for o in plan.osds}
+        pods = ctx.kube.list_osd_pods(t.namespace) if t is not None else []
+        ctx.annotate(osd_restarts.OSD_INCARNATIONS, json.dumps(
+            {str(p.osd_id): p.incarnation for p in pods
+             if p.osd_id in planned and not p.terminating}))  # fmt: skip
     patch = merge_patch(cluster.get("spec") or {}, desired)
     if patch and t is not None:
         ctx.kube.merge_patch_cephcluster(t.namespace, t.cluster_name, {"spec": patch})
@@ -172,6 +181,8 @@ def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
         cluster.get("status") or {},
         int(ctx.get("patchedGeneration") or 0),
     )  # ExecutionError if an OSD moved
+    if progress.done and ctx.spec.osd.flavor == Flavor.CRIMSON:
+        progress = osd_restarts.started_after_patch(ctx, placement, pods)
     others = sorted({p.osd_id for p in pods} - set(placement))
     if progress.done and others:  # Rook rolls the OSDs the run does not plan too
         limits = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
@@ -195,7 +206,6 @@ def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
 RESTORE_STARTED = f"{GROUP}/restore-started"  # epoch seconds of the restoring patch
 CONFIG_RESTORED = f"{GROUP}/config-restored"  # "done", or "failed: <why>"
 CONFIG_CLEANED = f"{GROUP}/config-cleaned"  # the `config rm` Job's outcome, as above
-OSDS_RESTARTED = f"{GROUP}/crimson-osds-restarted"  # {"since": epoch, "uids": [...]} (JSON)
 
 
 def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
@@ -227,7 +237,7 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
         marks[CONFIG_CLEANED] = _config_cleanup(ctx, plan, original.get("cephConfig") or {})
         ctx.kube.annotate_configmap(ctx.namespace, name, {CONFIG_CLEANED: marks[CONFIG_CLEANED]})
     if ctx.spec.osd.flavor == Flavor.CRIMSON:
-        _restart_crimson_osds(ctx, name, marks)
+        osd_restarts.restart_after_restore(ctx, name, marks)
     ctx.kube.annotate_configmap(ctx.namespace, name, {CONFIG_RESTORED: marks[CONFIG_CLEANED]})
 
 
@@ -285,56 +295,6 @@ def _config_cleanup(ctx: RunContext, plan: RunPlan | None, original_cephconfig: 
         result = "done"
     ctx.kube.delete_job(ns, name)
     return result
-
-
-def _restart_crimson_osds(ctx: RunContext, cm_name: str, marks: dict[str, str]) -> None:
-    """Crimson reads its reactor and alien CPU sets only when it starts, and Rook rolled the
-    OSDs back before `config rm` removed the run's (seen on kind: osd.0 kept the run's
-    reactor CPU after the restore). So the planned OSDs are restarted once more: their pods
-    deleted, Rook's Deployments recreate them on the same nodes. NotReady until each runs
-    in a new pod and is Ready; gives up (a condition says so) after rolloutTimeoutSeconds."""
-    t = ctx.spec.target.rook
-    assert t is not None
-    ids = sorted(int(k) for k in ctx.get("osdPlacement") or {})
-    pods = [p for p in ctx.kube.list_osd_pods(t.namespace) if p.osd_id in ids]
-    if OSDS_RESTARTED not in marks:
-        old = [p for p in pods if not p.terminating]
-        for pod in old:
-            try:
-                ctx.kube.delete_pod(t.namespace, pod.name)
-            except Exception as exc:
-                if getattr(exc, "status", None) == 403:
-                    raise ExecutionError(
-                        f"restarting osd.{pod.osd_id} (pod {pod.name}) after the restore was "
-                        f"refused: add {t.namespace} to the chart's rbac.fioNamespaces (a "
-                        "Role granting pods delete there), or restart it by hand so it runs "
-                        "without the run's reactor layout"
-                    ) from exc
-                raise
-        record = json.dumps({"since": round(time.time(), 1), "uids": [p.uid for p in old]})
-        ctx.kube.annotate_configmap(ctx.namespace, cm_name, {OSDS_RESTARTED: record})
-        marks[OSDS_RESTARTED] = record
-        raise NotReady(f"restarting {_osd_list(ids)} to start without the run's reactor layout")
-    done = json.loads(marks[OSDS_RESTARTED])
-    fresh = {p.osd_id for p in pods if p.ready and not p.terminating and p.uid not in done["uids"]}
-    waiting = [i for i in ids if i not in fresh]
-    waited = time.time() - float(done["since"])
-    if not waiting:
-        ctx.condition("OsdsRestarted", True, "CrimsonOsdsRestarted",
-                      f"{_osd_list(ids)} restarted without the run's reactor layout after "
-                      f"{waited:.0f} s")  # fmt: skip
-        return
-    message = f"waiting {waited:.0f} s for {_osd_list(waiting)} to restart"
-    if waited > ctx.settings.rollout_timeout_seconds:
-        ctx.condition("OsdsRestarted", False, "RestartTimeout",
-                      f"{message}; gave up: until they restart they keep the run's reactor "
-                      "layout")  # fmt: skip
-        return
-    raise NotReady(message)
-
-
-def _osd_list(ids: Sequence[int]) -> str:
-    return ", ".join(f"osd.{i}" for i in ids)
 
 
 def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:

@@ -7,7 +7,8 @@ What a run changes in `spec` (everything else is kept exactly as found):
   plan puts in `global` for clusters it builds (local mode): on Rook, preflight found the
   OSDs crimson, so the mons allow crimson already (however they were told: a conf file,
   the command line, the mon db), and a copy in the mon db would outlive the run (seen on
-  kind: `enable_experimental_..._features` left behind after restore). Rook applies cephConfig with `ceph config assimilate-conf` after the mgr is
+  kind: `enable_experimental_..._features` left behind after restore). Rook applies
+  cephConfig with `ceph config assimilate-conf` after the mgr is
   up and before it updates the OSDs, so the OSDs start with them. Values are strings
   (the CRD says so). Option names the mons do not know make Rook's reconcile fail, which
   is why the operator asks the cluster which names it knows before planning.
@@ -248,7 +249,8 @@ def restore_cleanup_commands(
     Run them after restore_patch is applied. Rook re-applies what the original cephConfig
     still holds, so keys present there (same section) are left alone. The crimson
     prerequisites in `global` are never removed: cephcluster_patch never writes them, and
-    a crimson cluster needs them to start its OSDs again. Values set by hand with `ceph config set` before the run are not known here;
+    a crimson cluster needs them to start its OSDs again. Values set by hand with `ceph config
+    set` before the run are not known here;
     the operator should record `ceph config dump` first if it must restore those too."""
     original = original_cephconfig or {}
     commands: list[list[str]] = []

@@ -97,7 +97,10 @@ def _given(text: str | None, field: str, by_id: Mapping[int, Cpu]) -> frozenset[
 
 
 def _resolve_pools(
-    topology: Topology, by_id: Mapping[int, Cpu], osd: OsdSpec, client: ClientSpec,
+    topology: Topology,
+    by_id: Mapping[int, Cpu],
+    osd: OsdSpec,
+    client: ClientSpec,
     runs_fio: bool,
 ) -> _Pools:
     osd_set = _given(osd.cpu_set, "spec.osd.cpuSet", by_id)
