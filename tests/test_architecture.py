@@ -1,12 +1,20 @@
 """Shape rules import-linter cannot express: no module uses another module's private
-names, and no module of the package grows past ~400 lines (split by what it builds)."""
+names, and no module of the package grows past ~400 lines (split by what it builds); and
+import-linter's own contracts shown to bite on a planted import."""
 
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "operator" / "crimsonbench"
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "operator" / "crimsonbench"
 MAX_LINES = 420
 
 
@@ -38,3 +46,38 @@ def test_the_check_finds_a_planted_private_import(tmp_path: Path) -> None:
 def test_no_module_is_over_the_size_limit() -> None:
     sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in modules()}
     assert {k: n for k, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter with the repository's contracts on the package copied under ROOT."""
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache",
+         "--config", str(REPO / "pyproject.toml")],
+        cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "contract"),
+    [
+        # the pure planner reaching an executor: both the layers and the no-I/O contract
+        ("plan/cpu.py", "import crimsonbench.controller.kube", "The pure core does no I/O"),
+        # results importing a report (a higher layer)
+        ("results/types.py", "import crimsonbench.reports.tables", "Data flows one way"),
+        # the Rook logic importing kopf
+        ("controller/osd_restarts.py", "import kopf", "Only the operator's wiring knows kopf"),
+    ],
+)
+def test_the_contracts_catch_a_planted_import(
+    tmp_path: Path, module: str, planted: str, contract: str
+) -> None:
+    pkg = tmp_path / "crimsonbench"
+    shutil.copytree(PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    assert _lint_imports(tmp_path).returncode == 0  # the copy as it is keeps every contract
+    target = pkg / module
+    target.write_text(f"{planted}  # planted\n{target.read_text()}")
+    got = _lint_imports(tmp_path)
+    assert got.returncode != 0, got.stdout
+    broken = got.stdout.split("Broken contracts", 1)[-1]
+    assert contract in broken, got.stdout
