@@ -155,12 +155,13 @@ if [ -n "$BUILD_CA" ] && [ "$BUILD_CA" != none ]; then
   log "pip trusts $BUILD_CA during the build (mounted at /etc/xdg/pip)"
 fi
 
-# FORCE=1 also bypasses the layer cache
+# FORCE=1 also bypasses the layer cache. --network host: podman's default build network
+# adds NETAVARK iptables chains that outlive the build.
 [ "$FORCE" = 1 ] && PODMAN_BUILD_EXTRA=(--no-cache) || PODMAN_BUILD_EXTRA=()
 build() { # TARGET IMAGE
   step "podman build --target $1" 1800 \
     "${PODMAN[@]}" build "${ULIMITS[@]}" "${BUILD_MOUNTS[@]}" "${PODMAN_BUILD_EXTRA[@]}" \
-      --force-rm --layers --build-arg "BASE=$BASE_IMAGE" --target "$1" -t "$2" \
+      --network host --force-rm --layers --build-arg "BASE=$BASE_IMAGE" --target "$1" -t "$2" \
       -f "$REPO/Dockerfile" "$REPO"
 }
 build fio "$FIO_IMAGE"
