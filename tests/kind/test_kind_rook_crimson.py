@@ -10,6 +10,8 @@ What is checked, from outside the product:
   CPU 1; fio on worker 2) completes with every step measured, and while its steps run the
   host sees osd.0's reactor threads on CPU 0 alone and its alien/BlueStore threads on
   CPU 1 alone, with the option names the 20.2.4 mons know in their database;
+- Seastar's reactor utilization of osd.0 in every step's result, equal to the mean of the
+  `ceph tell` answers the driver pod logged (read from the pod, parsed here on their own);
 - restore: the CephCluster spec byte for byte, the mon database as before, and osd.0
   restarted without the run's layout (its threads back on every CPU of its node).
 Skipped, printing why and the command that builds it, where the crimson Ceph root is not
@@ -19,6 +21,8 @@ built (1-2 h; never inside make test).
 from __future__ import annotations
 
 import json
+import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -26,8 +30,10 @@ from typing import Any
 import psutil
 import pytest
 from harness.kind_bench import RUN_NS, BenchStack, crimson_run_manifest
+from harness.kind_rook import NAMESPACE as ROOK_NS
 from polling import poll_until
 
+from crimsonbench.manifests.fio_driver import driver_job_name
 from crimsonbench.manifests.results import read_results_configmaps
 
 # both: the crimson tier (the heaviest marker) runs it, after kind's, where crimson is built
@@ -79,6 +85,33 @@ def config_dump(s: BenchStack) -> list[tuple[str, str, str]]:
                   for e in s.rook.ceph_json("config", "dump"))  # fmt: skip
 
 
+def stored_reactor_logs(s: BenchStack) -> dict[str, str]:
+    """step id -> the reactor.log of each step the driver pod still keeps (the last 3)."""
+    script = 'for d in /results/steps/*.stored; do echo "### ${d##*/}"; cat "$d/reactor.log"; done'
+    out = s.kind.kubectl("-n", ROOK_NS, "exec", f"job/{driver_job_name(RUN)}", "--",
+                         "sh", "-c", script, check=False)  # fmt: skip
+    logs: dict[str, str] = {}
+    for chunk in out.split("### ")[1:]:
+        name, _, text = chunk.partition("\n")
+        if name.endswith(".stored") and text.strip():
+            logs[name.removesuffix(".stored")] = text
+    return logs
+
+
+def mean_utilization(log: str, osd: str) -> float:
+    """The mean over rounds of OSD's mean over its reactors, from the driver's log as
+    `ceph tell` wrote it (each answer follows a "# EPOCH osd.N rc=RC" line)."""
+    per_round = []
+    for entry in log.split("\n# "):
+        header, _, answer = entry.lstrip("# ").partition("\n")
+        if header.split()[1:] == [osd, "rc=0"]:
+            doc = json.loads(answer)
+            shards = [m["reactor_utilization"]["value"] for m in doc["metrics"]]
+            per_round.append(statistics.fmean(shards))
+    assert per_round, log[:2000]
+    return statistics.fmean(per_round)
+
+
 def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -> None:
     s = kind_rook_crimson
     workers = sorted(s.kind.workers)
@@ -102,6 +135,7 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
     s.kind.apply(body)
     seen: list[dict[str, set[int]]] = []
     mon_db: dict[str, str] = {}
+    reactor_logs: dict[str, str] = {}
     t0 = time.monotonic()
 
     def finished() -> dict[str, Any] | None:
@@ -111,6 +145,8 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
             if not mon_db:
                 for key in ("crimson_seastar_cpu_cores", "crimson_alien_thread_cpu_cores"):
                     mon_db[key] = s.rook.ceph("config", "get", "osd.0", key).strip()
+            if len(reactor_logs) < int(st.get("stepsDone") or 0):
+                reactor_logs.update(stored_reactor_logs(s))
         return st if st.get("phase") in ("Completed", "Failed") else None
 
     st = poll_until("the crimson run finished", finished, 1800,
@@ -127,6 +163,20 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
     results = {r.step_id: r for r in read_results_configmaps(cms)}
     assert sorted(results) == sorted(step["id"] for step in st["steps"])
     assert all(r.fio.iops > 0 and r.fio.total_ios > 0 for r in results.values()), results
+
+    # Seastar's reactor utilization of the planned OSD, per step, as the driver saw it
+    assert reactor_logs, "no step's reactor.log was read from the driver pod"
+    if os.environ.get("CB_CAPTURE_DIR"):  # tests/fixtures/crimson/make_fixtures.sh
+        for step_id, log in reactor_logs.items():
+            Path(os.environ["CB_CAPTURE_DIR"], f"reactor-{step_id}.log").write_text(log)
+    for r in results.values():
+        per_osd = r.resources.reactor_util_osd or {}
+        assert list(per_osd) == ["osd.0"] and 0 < per_osd["osd.0"] <= 100, r.resources
+        assert "reactor_utilization_error" not in r.extra, r.extra
+    for step_id, log in reactor_logs.items():
+        want = mean_utilization(log, "osd.0")
+        got = results[step_id].resources.reactor_util_osd or {}
+        assert abs(got["osd.0"] - want) < 1e-6, (step_id, got, want)
 
     # the planned layout on the real threads, under the option names 20.2.4 knows
     assert mon_db == {"crimson_seastar_cpu_cores": "0", "crimson_alien_thread_cpu_cores": "1"}

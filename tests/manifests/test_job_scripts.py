@@ -35,6 +35,8 @@ from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import OsdCpus
 from crimsonbench.results import step_log
 from crimsonbench.results.fio_json import parse_fio_json
+from crimsonbench.results.resources import summarize_samples, with_reactor_log
+from crimsonbench.results.seastar_metrics import parse_reactor_log
 from crimsonbench.results.step_result import check_job_counts
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, validate_spec
 
@@ -59,6 +61,7 @@ class Pod:
         for p in POD_PATHS:
             (root / p.lstrip("/")).mkdir(parents=True, exist_ok=True)
         shutil.copy(secret_file, root / "var/lib/crimsonbench/keyring")
+        self.exec_env = {"PATH": os.environ["PATH"]}
 
     def _moved(self, text: str) -> str:
         for p in POD_PATHS:
@@ -84,9 +87,10 @@ class Pod:
         return subprocess.Popen(argv, env=env, text=True, start_new_session=True)
 
     def exec(self, argv: list[str], timeout: float = 120) -> str:
-        """What the operator's exec runs in the pod's container."""
+        """What the operator's exec runs in the pod's container (with its environment,
+        as the kubelet's exec has it)."""
         proc = subprocess.run([self._moved(a) for a in argv], capture_output=True, text=True,
-                              timeout=timeout, env={"PATH": os.environ["PATH"]})  # fmt: skip
+                              timeout=timeout, env=self.exec_env)  # fmt: skip
         assert proc.returncode == 0, f"{argv[:3]}: {proc.stdout}\n{proc.stderr}"
         return proc.stdout
 
@@ -106,6 +110,22 @@ def _fio_client_of(step_dir: Path) -> psutil.Process:
                     return proc
         time.sleep(0.1)
     raise AssertionError(f"no fio client under {step_dir}")
+
+
+def _tell_while_running(step_dir: Path) -> list[psutil.Process]:
+    """The `ceph tell` processes seen under the step's session while its fio runs."""
+    seen: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (step_dir / "ended").exists():
+        try:
+            leader = psutil.Process(int((step_dir / "pid").read_text()))
+            for proc in leader.children(recursive=True):
+                if "tell" in proc.cmdline():
+                    seen.setdefault(proc.pid, proc)
+        except (psutil.Error, FileNotFoundError, ValueError):
+            pass
+        time.sleep(0.05)
+    return list(seen.values())
 
 
 @pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs: one for the OSD, one for fio")
@@ -166,12 +186,16 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
             assert fio_server.cpu_affinity() == [CPUS[1]]
 
             # 3. the fio driver, and one step run in it as the operator's execs run it
-            driver = pod.start(fio_driver.fio_driver_job("scripts", "bench", OPTS, node=NODE,
-                                                         lifetime_s=600))  # fmt: skip
+            # with the run's Ceph user: it samples reactors when the OSDs are crimson
+            driver_job = fio_driver.fio_driver_job("scripts", "bench", OPTS, node=NODE,
+                                                   lifetime_s=600, access=access)  # fmt: skip
+            pod.exec_env = pod.argv_env(driver_job)[1]
+            driver = pod.start(driver_job)
             step = plan.steps[0]
             servers = {NODE: f"127.0.0.1:{port}"}
             assert _report(pod, step.id).state == "missing"
-            osds = {"osds.json": '{"0": "a"}'}
+            # a classic OSD has no reactors: every `ceph tell` is refused, the step runs on
+            osds = {"osds.json": '{"0": "a"}', fio_driver.REACTOR_OSDS_FILE: "0.5 0\n"}
             start = fio_driver.start_command(step.id, step.jobs, servers, deadline_s=60,
                                              user=None, extra_files=osds)  # fmt: skip
             assert pod.exec(start) == "state started\n"
@@ -181,10 +205,15 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
             fio_client = _fio_client_of(pod.root / "results/steps" / step.id)
             # the step outlives the exec that started it, in a session of its own
             assert fio_client.pid != driver.pid and os.getsid(fio_client.pid) != os.getsid(0)
+            step_dir = pod.root / "results/steps" / step.id
+            sampler = _tell_while_running(step_dir)
             report = _report(pod, step.id, wait_s=plan.timing.fio_s + 30)
             assert report.state == "done" and report.rc == 0, report.output[-2000:]
             assert 3 <= report.wall_s < 30, report  # 3 s runtime + 1 s ramp + setup
             assert not fio_client.is_running()
+            # the sampler and its `ceph tell` ended with the step
+            assert sampler, "no `ceph tell` ran while fio ran"
+            assert not [p for p in sampler if p.is_running() and p.status() != "zombie"]
 
             # a dropped attempt: its fio is killed, its directory kept aside, the key free
             assert pod.exec(start) == "state exists\n"
@@ -204,6 +233,14 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
                     proc.wait(timeout=30)
         sections = step_log.parse_sections(report.output)
         assert json.loads(sections["osds.json"]) == {"0": "a"}
+        # the refusals are in the step's output, counted as no sample, the cause named
+        reactors = parse_reactor_log(sections[fio_driver.REACTOR_LOG])
+        assert reactors.rounds == [], reactors
+        assert reactors.problems == [  # pacific's classic OSD knows no dump_metrics
+            "ceph tell osd.0 dump_metrics reactor_utilization: Error EINVAL: invalid command"
+        ], reactors
+        summary, problem = with_reactor_log(summarize_samples([]), sections["reactor.log"])
+        assert summary.reactor_util is None and problem == reactors.problems[0]
         jobs = parse_fio_json(step_log.fio_output(sections))
         assert {j.host for j in jobs} == {f"127.0.0.1:{port}"}
         check_job_counts(step, {NODE: jobs}, plan.fio_numjobs)  # one job per image

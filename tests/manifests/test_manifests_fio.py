@@ -148,6 +148,20 @@ def test_the_driver_holds_no_secret_and_outlives_the_run() -> None:
     assert term["nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["client-a"]
 
 
+def test_a_crimson_driver_holds_the_fio_user_to_sample_reactors() -> None:
+    _, plan = two_client_plan()
+    access = rook_client_access("rook-ceph", plan.pool.user)
+    job = fio_driver.fio_driver_job(RUN, "rook-ceph", OPTS, node="client-a", lifetime_s=60,
+                                    access=access)  # fmt: skip
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    secrets = [v["secret"]["secretName"] for v in job["spec"]["template"]["spec"]["volumes"]
+               if "secret" in v]  # fmt: skip
+    assert secrets == [f"rook-ceph-client-{plan.pool.user}"]  # the run's user, not admin
+    assert container["resources"]["limits"]["cpu"] == fio_driver.SAMPLER_CPU
+    assert "cat > /etc/ceph/ceph.conf" in container["command"][2]
+    assert container["command"][2].endswith(fio_driver.DRIVER_SCRIPT)
+
+
 def test_a_step_start_sends_each_server_its_job_files() -> None:
     _, plan = two_client_plan()
     step = plan.steps[0]

@@ -10,6 +10,7 @@ from kubernetes.client.exceptions import ApiException
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio_driver
+from crimsonbench.manifests.ceph_access import CephAccess
 from crimsonbench.manifests.fio import run_deadline_s
 from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.plan.types import FioJob, RunPlan
@@ -17,12 +18,12 @@ from crimsonbench.plan.types import FioJob, RunPlan
 EXEC_TIMEOUT_S = 60  # one exec: start, poll or end (a poll may also wait, see poll)
 
 
-def ensure_driver(ctx: RunContext, plan: RunPlan, namespace: str) -> str:
+def ensure_driver(ctx: RunContext, plan: RunPlan, namespace: str, access: CephAccess | None) -> str:
     """The driver pod's name once it runs; NotReady before. It sits on the first client's
-    node, beside that client's fio server."""
+    node, beside that client's fio server. `access`: to sample crimson's reactors."""
     body = fio_driver.fio_driver_job(
         ctx.name, namespace, ctx.settings.pod_options(),
-        node=plan.clients[0].node, lifetime_s=run_deadline_s(plan),
+        node=plan.clients[0].node, lifetime_s=run_deadline_s(plan), access=access,
     )  # fmt: skip
     name = body["metadata"]["name"]
     state = ctx.kube.job_state(namespace, name)

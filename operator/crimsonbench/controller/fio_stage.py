@@ -22,6 +22,7 @@ from crimsonbench.results import step_log
 from crimsonbench.results.ceph_client_errors import explain_ceph_client_error
 from crimsonbench.results.fio_doc import find_json_document
 from crimsonbench.results.fio_json import JobStats, parse_fio_json
+from crimsonbench.results.resources import with_reactor_log
 from crimsonbench.results.status_summary import status_summary
 from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.sweep_state import SweepState
@@ -139,7 +140,8 @@ def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
 
 def ensure_driver(ctx: RunContext, plan: RunPlan) -> str:
     """The run's fio driver pod (steps run in it by exec); NotReady until it runs."""
-    return driver.ensure_driver(ctx, plan, jobs_namespace(ctx))
+    access = fio_access(ctx, plan) if plan.flavor == "crimson" else None
+    return driver.ensure_driver(ctx, plan, jobs_namespace(ctx), access)
 
 
 def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str) -> None:
@@ -232,7 +234,7 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str)
         report = None if stored_here else driver.poll(ctx, ns, pod, step.id)
         if report is None or report.state == "missing":
             osds = _osds_at_step_start(ctx, what)  # NotReady while an OSD is not back
-            files = {fio_driver.OSDS_FILE: json.dumps(osds)}
+            files = {fio_driver.OSDS_FILE: json.dumps(osds), **_reactor_sampling(plan)}
             started = driver.start(ctx, ns, pod, step.id, step.jobs, servers,
                                    deadline_s=plan.timing.deadline_s, user=plan.pool.user,
                                    extra_files=files)  # fmt: skip
@@ -281,10 +283,25 @@ def _finished_step(
     jobs = _fio_jobs(sections, servers)
     check_job_counts(step, jobs, plan.fio_numjobs)
     resources, source = summarize(ctx)
+    reactors = sections.get(fio_driver.REACTOR_LOG)
+    if reactors is not None:
+        resources, reactor_problem = with_reactor_log(resources, reactors)
+        if reactor_problem:
+            ctx.logger.warning("%s: reactor utilization: %s", what, reactor_problem)
     ctx.set(stepSamples=[])  # the next step starts its own samples
     # wall time: the fio client's start -> end in the driver, as local mode's of a step
-    extra = {"metrics_source": source, "wall_seconds": round(report.wall_s, 3)}
+    extra: dict[str, Any] = {"metrics_source": source, "wall_seconds": round(report.wall_s, 3)}
+    if reactors is not None and reactor_problem:
+        extra["reactor_utilization_error"] = reactor_problem
     return step_result(step, jobs, step_log.iops_logs(sections), resources, extra)
+
+
+def _reactor_sampling(plan: RunPlan) -> dict[str, str]:
+    """Crimson: the driver samples the planned OSDs' reactors while the step runs."""
+    if plan.flavor != "crimson" or not plan.osds:
+        return {}
+    ids = " ".join(str(o.osd_id) for o in plan.osds)
+    return {fio_driver.REACTOR_OSDS_FILE: f"{plan.sample_interval_s:g} {ids}\n"}
 
 
 def _osds_at_step_start(ctx: RunContext, what: str) -> dict[str, str]:

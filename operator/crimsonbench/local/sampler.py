@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 import psutil
 
 from crimsonbench.errors import CrimsonBenchError
+from crimsonbench.results.resources import reactor_fields
 from crimsonbench.results.types import ResourceSample
 
 log = logging.getLogger(__name__)
@@ -88,20 +89,13 @@ class ResourceSampler:
             last = now
             osd_cpu, osd_rss = osd.cpu_seconds_delta(self._osd_pids())
             fio_cpu, _ = fio.cpu_seconds_delta(self._fio_pids())
-            per_osd = self._reactors()
-            util = [u for values in per_osd.values() for u in values]
             self.samples.append(
                 ResourceSample(
                     t=round(now - start, 3),
                     osd_cpu=100.0 * osd_cpu / wall,
                     osd_mem_mib=osd_rss,
                     fio_cpu=100.0 * fio_cpu / wall,
-                    reactor_util=sum(util) / len(util) if util else None,
-                    reactor_util_max=max(util) if util else None,
-                    reactor_util_osd={
-                        f"osd.{i}": sum(v) / len(v) for i, v in sorted(per_osd.items()) if v
-                    }
-                    or None,
+                    **reactor_fields(self._reactors()),
                 )
             )
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.errors import InvalidSpec, ParseError
+from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
 from crimsonbench.manifests.fio import FIO_OUTPUT, checked_name, client_args, job_files
 from crimsonbench.manifests.naming import dns_name, labels
 from crimsonbench.manifests.pods import PodOptions, ScriptJob, script_job
@@ -38,6 +39,12 @@ STEPS_ROOT = "/results/steps"
 # server and the kubelet read at most 1 MiB of request head) and as argv in the pod.
 EXEC_ARGS_LIMIT = 512 * 1024
 OSDS_FILE = "osds.json"
+# Crimson: "INTERVAL ID ID ..." -> the step samples `dump_metrics reactor_utilization` of
+# those OSDs into REACTOR_LOG while its fio runs (results.seastar_metrics reads it).
+REACTOR_OSDS_FILE = "reactor_osds"
+REACTOR_LOG = "reactor.log"
+# A `ceph tell` is a Python start (~0.5 CPU-s): at 100m a sample would take seconds.
+SAMPLER_CPU = "500m"
 KEEP_STORED = 3
 
 
@@ -53,18 +60,25 @@ exec sleep "$CB_LIFETIME"
 
 
 def fio_driver_job(
-    run: str, namespace: str, opts: PodOptions, *, node: str | None, lifetime_s: int
+    run: str,
+    namespace: str,
+    opts: PodOptions,
+    *,
+    node: str | None,
+    lifetime_s: int,
+    access: CephAccess | None = None,
 ) -> dict[str, Any]:
-    """The driver holds no Ceph secret (the servers do the I/O) and needs little CPU: the
-    fio client only exchanges job files and status with the servers."""
+    """The driver needs little CPU: the fio client only exchanges job files and status
+    with the servers, which do the I/O. It holds a Ceph secret (`access`, the run's fio
+    user) only to sample crimson's reactors with `ceph tell`."""
     return script_job(
         ScriptJob(
             name=driver_job_name(run),
             namespace=namespace,
             labels=labels(run, ROLE_DRIVER, None, node),
-            script=DRIVER_SCRIPT,
-            access=None,
-            cpu="100m",
+            script=(ceph_config_script({}) if access else "") + DRIVER_SCRIPT,
+            access=access,
+            cpu=SAMPLER_CPU if access else "100m",
             memory="256Mi",  # fio's JSON of every job of a step, and the IOPS logs
             deadline_s=lifetime_s,
             node=node,
@@ -78,18 +92,46 @@ def fio_driver_job(
 
 # ---------------------------------------------------------------- the step, in the pod
 
+# While fio runs, with REACTOR_OSDS_FILE: one round of `ceph tell` per interval, each
+# answer after a "# ROUND_EPOCH osd.N rc=RC" line (with its stderr when it failed). A
+# background list ignores SIGINT (what `drop` sends), so the run script stops it with
+# TERM once fio ended, whatever ended it.
+REACTOR_SAMPLER = f"""\
+sampler=
+if [ -s {REACTOR_OSDS_FILE} ]; then
+  (
+    read -r iv ids < {REACTOR_OSDS_FILE}
+    u=${{CEPH_USERNAME:-admin}}; case "$u" in client.*) ;; *) u="client.$u" ;; esac
+    trap 'kill "$c" 2>/dev/null; exit 0' TERM
+    while :; do
+      t=$(date +%s.%N)
+      for i in $ids; do
+        timeout 20 ceph -n "$u" tell "osd.$i" dump_metrics reactor_utilization \\
+          > tell.out 2> tell.err &
+        c=$!; rc=0; wait "$c" || rc=$?
+        echo "# $t osd.$i rc=$rc"; cat tell.out; [ "$rc" = 0 ] || cat tell.err; echo
+      done
+      sleep "$iv" & c=$!; wait "$c"
+    done
+  ) > {REACTOR_LOG} 2>&1 &
+  sampler=$!
+fi
+"""
+
 # $1 deadline (s); the rest: fio's --client arguments. cwd: the step's directory. The
 # state files are written last and atomically: `rc` exists only once `out` is complete.
 # timeout --foreground keeps fio in the session's process group, which `drop` signals.
 RUN_SCRIPT = f"""\
 dl=$1; shift
 date +%s.%N > started
-rc=0
+{REACTOR_SAMPLER}rc=0
 timeout --foreground -s INT "$dl" \\
   fio --output-format=json+ --output={FIO_OUTPUT} "$@" > fio.log 2>&1 || rc=$?
 date +%s.%N > ended
+if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; fi
 {{
   if [ -s fio.log ]; then echo "==> fio.log <=="; cat fio.log; fi
+  if [ -e {REACTOR_LOG} ]; then echo "==> {REACTOR_LOG} <=="; cat {REACTOR_LOG}; fi
   echo "==> {FIO_OUTPUT} <=="
   cat {FIO_OUTPUT} 2>/dev/null || true
   echo

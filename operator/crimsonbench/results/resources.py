@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
+from crimsonbench.results.seastar_metrics import parse_reactor_log
 from crimsonbench.results.types import ResourceSample, ResourceSummary
 
 
@@ -37,3 +40,33 @@ def mean_by_key(dicts: Sequence[dict[str, float] | None]) -> dict[str, float] | 
         for k, v in (d or {}).items():
             sums.setdefault(k, []).append(v)
     return {k: math.fsum(v) / len(v) for k, v in sorted(sums.items())} or None
+
+
+def reactor_fields(per_osd: Mapping[int, Sequence[float]]) -> dict[str, Any]:
+    """One sample's reactor figures: mean and busiest over every reactor, mean per OSD."""
+    util = [u for values in per_osd.values() for u in values]
+    return {
+        "reactor_util": math.fsum(util) / len(util) if util else None,
+        "reactor_util_max": max(util) if util else None,
+        "reactor_util_osd": {
+            f"osd.{i}": math.fsum(v) / len(v) for i, v in sorted(per_osd.items()) if v
+        }
+        or None,
+    }
+
+
+def with_reactor_log(summary: ResourceSummary, text: str) -> tuple[ResourceSummary, str | None]:
+    """The summary with the reactor columns from the fio driver's reactor.log (Kubernetes;
+    the other columns come from the metrics API), and what went wrong when no round
+    answered for every OSD."""
+    log = parse_reactor_log(text)
+    samples = [ResourceSample(t=0.0, osd_cpu=0.0, osd_mem_mib=0.0, fio_cpu=0.0,
+                              **reactor_fields(r)) for r in log.rounds]  # fmt: skip
+    reactors = summarize_samples(samples)
+    problem = "; ".join(log.problems) or (None if samples else "no sample while fio ran")
+    return replace(
+        summary,
+        reactor_util=reactors.reactor_util,
+        reactor_util_max=reactors.reactor_util_max,
+        reactor_util_osd=reactors.reactor_util_osd,
+    ), problem
