@@ -6,6 +6,8 @@ import json
 import logging
 from typing import Any
 
+import orjson
+
 log = logging.getLogger(__name__)
 
 
@@ -22,9 +24,14 @@ def find_json_document(text: str) -> dict[str, Any] | None:
         pos = text.find("\n{", pos + 1)
     for start in starts:
         try:
-            doc, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            continue
+            # usually the JSON runs to the end: orjson reads a step's json+ documents
+            # (mostly histogram bins) ~4x faster than json, which only decodes a prefix
+            doc = orjson.loads(text[start:] if start else text)
+        except orjson.JSONDecodeError:
+            try:
+                doc, _ = decoder.raw_decode(text, start)
+            except json.JSONDecodeError:
+                continue
         if isinstance(doc, dict):
             if start:
                 log.debug("skipped %d characters before fio's JSON", start)
