@@ -177,7 +177,22 @@ def test_any_curve_terminates_with_an_answer_that_meets_the_limit(
         )
 
 
-@pytest.mark.parametrize("rep", [2, 3])
+def test_a_step_that_did_less_than_the_one_before_is_confirmed() -> None:
+    """Repeat 1 of the captured sweep: qd2 did 27 % less than qd1 at 3x its latency (the
+    machine was busy), qd4 did twice qd1 at 0.72 ms. With a 0.83 ms limit qd2 looks past
+    the knee; the step after it shows it was noise and the search goes on."""
+    curve = captured_curve(1)
+    assert curve[2].throughput < 0.8 * curve[1].throughput and curve[2].latency_ms > 0.83
+    ran, decision = search(sorted(curve), curve, 0.83)
+    assert decision.knee_iodepth == 4 == full_sweep_knee(curve, 0.83), (ran, decision)
+    first = next_iodepth(sorted(curve), {d: curve[d] for d in (1, 2)}, 0.83)
+    assert first.next_iodepth == 4 and first.reason.startswith("confirm: qd2 did less than qd1")
+    # a step past the knee that did more than lo is not second-guessed
+    ran, _ = search(DEPTHS, {d: Observation(1000.0 * d, 0.1 * d) for d in DEPTHS}, 0.35)
+    assert ran == [1, 24, 4, 2]
+
+
+@pytest.mark.parametrize("rep", [1, 2, 3])
 def test_captured_rbd_curves_within_one_step(rep: int) -> None:
     curve = captured_curve(rep)
     depths = sorted(curve)

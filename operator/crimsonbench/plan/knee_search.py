@@ -11,7 +11,9 @@ min_gain_pct since `lo` while latency rose (a deeper queue adds latency, not wor
 lo and hi are neighbours in the list the answer is the most throughput among the
 observed iodepths that meet the limit (ties go to the shallower one), the same rule as
 results.rules.knee over a full sweep. With 10 iodepths that is at most 5 steps instead
-of 10.
+of 10, plus one when the step past the knee did less work than `lo` (a noisy step on a
+busy machine looks like that): the next iodepth confirms the knee, or shows the step was
+an outlier and the search goes on past it.
 """
 
 from __future__ import annotations
@@ -69,26 +71,35 @@ def next_iodepth(
     hi, why = len(depths), "the deepest iodepth meets the limit"
     for i in sorted(seen):
         obs = seen[i]
+        past = None
         if not _meets(obs, latency_limit_ms):
-            hi, why = i, f"qd{depths[i]} latency {obs.latency_ms:.3g} ms > {latency_limit_ms:g} ms"
-            break
-        if lo is not None and min_gain_pct > 0 and _saturated(seen[lo], obs, min_gain_pct):
+            past = f"qd{depths[i]} latency {obs.latency_ms:.3g} ms > {latency_limit_ms:g} ms"
+        elif lo is not None and min_gain_pct > 0 and _saturated(seen[lo], obs, min_gain_pct):
             gain = _gain_pct(seen[lo], obs)
-            hi, why = (
-                i,
-                (
-                    f"saturated: qd{depths[lo]} -> qd{depths[i]} throughput {gain:+.1f}% "
-                    f"(<= {min_gain_pct:g}%) while latency rose"
-                ),
+            past = (
+                f"saturated: qd{depths[lo]} -> qd{depths[i]} throughput {gain:+.1f}% "
+                f"(<= {min_gain_pct:g}%) while latency rose"
             )
-            break
-        lo = i
+        if past is None:
+            lo = i
+            continue
+        if lo is not None and _outlier(seen, lo, i, latency_limit_ms, min_gain_pct):
+            continue  # the next iodepth beat lo: this step was noise, not the knee
+        hi, why = i, past
+        break
     if lo is None:
         return KneeDecision(None, None, f"no iodepth meets the limit: {why}")
     if hi - lo > 1:
         return KneeDecision(
             depths[(lo + hi) // 2], None, f"bisect qd{depths[lo]}..{_name(depths, hi)}"
         )
+    if hi + 1 < len(depths) and hi + 1 not in seen and _dropped(seen[lo], seen[hi], min_gain_pct):
+        # a deeper queue doing less work than lo is what a noisy step looks like (a
+        # neighbour's burst, a PG peering): one step past it says whether the knee is real
+        return KneeDecision(
+            depths[hi + 1], None,
+            f"confirm: qd{depths[hi]} did less than qd{depths[lo]}; try qd{depths[hi + 1]}",
+        )  # fmt: skip
     ok = [(d, o) for d, o in observed.items() if d in depths and _meets(o, latency_limit_ms)]
     best = max(sorted(ok), key=lambda x: x[1].throughput)  # sorted: the shallower on ties
     return KneeDecision(None, best[0], f"knee qd{best[0]}; bracket closed: {why}")
@@ -97,6 +108,24 @@ def next_iodepth(
 def _meets(obs: Observation, limit: float) -> bool:
     # NaN latency (fio reported none) or no throughput never qualifies
     return obs.latency_ms <= limit and obs.throughput > 0
+
+
+def _dropped(lo: Observation, past: Observation, min_gain_pct: float) -> bool:
+    return _gain_pct(lo, past) < -max(min_gain_pct, 0.0)
+
+
+def _outlier(
+    seen: Mapping[int, Observation], lo: int, i: int, limit: float, min_gain_pct: float
+) -> bool:
+    """Step i looks past the knee, but did less than lo, and the next iodepth (observed)
+    meets the limit with more throughput than lo."""
+    after = seen.get(i + 1)
+    return (
+        after is not None
+        and _dropped(seen[lo], seen[i], min_gain_pct)
+        and _meets(after, limit)
+        and _gain_pct(seen[lo], after) > max(min_gain_pct, 0.0)
+    )
 
 
 def _gain_pct(a: Observation, b: Observation) -> float:
