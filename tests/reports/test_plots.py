@@ -11,7 +11,8 @@ from matplotlib.image import imread
 from matplotlib.text import Annotation
 from report_helpers import sweep
 
-from crimsonbench.reports.plots import cpu_per_step, response_curve, save_png
+from crimsonbench.reports.plots import cpu_per_step, png, response_curve
+from crimsonbench.results.store import write_atomic
 
 CLASSIC = sweep("randread4k", [(1, 108365.87, 0.29), (2, 124779.61, 0.51), (4, 130072.33, 0.98)])
 
@@ -69,7 +70,7 @@ def test_cpu_plot_has_osd_and_fio_axes_with_a_line_per_run() -> None:
 
 def test_png_is_a_real_image(tmp_path: Path) -> None:
     fig = response_curve([("classic", CLASSIC)], "randread4k", False)
-    path = save_png(fig, tmp_path / "sub" / "curve.png")
+    path = write_atomic(tmp_path / "sub" / "curve.png", png(fig))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     img = imread(path)
     assert img.shape[:2] == (550, 800)  # 8 x 5.5 inches at 100 dpi

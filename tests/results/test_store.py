@@ -151,6 +151,24 @@ def test_unsafe_names_are_refused(tmp_path: Path, bad: str) -> None:
         store.step_dir(bad)
     with pytest.raises(ValueError, match="not a safe file name"):
         store.write_fio_output("000-x", bad, "{}")
+    with pytest.raises(ValueError, match="not a safe file name"):
+        store.write_report_file(bad, "x")
+
+
+def test_report_files_are_written_whole_through_the_store(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.write_report_file("summary.md", "old\n")
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    assert store.write_report_file("a.png", png).read_bytes() == png
+    # a write that fails half-way leaves the previous file, and no temporary beside it
+    class Unwritable(str):
+        def encode(self, *args: object, **kwargs: object) -> bytes:
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        store.write_report_file("summary.md", Unwritable("new"))
+    assert (store.report_dir() / "summary.md").read_text() == "old\n"
+    assert sorted(p.name for p in store.report_dir().iterdir()) == ["a.png", "summary.md"]
 
 
 def test_a_relative_results_directory_gives_paths_valid_from_any_cwd(

@@ -3,9 +3,9 @@ no display, so reports render the same in a pod, a CI job or a terminal."""
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -82,8 +82,8 @@ def cpu_per_step(series: Sequence[Series], workload: str) -> Figure:
     return fig
 
 
-def save_png(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=100)
-    log.debug("wrote %s", path)
-    return path
+def png(fig: Figure) -> bytes:
+    """The figure as PNG bytes (the caller writes them where they belong)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from crimsonbench.reports.compare import Run, comparison_markdown, labels, overlay_figures
-from crimsonbench.reports.plots import cpu_per_step, response_curve, save_png
+from crimsonbench.reports.plots import cpu_per_step, png, response_curve
 from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
 from crimsonbench.reports.verdicts import run_verdicts, verdict_markdown
 from crimsonbench.results.rules import (
@@ -23,14 +23,12 @@ from crimsonbench.results.rules import (
     peak,
     should_stop,
 )
-from crimsonbench.results.store import ResultStore
+from crimsonbench.results.store import ResultStore, write_atomic
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.results.verdict import regressions
 from crimsonbench.spec.models import SweepSpec, WorkloadSpec
 
 log = logging.getLogger(__name__)
-
-REPORT_DIR = "report"
 
 
 def write_report(store_dir: Path) -> list[Path]:
@@ -42,24 +40,21 @@ def write_report(store_dir: Path) -> list[Path]:
     store = ResultStore(store_dir)
     info, extra = _run_info(store)
     results = store.load_results()
-    out = Path(store_dir) / REPORT_DIR
-    out.mkdir(parents=True, exist_ok=True)
     sweep = _sweep(extra)
     bw = _bandwidth_workloads(extra, {r.workload for r in results})
-    written = [_write(out / "results.csv", to_csv(results))]
-    written.append(_write(out / "results.json", to_json(results)))
+    written = [store.write_report_file("results.csv", to_csv(results))]
+    written.append(store.write_report_file("results.json", to_json(results)))
     parts = [_header(info, results)]
     for workload, rows in by_workload(results).items():
         is_bw = workload in bw
         curve = response_curve([(info.label, rows)], workload, is_bw)
         kind = "bw" if is_bw else "iops"
-        written.append(save_png(curve, out / f"{workload}_{kind}_vs_lat.png"))
-        written.append(
-            save_png(cpu_per_step([(info.label, rows)], workload), out / f"{workload}_cpu.png")
-        )
+        cpu = cpu_per_step([(info.label, rows)], workload)
+        written.append(store.write_report_file(f"{workload}_{kind}_vs_lat.png", png(curve)))
+        written.append(store.write_report_file(f"{workload}_cpu.png", png(cpu)))
         parts.append(_workload_section(workload, rows, is_bw, sweep))
-    written.insert(0, _write(out / "summary.md", "\n".join(parts)))
-    log.info("report of %d steps in %s", len(results), out)
+    written.insert(0, store.write_report_file("summary.md", "\n".join(parts)))
+    log.info("report of %d steps in %s", len(results), store.report_dir())
     return written
 
 
@@ -107,23 +102,18 @@ def write_comparison(
         bad += len(regressions(rows, threshold_pct, alpha))
         verdicts.append(verdict_markdown(names[0], name, rows, threshold_pct, alpha))
     text = comparison_markdown(runs, bw) + "\n## Verdicts\n\n" + "\n".join(verdicts)
-    out.mkdir(parents=True, exist_ok=True)
+    # a comparison is not a results directory: its files go to OUT, each written whole
     written: list[Path] = []
     sections = []
     for workload, (curve, cpu) in overlay_figures(runs, bw).items():
         kind = "bw" if workload in bw else "iops"
-        curve_png = save_png(curve, out / f"{workload}_{kind}_vs_lat.png")
-        cpu_png = save_png(cpu, out / f"{workload}_cpu.png")
+        curve_png = write_atomic(out / f"{workload}_{kind}_vs_lat.png", png(curve))
+        cpu_png = write_atomic(out / f"{workload}_cpu.png", png(cpu))
         written += [curve_png, cpu_png]
         sections.append(f"![{workload}]({curve_png.name})\n![{workload} CPU]({cpu_png.name})\n")
     text += "\n## Plots\n\n" + "\n".join(sections)
-    written.insert(0, _write(out / "comparison.md", text))
+    written.insert(0, write_atomic(out / "comparison.md", text))
     return Comparison(written, "\n".join(verdicts), bad)
-
-
-def _write(path: Path, text: str) -> Path:
-    path.write_text(text)
-    return path
 
 
 def _run_info(store: ResultStore) -> tuple[RunInfo, dict[str, Any]]:

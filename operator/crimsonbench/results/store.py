@@ -48,6 +48,7 @@ STEPS_DIR = "steps"
 RESULT_FILE = "result.json"
 SAMPLES_FILE = "samples.json"
 AFFINITY_FILE = "affinity.json"
+REPORT_DIR = "report"  # what `crimsonbench report` derives from the rest
 VIOLATIONS_KEY = "violations"  # the list of CPU-affinity violations in affinity.json
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -163,7 +164,7 @@ class ResultStore:
     def write_fio_output(self, step_id: str, name: str, text: str) -> Path:
         """fio's stdout as captured (possibly with notes before the JSON)."""
         path = self.step_dir(step_id) / f"fio-{_safe(name, 'fio job name')}.json"
-        _write_text(path, text)
+        write_atomic(path, text)
         return path
 
     def fio_outputs(self, step_id: str) -> list[Path]:
@@ -182,7 +183,7 @@ class ResultStore:
     def write_job_file(self, step_id: str, job: str, text: str) -> Path:
         """The job file fio runs (kept: it says exactly what ran)."""
         path = self.step_dir(step_id) / f"{_safe(job, 'fio job name')}.fio"
-        _write_text(path, text)
+        write_atomic(path, text)
         return path
 
     def iops_logs(self, step_id: str) -> list[Path]:
@@ -224,6 +225,13 @@ class ResultStore:
             if (_read_optional(path) or {}).get(VIOLATIONS_KEY):
                 return True
         return False
+
+    def report_dir(self) -> Path:
+        return self.root / REPORT_DIR
+
+    def write_report_file(self, name: str, data: str | bytes) -> Path:
+        """A file of the run's report (summary, tables, PNG curves), written atomically."""
+        return write_atomic(self.report_dir() / _safe(name, "report file"), data)
 
     def running_step(self) -> str:
         """The id of the step status.json says is running, if its result is not in yet."""
@@ -280,16 +288,17 @@ def _safe(name: str, what: str) -> str:
 
 def _write_json(path: Path, data: Any) -> Path:
     # allow_nan=False: the files stay strict JSON for jq and other tools
-    _write_text(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
     return path
 
 
-def _write_text(path: Path, text: str) -> None:
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """PATH holds DATA whole or keeps what it held: a temporary file, fsync, rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -298,6 +307,7 @@ def _write_text(path: Path, text: str) -> None:
             os.unlink(tmp)
         raise
     _fsync_dir(path.parent)
+    return path
 
 
 def _fsync_dir(path: Path) -> None:
