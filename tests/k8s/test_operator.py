@@ -558,6 +558,67 @@ def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
                                                name)  # fmt: skip
 
 
+def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
+    admin: kubernetes.client.ApiClient,
+) -> None:
+    """Rook retries a CephBlockPool it cannot delete for ever (seen on the real node: its
+    image listing stuck behind an OSD's delayed op): cleanup waits, saying so, then gives
+    up naming what is left, so the run ends and the cluster's lease is released. The wait's
+    start is kept on the run's record (the delete handler writes no status)."""
+    import logging
+
+    from crimsonbench.controller import rook
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.errors import NotReady
+    from crimsonbench.manifests.results import run_configmap_name
+    from crimsonbench.manifests.rook_objects import cephblockpool
+    from crimsonbench.plan.build import build_plan
+    from crimsonbench.plan.hosts import ClusterLayout
+    from crimsonbench.plan.topology import parse_lscpu_json
+    from crimsonbench.spec.models import validate_spec
+
+    spec = validate_spec(run_body("poolstuck")["spec"])
+    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
+    plan = build_plan("poolstuck", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
+                      option_family="legacy")  # fmt: skip
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    core = kubernetes.client.CoreV1Api(admin)
+    pool = cephblockpool("poolstuck", plan.pool, namespace=ROOK_NS)
+    pool["metadata"]["finalizers"] = ["test.crimsonbench/rook-cannot-delete"]  # Rook's stand-in
+    name = pool["metadata"]["name"]
+    custom.create_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephblockpools", pool)
+    record = run_configmap_name("poolstuck")
+    core.create_namespaced_config_map(RUN_NS, {"metadata": {"name": record}})
+
+    def ctx() -> RunContext:
+        return RunContext("poolstuck", RUN_NS, "uid-1", spec, {}, Kube(admin),
+                          Settings(rollout_timeout_seconds=60), logging.getLogger("t"))  # fmt: skip
+
+    try:
+        with pytest.raises(NotReady, match=f"waiting 0 s for Rook to remove cephblockpools/{name}"):
+            rook.remove_pool_and_user(ctx(), plan)
+        got = custom.get_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS,
+                                                  "cephblockpools", name)  # fmt: skip
+        assert got["metadata"].get("deletionTimestamp"), "the run did not delete its pool"
+        marks = core.read_namespaced_config_map(record, RUN_NS).metadata.annotations
+        since = float(marks[rook.REMOVAL_WAIT_SINCE])
+        with pytest.raises(NotReady, match="for Rook to remove"):
+            rook.remove_pool_and_user(ctx(), plan)  # a later tick: still waiting
+        core.patch_namespaced_config_map(record, RUN_NS, {"metadata": {"annotations": {
+            rook.REMOVAL_WAIT_SINCE: f"{since - 61:.1f}"}}})  # fmt: skip
+        late = ctx()
+        rook.remove_pool_and_user(late, plan)  # gives up: returns, cleanup goes on
+        (cond,) = [c for c in late.changes["conditions"] if c["type"] == "RookObjectsRemoved"]
+        assert cond["status"] == "False" and cond["reason"] == "RemovalTimeout", cond
+        assert f"cephblockpools/{name}" in cond["message"] and "ceph health" in cond["message"]
+    finally:
+        custom.patch_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephblockpools",
+                                              name, {"metadata": {"finalizers": None}})  # fmt: skip
+        core.delete_namespaced_config_map(record, RUN_NS)
+
+
 def test_crimson_osds_restart_after_the_restore(
     admin: kubernetes.client.ApiClient, control_plane: ControlPlane
 ) -> None:

@@ -22,6 +22,7 @@ from crimsonbench.manifests.cephcluster import (
 )
 from crimsonbench.manifests.maintenance import ceph_commands_job
 from crimsonbench.manifests.naming import GROUP, LABEL_RUN, label_value
+from crimsonbench.manifests.results import run_configmap_name
 from crimsonbench.manifests.rook_objects import cephblockpool
 from crimsonbench.plan.types import HostPlan, RunPlan
 from crimsonbench.spec.models import Flavor
@@ -347,5 +348,30 @@ def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
         if not (found.get("metadata") or {}).get("deletionTimestamp"):
             ctx.kube.delete_custom(t.namespace, plural, name)
         waiting.append(f"{plural}/{name}")
-    if waiting:
-        raise NotReady(f"waiting for Rook to remove {', '.join(waiting)}")
+    if not waiting:
+        return
+    # Rook retries a pool it cannot delete for ever (seen here: its image listing stuck
+    # behind an OSD's delayed op): the run stops waiting in time, says what is left, and
+    # releases the cluster. The start of the wait is kept on the run's record, which the
+    # delete handler (it writes no status) can also annotate.
+    record = run_configmap_name(ctx.name)
+    marks = ctx.kube.configmap_annotations(ctx.namespace, record)
+    since = float((marks or {}).get(REMOVAL_WAIT_SINCE) or ctx.annotation(REMOVAL_WAIT_SINCE)
+                  or time.time())  # fmt: skip
+    if marks is not None and REMOVAL_WAIT_SINCE not in marks:
+        ctx.kube.annotate_configmap(ctx.namespace, record, {REMOVAL_WAIT_SINCE: f"{since:.1f}"})
+    ctx.annotate(REMOVAL_WAIT_SINCE, f"{since:.1f}")
+    waited = time.time() - since
+    message = f"waiting {waited:.0f} s for Rook to remove {', '.join(waiting)}"
+    if waited <= ctx.settings.rollout_timeout_seconds:
+        raise NotReady(message)
+    left = (
+        f"{message}; gave up (rolloutTimeoutSeconds): they stay marked for deletion and "
+        f"Rook keeps trying (see Rook's operator log and `ceph health detail`: slow ops); "
+        f"pool {pool} may still hold the run's images"
+    )
+    ctx.condition("RookObjectsRemoved", False, "RemovalTimeout", left)
+    ctx.logger.warning("%s", left)
+
+
+REMOVAL_WAIT_SINCE = f"{GROUP}/removal-wait-since"  # epoch s: when cleanup began waiting
