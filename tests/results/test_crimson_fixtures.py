@@ -4,6 +4,8 @@ OSD identity, option names."""
 
 from __future__ import annotations
 
+import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,9 @@ from crimsonbench.errors import ParseError
 from crimsonbench.plan.ceph_options import family_from_known_options, option_family
 from crimsonbench.plan.types import OsdCpus
 from crimsonbench.results.crimson_threads import Thread, check_crimson_threads
-from crimsonbench.results.seastar_metrics import parse_reactor_utilization
+from crimsonbench.results.resources import with_reactor_log
+from crimsonbench.results.seastar_metrics import parse_reactor_log, parse_reactor_utilization
+from crimsonbench.results.types import ResourceSummary
 from crimsonbench.spec.cpuset import parse_cpuset
 from crimsonbench.spec.models import OptionNaming
 
@@ -105,3 +109,52 @@ def test_option_names_are_what_the_20_2_4_mon_knows() -> None:
         "unrecognized config option 'crimson_cpu_set'"
         in (FIX / "config-set-crimson_cpu_set.stderr").read_text()
     )
+
+
+# The fio driver pod's reactor.log on Rook (kind, crimson 20.2.4 OSD, the run's cephx
+# user's `ceph tell`), one per step; captured by tests/kind/test_kind_rook_crimson.py
+# with CB_CAPTURE_DIR set.
+DRIVER_LOGS = sorted(FIX.glob("driver-reactor-*-rook-kind.log"))
+
+
+def _values(text: str) -> list[float]:
+    return [float(v) for v in re.findall(r'"value": ([0-9.]+)', text)]
+
+
+def test_the_driver_reactor_logs_are_there() -> None:
+    assert len(DRIVER_LOGS) == 3, DRIVER_LOGS
+
+
+@pytest.mark.parametrize("path", DRIVER_LOGS, ids=lambda p: p.name)
+def test_the_drivers_reactor_log_gives_the_steps_reactor_columns(path: Path) -> None:
+    text = path.read_text()
+    log = parse_reactor_log(text)
+    assert log.problems == []
+    assert len(log.rounds) == text.count("\n# ") + 1 == 4
+    assert all(list(r) == [0] and len(r[0]) == 1 for r in log.rounds)  # osd.0, 1 reactor
+    want = statistics.fmean(_values(text))
+    metrics = ResourceSummary(osd_cpu=101.0, osd_mem_mib=2048.0, fio_cpu=55.0, samples=3)
+    got, problem = with_reactor_log(metrics, text)
+    assert problem is None
+    assert (got.osd_cpu, got.osd_mem_mib, got.fio_cpu, got.samples) == (101.0, 2048.0, 55.0, 3)
+    assert got.reactor_util == pytest.approx(want) and 0 < want < 100
+    assert got.reactor_util_max == pytest.approx(want)  # one reactor: the busiest is it
+    assert got.reactor_util_osd == {"osd.0": pytest.approx(want)}
+
+
+def test_a_reactor_log_cut_short_keeps_the_whole_rounds() -> None:
+    """The driver killed mid-answer (a dropped step): the cut answer is named, not fatal."""
+    text = DRIVER_LOGS[0].read_text()
+    cut = text[: text.rindex('"value"')]
+    log = parse_reactor_log(cut)
+    assert len(log.rounds) == 3
+    assert len(log.problems) == 1 and log.problems[0].startswith("ceph tell osd.0 dump_metrics")
+    summary, problem = with_reactor_log(ResourceSummary(0.0, 0.0, 0.0, 0), cut)
+    assert summary.reactor_util == pytest.approx(statistics.fmean(_values(cut)))
+    assert problem == log.problems[0]
+
+
+def test_a_reactor_log_with_a_foreign_header_is_refused() -> None:
+    text = DRIVER_LOGS[0].read_text().replace("osd.0 rc=0", "osd.zero", 1)
+    with pytest.raises(ParseError, match="not a reactor.log entry"):
+        parse_reactor_log(text)
