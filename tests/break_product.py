@@ -12,7 +12,7 @@ every row does.
 Not collected by pytest (no test_ prefix): it runs make test once per breakage (here,
 2026-11-24, with the fio driver: dockerfile-typo 3.1 min, fio-process-dropped 1.1,
 configmap-left-behind 17.0 — the kind run's leftovers check waits 5 min before it fails;
-earlier handler-raises 3.4 and planner-refuses 1.6), so it is a script you run, not a
+later that day handler-raises 3.0 and planner-refuses 0.9), so it is a script you run, not a
 test. Caches (~/.cache/crimsonbench) are shared, so only the first run builds anything.
 """
 
