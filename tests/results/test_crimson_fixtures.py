@@ -158,3 +158,7 @@ def test_a_reactor_log_with_a_foreign_header_is_refused() -> None:
     text = DRIVER_LOGS[0].read_text().replace("osd.0 rc=0", "osd.zero", 1)
     with pytest.raises(ParseError, match="not a reactor.log entry"):
         parse_reactor_log(text)
+    # the step keeps its figures; only the reactor columns are lost, the cause named
+    metrics = ResourceSummary(osd_cpu=1.0, osd_mem_mib=2.0, fio_cpu=3.0, samples=1)
+    got, problem = with_reactor_log(metrics, text)
+    assert got == metrics and problem is not None and "osd.zero" in problem

@@ -283,15 +283,14 @@ def _finished_step(
     jobs = _fio_jobs(sections, servers)
     check_job_counts(step, jobs, plan.fio_numjobs)
     resources, source = summarize(ctx)
-    reactors = sections.get(fio_driver.REACTOR_LOG)
-    if reactors is not None:
-        resources, reactor_problem = with_reactor_log(resources, reactors)
-        if reactor_problem:
-            ctx.logger.warning("%s: reactor utilization: %s", what, reactor_problem)
+    reactor_problem = None
+    if fio_driver.REACTOR_LOG in sections:
+        resources, reactor_problem = with_reactor_log(resources, sections[fio_driver.REACTOR_LOG])
     ctx.set(stepSamples=[])  # the next step starts its own samples
     # wall time: the fio client's start -> end in the driver, as local mode's of a step
     extra: dict[str, Any] = {"metrics_source": source, "wall_seconds": round(report.wall_s, 3)}
-    if reactors is not None and reactor_problem:
+    if reactor_problem:
+        ctx.logger.warning("%s: reactor utilization: %s", what, reactor_problem)
         extra["reactor_utilization_error"] = reactor_problem
     return step_result(step, jobs, step_log.iops_logs(sections), resources, extra)
 

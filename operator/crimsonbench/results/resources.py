@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from crimsonbench.errors import ParseError
 from crimsonbench.results.seastar_metrics import parse_reactor_log
 from crimsonbench.results.types import ResourceSample, ResourceSummary
 
@@ -57,9 +58,13 @@ def reactor_fields(per_osd: Mapping[int, Sequence[float]]) -> dict[str, Any]:
 
 def with_reactor_log(summary: ResourceSummary, text: str) -> tuple[ResourceSummary, str | None]:
     """The summary with the reactor columns from the fio driver's reactor.log (Kubernetes;
-    the other columns come from the metrics API), and what went wrong when no round
-    answered for every OSD."""
-    log = parse_reactor_log(text)
+    the other columns come from the metrics API), and what went wrong, if anything: a
+    refused or cut answer, or no answer at all. An unreadable log costs the columns, never
+    the step (its fio figures stand)."""
+    try:
+        log = parse_reactor_log(text)
+    except ParseError as exc:
+        return summary, str(exc)
     samples = [ResourceSample(t=0.0, osd_cpu=0.0, osd_mem_mib=0.0, fio_cpu=0.0,
                               **reactor_fields(r)) for r in log.rounds]  # fmt: skip
     reactors = summarize_samples(samples)
