@@ -735,3 +735,58 @@ def test_a_crimson_osd_rook_did_not_restart_is_restarted_before_the_steps(
         for pod in ("rook-ceph-osd-8-old", "rook-ceph-osd-8-new"):
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_pod(pod, ROOK_NS, grace_period_seconds=0)
+
+
+def test_a_job_whose_pod_never_ran_fails_the_run_saying_why(
+    admin: kubernetes.client.ApiClient,
+) -> None:
+    """Seen on the real node: a Guaranteed pod beside the run left too little CPU, the
+    kubelet rejected the facts Job's pod (OutOfcpu), and the run failed with only "the pod
+    never ran". Here the kubelet's part is played by writing the pod's status as a kubelet
+    does; the Job controller (the real kube-controller-manager) then fails the Job."""
+    import logging
+
+    from crimsonbench.controller.fio_stage import await_job
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.errors import ExecutionError
+    from crimsonbench.spec.models import validate_spec
+
+    name = "rejected-facts"
+    body = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": ROOK_NS},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {"spec": {
+                "nodeName": NODE, "restartPolicy": "Never",
+                "containers": [{"name": "facts", "image": "localhost/none:0"}],
+            }},
+        },
+    }  # fmt: skip
+    core, batch = kubernetes.client.CoreV1Api(admin), kubernetes.client.BatchV1Api(admin)
+    batch.create_namespaced_job(ROOK_NS, body)
+    try:
+        pod = wait_for(
+            "the Job's pod",
+            lambda: core.list_namespaced_pod(ROOK_NS, label_selector=f"job-name={name}").items,
+        )[0]
+        reason = "OutOfcpu"
+        message = ("Pod was rejected: Node didn't have enough resource: cpu, "
+                   "requested: 1000, used: 1600, capacity: 2000")  # fmt: skip
+        core.patch_namespaced_pod_status(
+            pod.metadata.name, ROOK_NS,
+            {"status": {"phase": "Failed", "reason": reason, "message": message}},
+        )  # fmt: skip
+        kube = Kube(admin)
+        wait_for("the Job failed", lambda: kube.job_state(ROOK_NS, name) == "failed")
+        ctx = RunContext("rejected", RUN_NS, "uid-1", validate_spec(run_body("rejected")["spec"]),
+                         {}, kube, Settings(), logging.getLogger("t"))  # fmt: skip
+        with pytest.raises(ExecutionError) as err:
+            await_job(ctx, body, "reading the cluster")
+        text = str(err.value)
+        assert f"the pod never ran: pod {pod.metadata.name} Failed: {reason}: {message}" in text
+    finally:
+        batch.delete_namespaced_job(name, ROOK_NS, propagation_policy="Background")

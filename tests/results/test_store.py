@@ -160,6 +160,7 @@ def test_report_files_are_written_whole_through_the_store(tmp_path: Path) -> Non
     store.write_report_file("summary.md", "old\n")
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
     assert store.write_report_file("a.png", png).read_bytes() == png
+
     # a write that fails half-way leaves the previous file, and no temporary beside it
     class Unwritable(str):
         def encode(self, *args: object, **kwargs: object) -> bytes:

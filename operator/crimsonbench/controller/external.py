@@ -50,7 +50,7 @@ def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
             False,
             "RemovalFailed",
             f"Job {ns}/{name} failed; remove {plan.pool.name}/{{{','.join(images)}}} "
-            "by hand: " + ctx.kube.job_log(ns, name)[-300:],
+            "by hand: " + ctx.kube.failed_job_text(ns, name, 300),
         )
         if marks is not None:
             ctx.kube.annotate_configmap(ctx.namespace, record, {IMAGES_REMOVED: "failed"})

@@ -66,11 +66,10 @@ def await_job(ctx: RunContext, body: dict[str, Any], what: str, cm: dict | None 
     if state == "running":
         raise NotReady(f"{what}: Job {ns}/{name} running")
     if state == "failed":
-        log = ctx.kube.job_log(ns, name)
-        tail = log[-1500:] or "(empty: the pod never ran)"
-        hint = explain_ceph_client_error(log)
+        text = ctx.kube.failed_job_text(ns, name, tail_chars=1 << 20)
+        hint = explain_ceph_client_error(text)
         hint = f": {hint}" if hint else ""
-        raise ExecutionError(f"{what}: Job {ns}/{name} failed{hint}; log tail:\n{tail}")
+        raise ExecutionError(f"{what}: Job {ns}/{name} failed{hint}; log tail:\n{text[-1500:]}")
     return ctx.kube.job_log(ns, name)
 
 

@@ -221,6 +221,43 @@ class Kube:
         pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
         return str(self.core.read_namespaced_pod_log(pod.metadata.name, namespace))
 
+    def failed_job_text(self, namespace: str, name: str, tail_chars: int = 1500) -> str:
+        """What to tell of a failed Job: its log's tail, or when there is none, why its pod
+        never ran (failed_job_cause). A pod that never ran has no log to read: no error."""
+        try:
+            log = self.job_log(namespace, name)
+        except ApiException:
+            log = ""
+        if log:
+            return log[-tail_chars:]
+        why = self.failed_job_cause(namespace, name)
+        return f"(empty: the pod never ran{': ' + why if why else ''})"
+
+    def failed_job_cause(self, namespace: str, name: str) -> str:
+        """Why a Job's pod never ran, as Kubernetes says it: the newest pod's phase, reason
+        and message (the kubelet's admission, e.g. OutOfcpu; an image it cannot pull), else
+        the Job's Failed condition (e.g. DeadlineExceeded); '' when neither says."""
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items
+        if pods:
+            pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
+            st = pod.status
+            why = [f"pod {pod.metadata.name} {st.phase}", st.reason, st.message]
+            for cs in st.container_statuses or []:
+                waiting = cs.state.waiting if cs.state else None
+                if waiting is not None and waiting.reason:
+                    why.append(f"container {cs.name} {waiting.reason} {waiting.message or ''}")
+            return ": ".join(w.strip() for w in why if w and w.strip())
+        try:
+            job = self.batch.read_namespaced_job_status(name, namespace)
+        except ApiException as exc:
+            if _missing(exc):
+                return "the Job is gone"
+            raise
+        for cond in job.status.conditions or []:
+            if cond.type == "Failed" and cond.status == "True":
+                return f"Job {cond.reason or 'Failed'}: {cond.message or ''}".strip(": ")
+        return ""
+
     def delete_pod(self, namespace: str, name: str) -> None:
         """One pod by name (gone already: fine)."""
         try:

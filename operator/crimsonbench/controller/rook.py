@@ -160,7 +160,7 @@ def crimson_setup_done(ctx: RunContext, plan: RunPlan) -> str:
         return f"crimson setup Job {ns}/{name} created"
     if state == "failed":
         raise ExecutionError(
-            f"crimson setup Job {ns}/{name} failed: " + ctx.kube.job_log(ns, name)[-1000:]
+            f"crimson setup Job {ns}/{name} failed: " + ctx.kube.failed_job_text(ns, name, 1000)
         )
     return "" if state == "succeeded" else f"crimson setup Job {ns}/{name} running"
 
@@ -286,7 +286,7 @@ def _config_cleanup(ctx: RunContext, plan: RunPlan | None, original_cephconfig: 
         raise NotReady(f"{what} running)")
     by_hand = "; ".join("ceph " + " ".join(c) for c in commands)
     if state == "failed":
-        log = ctx.kube.job_log(ns, name)[-500:]
+        log = ctx.kube.failed_job_text(ns, name, 500)
         ctx.condition("ConfigRestored", False, "ConfigRmFailed",
                       f"Job {ns}/{name} failed; run by hand: {by_hand}; log: {log}")  # fmt: skip
         result = f"failed: {by_hand}"

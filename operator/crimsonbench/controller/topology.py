@@ -50,7 +50,10 @@ def node_topologies(ctx: RunContext, nodes: list[str]) -> dict[str, Topology]:
         if state == "missing":
             ctx.kube.ensure_job(ns, job)
         elif state == "failed":
-            raise ExecutionError(f"topology probe on node {node} failed; see Job {ns}/{job_name}")
+            raise ExecutionError(
+                f"topology probe on node {node} failed (Job {ns}/{job_name}): "
+                + ctx.kube.failed_job_text(ns, job_name, 500)
+            )
         elif state == "succeeded":
             text = ctx.kube.job_log(ns, job_name)
             out[node] = parse_lscpu_json(text)  # ParseError names the command to run
