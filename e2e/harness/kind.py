@@ -491,9 +491,7 @@ def kind_cluster(
         mounts = declared_cpu_mounts(workdir, declared_cpus) if declared_cpus else []
         cfg = render_config(labels, workers, host_dev, cpu_manager, mounts)
         (workdir / "kind-config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-        stale = dockerd.docker("ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={name}")
-        if stale.strip():
-            raise RuntimeError(f"a kind cluster named {name} already exists in our dockerd")
+        _remove_stale_cluster(dockerd, name, kind_bin, workdir / "stale-kubeconfig")
         _ensure_network(dockerd)
         env = {**dockerd.env, "KIND_EXPERIMENTAL_DOCKER_NETWORK": NETWORK}
         cluster = KindCluster(
@@ -574,6 +572,24 @@ def _wait_registered(cluster: KindCluster, count: int, timeout: float) -> None:
             }  # fmt: skip
             raise RuntimeError(f"nodes {missing} never registered; kubelet logs: {logs}")
         time.sleep(2)
+
+
+def _remove_stale_cluster(dockerd: Dockerd, name: str, kind_bin: Path, kubeconfig: Path) -> None:
+    """A cluster of this name left in our dockerd by a run that was killed before its
+    teardown (a machine restarted mid-test keeps the data root under the cache): ours, since
+    the dockerd and its data root are ours alone, so it is deleted, saying so, rather than
+    failing every later run. Raises if it cannot be deleted."""
+    stale = dockerd.docker("ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={name}").split()
+    if not stale:
+        return
+    print(f"kind: deleting cluster {name} left by an interrupted run (containers {stale})",
+          file=sys.stderr)  # fmt: skip
+    cmd = [str(kind_bin), "delete", "cluster", "--name", name, "--kubeconfig", str(kubeconfig)]
+    _run(cmd, dockerd.env, 600, check=False)
+    kubeconfig.unlink(missing_ok=True)
+    left = dockerd.docker("ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={name}").split()
+    if left:
+        dockerd.docker("rm", "-f", "-v", *left)
 
 
 def _seconds(duration: str) -> float:

@@ -226,3 +226,26 @@ def test_host_untouched_while_the_cluster_runs(kind: KindCluster) -> None:
         assert "vm.overcommit_memory" in shielded and "fs.file-max" in shielded, shielded
         # the kubelet did write its value: into the node's copy
         assert kind.exec(node, "cat", "/proc/sys/vm/overcommit_memory").stdout.strip() == "1"
+
+
+def test_a_cluster_left_by_a_killed_run_is_deleted_not_fatal(
+    kind: KindCluster, tmp_path: Path
+) -> None:
+    """A machine restarted mid-test keeps our dockerd's data root (under the cache) with the
+    cluster's stopped node containers in it; CI once failed every kind test on such a
+    remnant ("already exists"). The next run deletes it, and nothing else of ours."""
+    from harness.kind import CLUSTER_LABEL, Dockerd, _remove_stale_cluster
+
+    stale = "crimsonbench-killed"
+    for node in (f"{stale}-control-plane", f"{stale}-worker"):  # as `kind create` labels them
+        kind.docker("create", "--name", node, "--label", f"{CLUSTER_LABEL}={stale}",
+                    "--entrypoint", "true", kind.node_image)  # fmt: skip
+    try:
+        _remove_stale_cluster(Dockerd(env=kind.env, started=False), stale, kind.kind_bin,
+                              tmp_path / "kubeconfig")  # fmt: skip
+        left = kind.docker("ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={stale}").split()
+        assert not left, left
+        ours = kind.docker("ps", "-q", "--filter", f"label={CLUSTER_LABEL}={kind.name}").split()
+        assert len(ours) == len(kind.nodes), ours  # the live cluster untouched
+    finally:
+        kind.docker("rm", "-f", f"{stale}-control-plane", f"{stale}-worker", check=False)
