@@ -48,6 +48,7 @@ from crimsonbench.manifests.pods import PodOptions  # noqa: E402
 from crimsonbench.manifests.results import read_results_configmaps  # noqa: E402
 from crimsonbench.plan.build import build_plan  # noqa: E402
 from crimsonbench.plan.hosts import ClusterLayout  # noqa: E402
+from crimsonbench.plan.target import kube_target  # noqa: E402
 from crimsonbench.plan.types import RunPlan  # noqa: E402
 from crimsonbench.results.fio_json import combine, parse_fio_json  # noqa: E402
 from crimsonbench.spec.models import validate_spec  # noqa: E402
@@ -178,7 +179,7 @@ def server_pod(s: Stack, plan: RunPlan, body: dict[str, Any]) -> int:
     opts = PodOptions(image=FIO_IMAGE, image_pull_policy="Never", host_network=True,
                       tolerations=(NOT_READY_TOLERATION,))  # fmt: skip
     job = fio_server_job("fidelity", plan.clients[0], plan,
-                         ceph_access_for(validate_spec(body), RUN_NS), opts,
+                         ceph_access_for(kube_target(validate_spec(body), RUN_NS)), opts,
                          port=SERVER_POD_PORT)  # fmt: skip
     job["spec"]["activeDeadlineSeconds"] = 6 * 3600  # lives for the whole bench
     s.batch.create_namespaced_job(RUN_NS, job)

@@ -33,6 +33,7 @@ from crimsonbench.manifests.naming import dns_name, label_value
 from crimsonbench.manifests.pods import PodOptions
 from crimsonbench.manifests.rook_objects import ceph_client, cephblockpool
 from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.target import kube_target
 from crimsonbench.spec.models import ExternalTarget, validate_spec
 
 IMAGE = "quay.io/example/crimsonbench-fio:1.0"
@@ -272,10 +273,24 @@ def test_external_access() -> None:
 
 def test_access_for_spec() -> None:
     spec, plan = socket_plan()
-    assert ceph_access_for(spec, "runs") == rook_access("rook-ceph")
+    assert ceph_access_for(kube_target(spec, "runs")) == rook_access("rook-ceph")
     local = validate_spec({"target": {"local": {}}})
-    with pytest.raises(InvalidSpec):
-        ceph_access_for(local, "runs")
+    with pytest.raises(InvalidSpec) as err:
+        ceph_access_for(kube_target(local, "runs"))
+    assert err.value.field == "spec.target" and "crimsonbench run" in str(err.value)
+    ext = validate_spec(
+        {
+            "target": {
+                "external": {
+                    "monHost": "10.0.0.1",
+                    "keyringSecret": {"name": "kr", "key": "keyring"},
+                }
+            },
+            "client": {"node": "n1"},
+        }
+    )
+    access = ceph_access_for(kube_target(ext, "runs"))  # the Secret beside the run
+    assert (access.namespace, access.secret_name, access.mon_host) == ("runs", "kr", "10.0.0.1")
     assert plan.pool.user == f"{RUN}-fio"  # on Rook fio runs as the run's own CephClient
     assert rook_client_access("rook-ceph", plan.pool.user).secret_name == (
         f"rook-ceph-client-{RUN}-fio"

@@ -26,7 +26,7 @@ def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
     """NotReady until the removal Job has finished; a failed one is reported, not retried
     (the images are named in the condition, to remove by hand). Done once per run
     (status.imagesRemoved, and IMAGES_REMOVED on the run's record)."""
-    if ctx.spec.target.local is not None or ctx.spec.keep_images or ctx.get("imagesRemoved"):
+    if ctx.target.kind == "local" or ctx.spec.keep_images or ctx.get("imagesRemoved"):
         return
     if plan is None or not ctx.get("imagesCreated"):
         return  # never planned, or no image was created

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from crimsonbench.controller import decide, driver
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.sampling import sample_step, summarize
-from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, ParseError
+from crimsonbench.errors import ExecutionError, NotReady, ParseError
 from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
 from crimsonbench.manifests.fio_driver import StepReport
@@ -31,26 +31,20 @@ from crimsonbench.results.types import StepResult
 
 def jobs_namespace(ctx: RunContext) -> str:
     """Rook's secrets can only be mounted in their own namespace, so Jobs run there."""
-    rook = ctx.spec.target.rook
-    return rook.namespace if rook is not None else ctx.namespace
+    return ctx.target.jobs_namespace
 
 
 def admin_access(ctx: RunContext) -> CephAccess:
     """For cluster-wide reads and commands (facts, crimson setup, config cleanup)."""
-    if ctx.spec.target.local is not None:
-        raise InvalidSpec(
-            "spec.target",
-            "the operator runs rook or external targets; local targets run with `crimsonbench run`",
-        )
-    return ceph_access_for(ctx.spec, ctx.namespace)
+    return ceph_access_for(ctx.target)
 
 
 def fio_access(ctx: RunContext, plan: RunPlan) -> CephAccess:
     """What fio and the image Jobs use: on Rook the run's CephClient, limited to the run's
     pool; on external clusters the user and keyring the spec names."""
-    rook = ctx.spec.target.rook
-    if rook is not None:
-        return rook_client_access(rook.namespace, plan.pool.user)
+    rook_ns = ctx.target.rook_namespace
+    if rook_ns is not None:
+        return rook_client_access(rook_ns, plan.pool.user)
     return admin_access(ctx)
 
 
@@ -94,12 +88,12 @@ def _failure_text(sections: dict[str, str], report: StepReport) -> str:
 def ensure_client_user(ctx: RunContext, plan: RunPlan) -> None:
     """Rook: the run's CephClient (caps on the run's pool only); NotReady until Rook made
     its key. External clusters use the keyring the spec names."""
-    rook = ctx.spec.target.rook
-    if rook is None:
+    rook_ns = ctx.target.rook_namespace
+    if rook_ns is None:
         return
-    body = rook_objects.ceph_client(ctx.name, plan.pool, namespace=rook.namespace)
-    ctx.kube.ensure_custom(rook.namespace, "cephclients", body)
-    found = ctx.kube.get_custom(rook.namespace, "cephclients", plan.pool.user) or {}
+    body = rook_objects.ceph_client(ctx.name, plan.pool, namespace=rook_ns)
+    ctx.kube.ensure_custom(rook_ns, "cephclients", body)
+    found = ctx.kube.get_custom(rook_ns, "cephclients", plan.pool.user) or {}
     phase = (found.get("status") or {}).get("phase", "")
     if phase != "Ready":
         raise NotReady(f"waiting for Rook to create cephx user client.{plan.pool.user} ({phase})")
@@ -305,10 +299,10 @@ def _reactor_sampling(plan: RunPlan) -> dict[str, str]:
 def _osds_at_step_start(ctx: RunContext, what: str) -> dict[str, str]:
     """Rook: every OSD's incarnation (all of them: the pool spans every OSD), once each
     runs one Ready pod; NotReady before. External clusters: nothing to watch."""
-    rook = ctx.spec.target.rook
-    if rook is None:
+    rook_ns = ctx.target.rook_namespace
+    if rook_ns is None:
         return {}
-    pods = ctx.kube.list_osd_pods(rook.namespace)
+    pods = ctx.kube.list_osd_pods(rook_ns)
     ids = sorted({p.osd_id for p in pods} | {int(k) for k in ctx.get("osdPlacement") or {}})
     reason = decide.osds_at_rest(ids, pods)
     if reason:
@@ -318,11 +312,11 @@ def _osds_at_step_start(ctx: RunContext, what: str) -> dict[str, str]:
 
 def _osd_disturbance(ctx: RunContext, sections: dict[str, str]) -> str:
     """'' unless an OSD recorded at the step's start restarted or is down now."""
-    rook = ctx.spec.target.rook
+    rook_ns = ctx.target.rook_namespace
     recorded = sections.get(fio_driver.OSDS_FILE, "").strip()
-    if rook is None or not recorded:
+    if rook_ns is None or not recorded:
         return ""
-    return decide.osd_disturbance(json.loads(recorded), ctx.kube.list_osd_pods(rook.namespace))
+    return decide.osd_disturbance(json.loads(recorded), ctx.kube.list_osd_pods(rook_ns))
 
 
 def _run_again(ctx: RunContext, step: Step, what: str, pod: str, why: str) -> NoReturn:

@@ -45,16 +45,16 @@ def started_after_patch(
 def delete_osd_pods(ctx: RunContext, pods: Sequence[decide.OsdPod], why: str) -> None:
     """Restart OSDs by deleting their pods (Rook's Deployments recreate them on their
     nodes); a refusal names the chart value that grants it."""
-    t = ctx.spec.target.rook
-    assert t is not None
+    ns = ctx.target.rook_namespace
+    assert ns is not None  # Rook targets only
     for pod in pods:
         try:
-            ctx.kube.delete_pod(t.namespace, pod.name)
+            ctx.kube.delete_pod(ns, pod.name)
         except Exception as exc:
             if getattr(exc, "status", None) == 403:
                 raise ExecutionError(
                     f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused: add "
-                    f"{t.namespace} to the chart's rbac.fioNamespaces (a Role granting pods "
+                    f"{ns} to the chart's rbac.fioNamespaces (a Role granting pods "
                     "delete there), or restart it by hand"
                 ) from exc
             raise
@@ -66,10 +66,10 @@ def restart_after_restore(ctx: RunContext, cm_name: str, marks: dict[str, str]) 
     reactor CPU after the restore). So the planned OSDs are restarted once more: their pods
     deleted, Rook's Deployments recreate them on the same nodes. NotReady until each runs
     in a new pod and is Ready; gives up (a condition says so) after rolloutTimeoutSeconds."""
-    t = ctx.spec.target.rook
-    assert t is not None
+    ns = ctx.target.rook_namespace
+    assert ns is not None  # Rook targets only
     ids = sorted(int(k) for k in ctx.get("osdPlacement") or {})
-    pods = [p for p in ctx.kube.list_osd_pods(t.namespace) if p.osd_id in ids]
+    pods = [p for p in ctx.kube.list_osd_pods(ns) if p.osd_id in ids]
     if OSDS_RESTARTED not in marks:
         old = [p for p in pods if not p.terminating]
         delete_osd_pods(ctx, old, "after the restore, so it runs without the run's layout")

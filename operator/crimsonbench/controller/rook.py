@@ -35,22 +35,24 @@ def original_name(ctx: RunContext) -> str:
     return f"{ctx.name}-original-cephcluster"[:253]
 
 
-def _cluster(ctx: RunContext) -> dict[str, Any]:
-    t = ctx.spec.target.rook
-    if t is None:
+def _rook(ctx: RunContext) -> tuple[str, str]:
+    """Rook's namespace and the CephCluster's name; InvalidSpec for any other target."""
+    t = ctx.target
+    if t.rook_namespace is None or t.cluster_name is None:
         raise InvalidSpec("spec.target.rook", "this step needs a Rook target")
-    found = ctx.kube.get_cephcluster(t.namespace, t.cluster_name)
+    return t.rook_namespace, t.cluster_name
+
+
+def _cluster(ctx: RunContext) -> dict[str, Any]:
+    found = ctx.kube.get_cephcluster(*_rook(ctx))
     if found is None:
-        raise NotReady(
-            f"CephCluster {t.namespace}/{t.cluster_name} not found; "
-            "create it or fix spec.target.rook"
-        )
+        raise NotReady(f"{ctx.target.where} not found; create it or fix spec.target.rook")
     return found
 
 
 def ceph_version(ctx: RunContext) -> str | None:
     """From Rook's status (what runs), else the image tag (what was asked for)."""
-    if ctx.spec.target.rook is None:
+    if ctx.target.kind != "rook":
         return ctx.spec.osd.ceph_version
     cluster = _cluster(ctx)
     running = ((cluster.get("status") or {}).get("version") or {}).get("version")
@@ -64,8 +66,7 @@ def ceph_version(ctx: RunContext) -> str | None:
 def recorded_original(ctx: RunContext, cluster: dict[str, Any]) -> dict[str, Any]:
     """The spec as found before our first patch. First write wins, so a restarted operator
     never records its own patched spec as 'original'."""
-    t = ctx.spec.target.rook
-    where = f"{t.namespace}/{t.cluster_name}" if t else ""
+    where = "/".join(_rook(ctx)) if ctx.target.kind == "rook" else ""
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -84,11 +85,10 @@ def recorded_original(ctx: RunContext, cluster: dict[str, Any]) -> dict[str, Any
 
 def check_consent(ctx: RunContext, hosts: Sequence[HostPlan], cephconfig: Any) -> None:
     """Refuse a new crimson reactor layout unless allowReprovision says yes."""
-    t = ctx.spec.target.rook
     crimson = (
         [o for h in hosts for o in h.cpu.osds] if ctx.spec.osd.flavor == Flavor.CRIMSON else []
     )
-    if needs_reprovision(cephconfig or {}, crimson) and not (t and t.allow_reprovision):
+    if needs_reprovision(cephconfig or {}, crimson) and not ctx.target.allow_reprovision:
         raise InvalidSpec(
             "spec.target.rook.allowReprovision",
             "the crimson reactor layout differs from the one the OSDs were deployed with, and "
@@ -104,7 +104,7 @@ def check_consent_now(ctx: RunContext, hosts: Sequence[HostPlan], *, early: bool
     the OSDs were deployed crimson. A cephConfig without any crimson layout may belong to
     a classic cluster, and telling its user to allow re-provisioning would be wrong: the
     OSDs' metadata decides first (preflight says they are not crimson)."""
-    if ctx.spec.target.rook is None:
+    if ctx.target.kind != "rook":
         return
     cephconfig = (_cluster(ctx).get("spec") or {}).get("cephConfig") or {}
     planned = [o.osd_id for h in hosts for o in h.cpu.osds]
@@ -114,7 +114,7 @@ def check_consent_now(ctx: RunContext, hosts: Sequence[HostPlan], *, early: bool
 
 
 def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
-    t = ctx.spec.target.rook
+    ns, cluster_name = _rook(ctx)
     cluster = _cluster(ctx)
     original = recorded_original(ctx, cluster)
     check_consent(ctx, plan.hosts, original.get("cephConfig"))
@@ -124,13 +124,13 @@ def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
         and ctx.annotation(osd_restarts.OSD_INCARNATIONS) is None
     ):
         planned = {o.osd_id for o in plan.osds}
-        pods = ctx.kube.list_osd_pods(t.namespace) if t is not None else []
+        pods = ctx.kube.list_osd_pods(ns)
         ctx.annotate(osd_restarts.OSD_INCARNATIONS, json.dumps(
             {str(p.osd_id): p.incarnation for p in pods
              if p.osd_id in planned and not p.terminating}))  # fmt: skip
     patch = merge_patch(cluster.get("spec") or {}, desired)
-    if patch and t is not None:
-        ctx.kube.merge_patch_cephcluster(t.namespace, t.cluster_name, {"spec": patch})
+    if patch:
+        ctx.kube.merge_patch_cephcluster(ns, cluster_name, {"spec": patch})
     generation = int(_cluster(ctx)["metadata"].get("generation", 0))
     ctx.set(patchedGeneration=generation, rolloutSince=time.time())
     ctx.condition(
@@ -168,13 +168,13 @@ def crimson_setup_done(ctx: RunContext, plan: RunPlan) -> str:
 def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
     """Crimson prerequisites done; Rook reconciled our generation; every planned OSD runs
     again, on its own node, with the planned resources, and is Ready."""
-    t = ctx.spec.target.rook
-    if t is None:
+    if ctx.target.kind != "rook":
         return
+    ns, _ = _rook(ctx)
     setup = crimson_setup_done(ctx, plan)
     cluster = _cluster(ctx)
     placement = {int(k): str(v) for k, v in (ctx.get("osdPlacement") or {}).items()}
-    pods = ctx.kube.list_osd_pods(t.namespace)
+    pods = ctx.kube.list_osd_pods(ns)
     progress = decide.rollout(
         plan,
         placement,
@@ -213,9 +213,9 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
     """Put the CephCluster spec back exactly, wait for Rook to roll the OSDs back, then
     `ceph config rm` what Rook leaves in the mon database, then (crimson) restart the
     planned OSDs so they start without the run's layout. NotReady until all is done."""
-    t = ctx.spec.target.rook
-    if t is None:
+    if ctx.target.kind != "rook":
         return
+    ns, cluster_name = _rook(ctx)
     name = original_name(ctx)
     saved = ctx.kube.get_configmap(ctx.namespace, name)
     if not saved or ORIGINAL_KEY not in saved:
@@ -223,13 +223,13 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
     marks = ctx.kube.configmap_annotations(ctx.namespace, name) or {}
     if marks.get(CONFIG_RESTORED):
         return  # restored earlier
-    cluster = ctx.kube.get_cephcluster(t.namespace, t.cluster_name)
+    cluster = ctx.kube.get_cephcluster(ns, cluster_name)
     if cluster is None:
         return  # deleted meanwhile: nothing to restore
     original = json.loads(saved[ORIGINAL_KEY])
     patch = restore_patch(original, cluster.get("spec") or {})
     if patch:
-        ctx.kube.merge_patch_cephcluster(t.namespace, t.cluster_name, {"spec": patch})
+        ctx.kube.merge_patch_cephcluster(ns, cluster_name, {"spec": patch})
     if RESTORE_STARTED not in marks:
         marks[RESTORE_STARTED] = str(round(time.time(), 1))
         ctx.kube.annotate_configmap(ctx.namespace, name, {RESTORE_STARTED: marks[RESTORE_STARTED]})
@@ -247,9 +247,7 @@ def _wait_rollback(ctx: RunContext, original: dict[str, Any], since: float) -> N
     is Ready: Rook applies a spec's cephConfig before it updates the OSDs, so after this
     no reconcile of the run's spec can put the run's keys back after `config rm`. Gives up
     (a condition says so) after rolloutTimeoutSeconds: the config is cleaned anyway."""
-    t = ctx.spec.target.rook
-    assert t is not None
-    pods = ctx.kube.list_osd_pods(t.namespace)
+    pods = ctx.kube.list_osd_pods(_rook(ctx)[0])
     ids = sorted({p.osd_id for p in pods} | {int(k) for k in ctx.get("osdPlacement") or {}})
     progress = decide.osds_running_with(ids, pods, decide.original_osd_limits(original))
     waited = time.time() - since
@@ -300,12 +298,12 @@ def _config_cleanup(ctx: RunContext, plan: RunPlan | None, original_cephconfig: 
 
 def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
     """A CephBlockPool (size 1, fixed PGs) made by Rook; NotReady until Rook says Ready."""
-    t = ctx.spec.target.rook
-    if t is None:
+    ns = ctx.target.rook_namespace
+    if ns is None:
         return  # external clusters: the pool must exist (preflight checked it)
-    pool = cephblockpool(ctx.name, plan.pool, namespace=t.namespace)
-    ctx.kube.ensure_custom(t.namespace, "cephblockpools", pool)
-    found = ctx.kube.get_custom(t.namespace, "cephblockpools", pool["metadata"]["name"]) or {}
+    pool = cephblockpool(ctx.name, plan.pool, namespace=ns)
+    ctx.kube.ensure_custom(ns, "cephblockpools", pool)
+    found = ctx.kube.get_custom(ns, "cephblockpools", pool["metadata"]["name"]) or {}
     phase = (found.get("status") or {}).get("phase", "")
     if phase == "Ready":
         return
@@ -331,8 +329,8 @@ def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
     """Deleting the CephBlockPool deletes the pool and its images (force-deletion); the
     run's CephClient goes with its cephx user. Only objects this run made. NotReady until
     Rook has removed them (its finalizers delete the Ceph pool and user)."""
-    t = ctx.spec.target.rook
-    if t is None:
+    ns = ctx.target.rook_namespace
+    if ns is None:
         return
     pool = plan.pool.name if plan else ctx.spec.client.pool
     user = plan.pool.user if plan else None
@@ -341,12 +339,12 @@ def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
         owned.append(("cephclients", user))
     waiting = []
     for plural, name in owned:
-        found = ctx.kube.get_custom(t.namespace, plural, name)
+        found = ctx.kube.get_custom(ns, plural, name)
         labels = ((found or {}).get("metadata") or {}).get("labels") or {}
         if found is None or labels.get(LABEL_RUN) != label_value(ctx.name):
             continue
         if not (found.get("metadata") or {}).get("deletionTimestamp"):
-            ctx.kube.delete_custom(t.namespace, plural, name)
+            ctx.kube.delete_custom(ns, plural, name)
         waiting.append(f"{plural}/{name}")
     if not waiting:
         return

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.settings import Settings
 from crimsonbench.manifests.naming import LABEL_RUN, label_value
+from crimsonbench.plan.target import KubeTarget, kube_target
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.api import API_VERSION, KIND
 from crimsonbench.spec.models import BenchmarkRunSpec
@@ -36,6 +36,12 @@ class RunContext:
     annotations: dict[str, str] = field(default_factory=dict)
     annotation_changes: dict[str, str] = field(default_factory=dict)
     plan: RunPlan | None = None  # made once per tick (it reads the topology cache and Rook)
+
+    @property
+    def target(self) -> KubeTarget:
+        """Where the run acts (namespaces, the CephCluster, the lease): executors read this,
+        never spec.target."""
+        return kube_target(self.spec, self.namespace)
 
     @property
     def holder(self) -> str:
@@ -82,15 +88,3 @@ class RunContext:
             "lastTransitionTime": old["lastTransitionTime"] if same and old else now(),
         }
         self.set(conditions=list(current.values()))
-
-
-def target_key(spec: BenchmarkRunSpec) -> str:
-    """Names the Ceph cluster a run uses, for the one-run-per-cluster lease."""
-    t = spec.target
-    if t.rook is not None:
-        ident = f"rook/{t.rook.namespace}/{t.rook.cluster_name}"
-    elif t.external is not None:
-        ident = f"external/{t.external.mon_host}"
-    else:
-        ident = "local"
-    return "crimsonbench-" + hashlib.sha256(ident.encode()).hexdigest()[:12]

@@ -42,7 +42,7 @@ def _pod_usage(ctx: RunContext, namespace: str, selector: str) -> tuple[float, f
 def sample_step(ctx: RunContext, fio_namespace: str, plan: RunPlan) -> None:
     """Append one sample for the running step to status.stepSamples: the run's fio
     servers (they run every job) and the planned OSDs' pods."""
-    osd_ns = ctx.spec.target.rook.namespace if ctx.spec.target.rook else None
+    osd_ns = ctx.target.rook_namespace
     servers = f"{LABEL_RUN}={label_value(ctx.name)},{LABEL_ROLE}=fio-server"
     fio = _pod_usage(ctx, fio_namespace, servers)
     ids = ",".join(str(o.osd_id) for o in plan.osds)

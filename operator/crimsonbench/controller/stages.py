@@ -27,7 +27,7 @@ from crimsonbench.controller.fio_stage import (
     run_prefill,
     run_steps,
 )
-from crimsonbench.controller.run_context import RunContext, now, target_key
+from crimsonbench.controller.run_context import RunContext, now
 from crimsonbench.controller.topology import node_topologies
 from crimsonbench.errors import (
     CrimsonBenchError,
@@ -110,13 +110,13 @@ def layout_of(ctx: RunContext) -> ClusterLayout:
         placement=placement,
         client_nodes=clients,
         osd_field="spec.osd.count",
-        plan_osds=ctx.spec.target.rook is not None,
+        plan_osds=ctx.target.kind == "rook",
     )
 
 
 def stage_lease(ctx: RunContext) -> str:
     holder = ctx.kube.acquire_lease(
-        ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder
+        ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder
     )
     if holder != ctx.holder:
         ctx.set(phase=Phase.PENDING.value)
@@ -137,9 +137,9 @@ def stage_observe(ctx: RunContext) -> str:
     if not ctx.get("clientNodes"):
         nodes = decide.select_client_nodes(ctx.spec.client, ctx.kube.list_nodes())
         ctx.set(clientNodes=list(nodes))
-    target = ctx.spec.target.rook
-    if target is not None and not ctx.get("osdPlacement"):
-        placement = decide.select_osds(ctx.kube.list_osd_pods(target.namespace), target)
+    rook_ns, selection = ctx.target.rook_namespace, ctx.spec.target.rook  # osdNodes, osdIds
+    if rook_ns is not None and selection is not None and not ctx.get("osdPlacement"):
+        placement = decide.select_osds(ctx.kube.list_osd_pods(rook_ns), selection)
         ctx.set(osdPlacement={str(k): v for k, v in placement.items()})
     layout = layout_of(ctx)  # NotReady until every node's topology is probed
     # CPU layout first, and consent where the cephConfig shows a deployed crimson layout:
@@ -179,13 +179,13 @@ def _record_run_info(ctx: RunContext, plan: RunPlan) -> None:
 
 
 def stage_patch(ctx: RunContext) -> str:
-    if ctx.spec.target.rook is not None:
+    if ctx.target.kind == "rook":
         rook.patch_cluster(ctx, plan_for(ctx))
     return "rollout"
 
 
 def stage_rollout(ctx: RunContext) -> str:
-    if ctx.spec.target.rook is not None:
+    if ctx.target.kind == "rook":
         rook.wait_rollout(ctx, plan_for(ctx))
     return "prepare"
 
@@ -231,7 +231,7 @@ def cleanup(ctx: RunContext) -> None:
     # every Job but the cleanup ones, which must outlive the fio servers they wait for
     keep = f"{LABEL_ROLE}!={ROLE_RBD_CLEANUP},{LABEL_ROLE}!={ROLE_CEPH_CLEANUP}"
     ctx.kube.delete_jobs(ns, f"{ctx.selector},{keep}")
-    if ctx.spec.target.rook is not None:
+    if ctx.target.kind == "rook":
         rook.restore_cluster(ctx, _plan_or_none(ctx))
     external.remove_images(ctx, _plan_or_none(ctx))  # as the run's user: before it goes
     rook.remove_pool_and_user(ctx, _plan_or_none(ctx))
@@ -242,7 +242,7 @@ def cleanup(ctx: RunContext) -> None:
     pods = ctx.kube.pod_names(ns, ctx.selector)
     if pods:
         raise NotReady(f"waiting for {len(pods)} pod(s) of the run to go: {', '.join(pods[:5])}")
-    ctx.kube.release_lease(ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder)
+    ctx.kube.release_lease(ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder)
     ctx.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
 
 
@@ -282,7 +282,7 @@ def tick(ctx: RunContext) -> None:
                 for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
                     ctx.kube.delete_jobs(ns, ctx.selector)
                 ctx.kube.release_lease(
-                    ctx.settings.operator_namespace, target_key(ctx.spec), ctx.holder
+                    ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder
                 )
                 ctx.set(phase=Phase.FAILED.value, message=str(exc), stage="done", finishedAt=now())
                 reason = "InvalidSpec" if isinstance(exc, InvalidSpec) else "PreflightFailed"

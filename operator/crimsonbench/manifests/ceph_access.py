@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.errors import InvalidSpec
-from crimsonbench.spec.models import BenchmarkRunSpec, ExternalTarget
+from crimsonbench.plan.target import KubeTarget
+from crimsonbench.spec.models import ExternalTarget
 
 CEPH_CONF = "/etc/ceph/ceph.conf"
 SECRET_DIR = "/var/lib/crimsonbench"  # the cephx key (Rook) or keyring (external)
@@ -90,13 +91,17 @@ def external_access(namespace: str, target: ExternalTarget) -> CephAccess:
     )
 
 
-def ceph_access_for(spec: BenchmarkRunSpec, run_namespace: str) -> CephAccess:
-    """The default access of a spec: Rook's admin credentials or the external keyring."""
-    if spec.target.rook is not None:
-        return rook_access(spec.target.rook.namespace)
-    if spec.target.external is not None:
-        return external_access(run_namespace, spec.target.external)
-    raise InvalidSpec("spec.target", "local targets run without Kubernetes; no pod reaches them")
+def ceph_access_for(target: KubeTarget) -> CephAccess:
+    """A target's admin access: Rook's admin credentials or the external keyring."""
+    if target.rook_namespace is not None:
+        return rook_access(target.rook_namespace)
+    if target.external is not None:
+        return external_access(target.jobs_namespace, target.external)
+    raise InvalidSpec(
+        "spec.target",
+        "the operator runs rook or external targets; local targets run without Kubernetes, "
+        "with `crimsonbench run`",
+    )
 
 
 def ceph_config_script(client_options: Mapping[str, str]) -> str:
