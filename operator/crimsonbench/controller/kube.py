@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
@@ -21,6 +22,17 @@ ROOK_GROUP, ROOK_VERSION = "ceph.rook.io", "v1"
 
 def _missing(exc: ApiException) -> bool:
     return exc.status == 404
+
+
+def _unless_gone(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any | None:
+    """call(*args, **kwargs), or None when its object is not there (404): reads of what may
+    not exist yet, deletes of what may be gone already."""
+    try:
+        return call(*args, **kwargs)
+    except ApiException as exc:
+        if _missing(exc):
+            return None
+        raise
 
 
 class Kube:
@@ -39,16 +51,7 @@ class Kube:
 
     # ------------------------------------------------------------ Rook
     def get_cephcluster(self, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            return dict(
-                self.custom.get_namespaced_custom_object(
-                    ROOK_GROUP, ROOK_VERSION, namespace, "cephclusters", name
-                )
-            )
-        except ApiException as exc:
-            if _missing(exc):
-                return None
-            raise
+        return self.get_custom(namespace, "cephclusters", name)
 
     def merge_patch_cephcluster(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
         # The kubernetes client picks merge-patch+json for a dict body on custom objects.
@@ -57,16 +60,11 @@ class Kube:
         )
 
     def get_custom(self, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
-        try:
-            return dict(
-                self.custom.get_namespaced_custom_object(
-                    ROOK_GROUP, ROOK_VERSION, namespace, plural, name
-                )
-            )
-        except ApiException as exc:
-            if _missing(exc):
-                return None
-            raise
+        found = _unless_gone(
+            self.custom.get_namespaced_custom_object,
+            ROOK_GROUP, ROOK_VERSION, namespace, plural, name,
+        )  # fmt: skip
+        return None if found is None else dict(found)
 
     def ensure_custom(self, namespace: str, plural: str, body: dict[str, Any]) -> None:
         try:
@@ -78,22 +76,15 @@ class Kube:
                 raise
 
     def delete_custom(self, namespace: str, plural: str, name: str) -> None:
-        try:
-            self.custom.delete_namespaced_custom_object(
-                ROOK_GROUP, ROOK_VERSION, namespace, plural, name
-            )
-        except ApiException as exc:
-            if not _missing(exc):
-                raise
+        _unless_gone(
+            self.custom.delete_namespaced_custom_object,
+            ROOK_GROUP, ROOK_VERSION, namespace, plural, name,
+        )  # fmt: skip
 
     # ------------------------------------------------------------ ConfigMaps
     def get_configmap(self, namespace: str, name: str) -> dict[str, str] | None:
-        try:
-            return dict(self.core.read_namespaced_config_map(name, namespace).data or {})
-        except ApiException as exc:
-            if _missing(exc):
-                return None
-            raise
+        cm = _unless_gone(self.core.read_namespaced_config_map, name, namespace)
+        return None if cm is None else dict(cm.data or {})
 
     def list_configmaps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         items = self.core.list_namespaced_config_map(namespace, label_selector=selector).items
@@ -120,11 +111,7 @@ class Kube:
             self.core.create_namespaced_config_map(namespace, body)
 
     def delete_configmap(self, namespace: str, name: str) -> None:
-        try:
-            self.core.delete_namespaced_config_map(name, namespace)
-        except ApiException as exc:
-            if not _missing(exc):
-                raise
+        _unless_gone(self.core.delete_namespaced_config_map, name, namespace)
 
     def delete_configmaps(self, namespace: str, selector: str) -> int:
         items = self.core.list_namespaced_config_map(namespace, label_selector=selector).items
@@ -138,13 +125,8 @@ class Kube:
 
     def configmap_annotations(self, namespace: str, name: str) -> dict[str, str] | None:
         """None when the ConfigMap does not exist."""
-        try:
-            cm = self.core.read_namespaced_config_map(name, namespace)
-        except ApiException as exc:
-            if _missing(exc):
-                return None
-            raise
-        return dict(cm.metadata.annotations or {})
+        cm = _unless_gone(self.core.read_namespaced_config_map, name, namespace)
+        return None if cm is None else dict(cm.metadata.annotations or {})
 
     def pod_names(self, namespace: str, selector: str) -> list[str]:
         items = self.core.list_namespaced_pod(namespace, label_selector=selector).items
@@ -180,12 +162,9 @@ class Kube:
 
     def job_state(self, namespace: str, name: str) -> str:
         """missing | running | succeeded | failed"""
-        try:
-            job = self.batch.read_namespaced_job_status(name, namespace)
-        except ApiException as exc:
-            if _missing(exc):
-                return "missing"
-            raise
+        job = _unless_gone(self.batch.read_namespaced_job_status, name, namespace)
+        if job is None:
+            return "missing"
         for cond in job.status.conditions or []:
             if cond.status == "True" and cond.type in ("Complete", "SuccessCriteriaMet"):
                 return "succeeded"
@@ -194,22 +173,13 @@ class Kube:
         return "running"
 
     def job_annotations(self, namespace: str, name: str) -> dict[str, str]:
-        try:
-            job = self.batch.read_namespaced_job(name, namespace)
-        except ApiException as exc:
-            if _missing(exc):
-                return {}
-            raise
-        return dict(job.metadata.annotations or {})
+        job = _unless_gone(self.batch.read_namespaced_job, name, namespace)
+        return {} if job is None else dict(job.metadata.annotations or {})
 
     def job_seconds(self, namespace: str, name: str) -> float:
         """Wall time of a finished Job (startTime -> completionTime); 0 when unknown."""
-        try:
-            st = self.batch.read_namespaced_job_status(name, namespace).status
-        except ApiException as exc:
-            if _missing(exc):
-                return 0.0
-            raise
+        job = _unless_gone(self.batch.read_namespaced_job_status, name, namespace)
+        st = None if job is None else job.status
         if st is None or st.start_time is None or st.completion_time is None:
             return 0.0
         return float((st.completion_time - st.start_time).total_seconds())
@@ -247,12 +217,9 @@ class Kube:
                 if waiting is not None and waiting.reason:
                     why.append(f"container {cs.name} {waiting.reason} {waiting.message or ''}")
             return ": ".join(w.strip() for w in why if w and w.strip())
-        try:
-            job = self.batch.read_namespaced_job_status(name, namespace)
-        except ApiException as exc:
-            if _missing(exc):
-                return "the Job is gone"
-            raise
+        job = _unless_gone(self.batch.read_namespaced_job_status, name, namespace)
+        if job is None:
+            return "the Job is gone"
         for cond in job.status.conditions or []:
             if cond.type == "Failed" and cond.status == "True":
                 return f"Job {cond.reason or 'Failed'}: {cond.message or ''}".strip(": ")
@@ -260,30 +227,17 @@ class Kube:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         """One pod by name (gone already: fine)."""
-        try:
-            self.core.delete_namespaced_pod(name, namespace)
-        except ApiException as exc:
-            if not _missing(exc):
-                raise
+        _unless_gone(self.core.delete_namespaced_pod, name, namespace)
 
     def delete_job(self, namespace: str, name: str) -> None:
         """One Job by name, its pods with it (`job-name` labels only the pods, not Jobs)."""
-        try:
-            self.batch.delete_namespaced_job(name, namespace, propagation_policy="Background")
-        except ApiException as exc:
-            if not _missing(exc):
-                raise
+        _unless_gone(self.batch.delete_namespaced_job, name, namespace,
+                     propagation_policy="Background")  # fmt: skip
 
     def delete_jobs(self, namespace: str, selector: str) -> int:
         jobs = self.batch.list_namespaced_job(namespace, label_selector=selector).items
         for job in jobs:
-            try:
-                self.batch.delete_namespaced_job(
-                    job.metadata.name, namespace, propagation_policy="Background"
-                )
-            except ApiException as exc:
-                if not _missing(exc):
-                    raise
+            self.delete_job(namespace, job.metadata.name)
         return len(jobs)
 
     def job_pod(self, namespace: str, name: str) -> PodState:
@@ -364,11 +318,8 @@ class Kube:
         return str(lease.spec.holder_identity or "")
 
     def release_lease(self, namespace: str, name: str, holder: str) -> None:
-        try:
-            lease = self.coord.read_namespaced_lease(name, namespace)
-        except ApiException as exc:
-            if _missing(exc):
-                return
-            raise
+        lease = _unless_gone(self.coord.read_namespaced_lease, name, namespace)
+        if lease is None:
+            return
         if lease.spec.holder_identity == holder:
             self.coord.delete_namespaced_lease(name, namespace)

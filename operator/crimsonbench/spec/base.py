@@ -3,14 +3,14 @@ string types (CPU lists, sizes, node names) with their parsers."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from crimsonbench.spec.cpuset import CPUSET_PATTERN, parse_cpuset
-from crimsonbench.spec.rules import Rule, violations
+from crimsonbench.spec.rules import Rule, cel_rules, violations
 
 SIZE_PATTERN = r"^[1-9][0-9]*(Mi|Gi|Ti)$"
 BLOCK_SIZE_PATTERN = r"^[1-9][0-9]*[kKmM]?$"
@@ -49,6 +49,26 @@ class SpecModel(BaseModel):
         frozen=True,
         use_enum_values=False,
     )
+
+
+def _rules_schema(schema: dict[str, Any], cls: type) -> None:
+    rules: tuple[Rule, ...] = getattr(cls, "RULES", ())
+    if rules:
+        schema.update(cel_rules(rules))
+
+
+class RuledModel(SpecModel):
+    """A spec model with cross-field RULES, declared once and enforced twice: as CEL in the
+    CRD, so the API server refuses a bad object at `kubectl apply`, and here, so the CLI and
+    the planner refuse the same object with the same message (and name every broken rule)."""
+
+    RULES: ClassVar[tuple[Rule, ...]] = ()
+    model_config = ConfigDict(json_schema_extra=_rules_schema)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        enforce(type(self).RULES, self)
+        return self
 
 
 def enforce(rules: tuple[Rule, ...], obj: Any) -> Any:

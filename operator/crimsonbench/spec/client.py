@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
-from crimsonbench.spec.base import BlockSizeStr, CpuSetStr, NodeName, SizeStr, SpecModel, enforce
-from crimsonbench.spec.rules import Rule, cel_rules
+from crimsonbench.spec.base import BlockSizeStr, CpuSetStr, NodeName, RuledModel, SizeStr
+from crimsonbench.spec.rules import Rule
 
 CLIENT_RULES = (
     Rule(
@@ -27,8 +27,8 @@ CLIENT_RULES = (
 )
 
 
-class ClientSpec(SpecModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(CLIENT_RULES))
+class ClientSpec(RuledModel):
+    RULES = CLIENT_RULES
 
     cpu_set: CpuSetStr | None = Field(
         default=None,
@@ -73,10 +73,6 @@ class ClientSpec(SpecModel):
         max_length=1024,
         description="Client CPUs per node name, overriding cpuSet on that node.",
     )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> ClientSpec:
-        return enforce(CLIENT_RULES, self)
 
     @property
     def named_nodes(self) -> tuple[str, ...]:

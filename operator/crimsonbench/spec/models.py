@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from crimsonbench.errors import InvalidSpec
@@ -25,10 +25,9 @@ from crimsonbench.spec.base import (
     BlockSizeStr,
     CpuSetStr,
     NodeName,
+    RuledModel,
     SizeStr,
-    SpecModel,
     block_size_bytes,
-    enforce,
     rule_error,
     size_bytes,
 )
@@ -43,7 +42,7 @@ from crimsonbench.spec.osd import (
     OptionNaming,
     OsdSpec,
 )
-from crimsonbench.spec.rules import Rule, cel_rules
+from crimsonbench.spec.rules import Rule
 from crimsonbench.spec.sweep import (
     DEFAULT_IODEPTHS,
     RECORDED_PERCENTILES,
@@ -107,10 +106,10 @@ RUN_RULES = (
 )
 
 
-class BenchmarkRunSpec(SpecModel):
+class BenchmarkRunSpec(RuledModel):
     """spec of a BenchmarkRun: what to benchmark, where, and how to sweep it."""
 
-    model_config = ConfigDict(json_schema_extra=cel_rules(RUN_RULES))
+    RULES = RUN_RULES
 
     target: TargetSpec
     # `default: {}` in the CRD makes the API server fill nested defaults, so
@@ -132,8 +131,7 @@ class BenchmarkRunSpec(SpecModel):
     keep_images: bool = Field(default=False, description="Keep the pool and images afterwards.")
 
     @model_validator(mode="after")
-    def _consistent(self) -> BenchmarkRunSpec:
-        enforce(RUN_RULES, self)
+    def _cpu_sets_fit(self) -> BenchmarkRunSpec:
         self._check_cpu_sets()
         return self
 

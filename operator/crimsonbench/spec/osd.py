@@ -5,10 +5,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
-from crimsonbench.spec.base import CpuSetStr, SpecModel, enforce
-from crimsonbench.spec.rules import Rule, cel_rules
+from crimsonbench.spec.base import CpuSetStr, RuledModel
+from crimsonbench.spec.rules import Rule
 
 
 class Flavor(StrEnum):
@@ -84,8 +84,8 @@ OSD_RULES = (
 )
 
 
-class OsdSpec(SpecModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(OSD_RULES))
+class OsdSpec(RuledModel):
+    RULES = OSD_RULES
 
     flavor: Flavor = Field(default=Flavor.CRIMSON, description="crimson or classic ceph-osd.")
     object_store: ObjectStore = Field(
@@ -130,10 +130,6 @@ class OsdSpec(SpecModel):
     ceph_config: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
         default_factory=dict, max_length=128, description="Extra options for the [osd] section."
     )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> OsdSpec:
-        return enforce(OSD_RULES, self)
 
     @property
     def reactors_per_osd(self) -> int:

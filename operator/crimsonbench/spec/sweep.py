@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from crimsonbench.spec.base import SpecModel, enforce
-from crimsonbench.spec.rules import Rule, cel_rules
+from crimsonbench.spec.base import RuledModel, SpecModel
+from crimsonbench.spec.rules import Rule
 
 DEFAULT_IODEPTHS = (1, 2, 4, 8, 16, 24, 32, 40, 52, 64)
 RECORDED_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)  # what every step records
@@ -96,8 +96,8 @@ SWEEP_RULES = (
 )
 
 
-class SweepSpec(SpecModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(SWEEP_RULES))
+class SweepSpec(RuledModel):
+    RULES = SWEEP_RULES
 
     iodepths: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
         default_factory=lambda: list(DEFAULT_IODEPTHS),
@@ -120,10 +120,6 @@ class SweepSpec(SpecModel):
     steady_state: SteadyStateSpec | None = Field(
         default=None, description="End each step once fio sees steady state."
     )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> SweepSpec:
-        return enforce(SWEEP_RULES, self)
 
     @field_validator("iodepths")
     @classmethod

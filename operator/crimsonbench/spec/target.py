@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
-from crimsonbench.spec.base import NodeName, SizeStr, SpecModel, enforce
-from crimsonbench.spec.rules import Rule, cel_rules
+from crimsonbench.spec.base import NodeName, RuledModel, SizeStr, SpecModel
+from crimsonbench.spec.rules import Rule
 
 
 class SecretKeyRef(SpecModel):
@@ -26,11 +26,11 @@ LOCAL_RULES = (
 )
 
 
-class LocalTarget(SpecModel):
+class LocalTarget(RuledModel):
     """A throwaway single-node cluster started from the installed Ceph packages (or a
     Ceph root filesystem, or a Ceph build's bin directory)."""
 
-    model_config = ConfigDict(json_schema_extra=cel_rules(LOCAL_RULES))
+    RULES = LOCAL_RULES
 
     work_dir: str | None = Field(
         default=None, description="Cluster and results directory; default: a fresh one."
@@ -67,10 +67,6 @@ class LocalTarget(SpecModel):
     )
     keep_cluster: bool = Field(default=False, description="Leave the cluster running afterwards.")
 
-    @model_validator(mode="after")
-    def _one_userland(self) -> LocalTarget:
-        return enforce(LOCAL_RULES, self)
-
 
 class RookTarget(SpecModel):
     cluster_name: str = Field(min_length=1, description="Name of the Rook CephCluster.")
@@ -104,19 +100,15 @@ EXTERNAL_RULES = (
 )
 
 
-class ExternalTarget(SpecModel):
+class ExternalTarget(RuledModel):
     """An existing cluster (cephadm, Proxmox, ...) reached through its monitors."""
 
-    model_config = ConfigDict(json_schema_extra=cel_rules(EXTERNAL_RULES))
+    RULES = EXTERNAL_RULES
 
     mon_host: str = Field(min_length=1, description="mon_host as in ceph.conf.")
     user: str = Field(default="admin", min_length=1, description="cephx user without 'client.'.")
     keyring_secret: SecretKeyRef | None = Field(default=None, description="For the operator.")
     keyring_file: str | None = Field(default=None, description="For the local CLI.")
-
-    @model_validator(mode="after")
-    def _one_keyring(self) -> ExternalTarget:
-        return enforce(EXTERNAL_RULES, self)
 
 
 TARGET_RULES = (
@@ -129,15 +121,11 @@ TARGET_RULES = (
 )
 
 
-class TargetSpec(SpecModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(TARGET_RULES))
+class TargetSpec(RuledModel):
+    RULES = TARGET_RULES
     local: LocalTarget | None = None
     rook: RookTarget | None = None
     external: ExternalTarget | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> TargetSpec:
-        return enforce(TARGET_RULES, self)
 
     @property
     def kind(self) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
-from crimsonbench.spec.base import BlockSizeStr, SpecModel, enforce
-from crimsonbench.spec.rules import Rule, cel_rules
+from crimsonbench.spec.base import BlockSizeStr, RuledModel
+from crimsonbench.spec.rules import Rule
 
 # fio options a custom workload may set. Everything else (engine, pool, image, cpus_allowed,
 # iodepth, runtime, output) is owned by the planner so results stay comparable.
@@ -67,8 +67,8 @@ WORKLOAD_RULES = (
 )
 
 
-class WorkloadSpec(SpecModel):
-    model_config = ConfigDict(json_schema_extra=cel_rules(WORKLOAD_RULES))
+class WorkloadSpec(RuledModel):
+    RULES = WORKLOAD_RULES
 
     preset: Literal["randread4k", "randwrite4k", "seqread64k", "seqwrite64k"] | None = Field(
         default=None, description="A standard workload."
@@ -80,10 +80,6 @@ class WorkloadSpec(SpecModel):
     options: dict[str, Annotated[str, Field(max_length=256)]] = Field(
         default_factory=dict, max_length=32, description="Allow-listed fio options."
     )
-
-    @model_validator(mode="after")
-    def _consistent(self) -> WorkloadSpec:
-        return enforce(WORKLOAD_RULES, self)
 
     @property
     def key(self) -> str:
