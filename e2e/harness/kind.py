@@ -266,6 +266,7 @@ class HostState:
     sysctls: dict[str, str]
     cgroups: set[str]
     dev: set[str]
+    run_containerd: bool  # the shims' sockets (/run/containerd/s): a compiled-in path
     # a kubelet on the host itself (another test's node) writes KUBELET_TUNABLES too
     host_kubelet: bool = False
 
@@ -280,6 +281,7 @@ class HostState:
             sysctls=_sysctls(),
             cgroups=_our_cgroups(),
             dev={p.name for p in Path("/dev").iterdir()},
+            run_containerd=os.path.lexists("/run/containerd"),
             host_kubelet=_host_kubelet_running(),
         )
 
@@ -322,6 +324,9 @@ class HostState:
         new_dev = sorted(self.dev - before.dev)
         if new_dev:
             out.append(f"new entries in /dev: {new_dev}")
+        host_containerd = self.host_kubelet or before.host_kubelet  # its shims use it too
+        if self.run_containerd and not before.run_containerd and not host_containerd:
+            out.append("/run/containerd left (our dockerd's containerd shims made it)")
         return out
 
     def sysctls_changed_since(self, before: HostState) -> dict[str, tuple[str | None, str]]:

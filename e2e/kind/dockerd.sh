@@ -15,8 +15,10 @@
 #   exec-root   /run/crimsonbench-docker/exec   runc state, netns, its containerd's socket
 #   socket      unix:///run/crimsonbench-docker/docker.sock
 #   log         $CACHE/docker/dockerd.log
-# dockerd starts its own containerd (under exec-root/data-root, nothing in /run/containerd
-# or /var/lib/containerd); cgroups go under /sys/fs/cgroup/*/crimsonbench-docker.
+# dockerd starts its own containerd (under exec-root/data-root, nothing in
+# /var/lib/containerd); cgroups go under /sys/fs/cgroup/*/crimsonbench-docker. Only the
+# shims' sockets cannot move: containerd puts them in /run/containerd/s whatever its state
+# directory (a compiled-in path), so stop removes that directory again when we made it.
 #
 # Why these daemon.json settings (measured on the e2e VM: cgroup v1 hybrid, no
 # CAP_SYS_RESOURCE, hard nofile 20000):
@@ -126,6 +128,7 @@ start() {
   # remember whether it was there, so stop removes only what we made
   # and its engine key /etc/docker/key.json (no flag moves it in 20.10)
   [ -e /run/docker ] || touch "$RUN_DIR/made-run-docker"
+  [ -e /run/containerd ] || touch "$RUN_DIR/made-run-containerd"
   [ -e /etc/docker/key.json ] || touch "$RUN_DIR/made-key-json"
   # setsid: not in our process group, so a test's Ctrl-C or timeout does not hit it
   setsid /usr/sbin/dockerd --config-file "$CONF" >>"$LOG" 2>&1 < /dev/null &
@@ -160,6 +163,19 @@ stop() {
   log "stopped in $((SECONDS - t0))s"
 }
 
+remove_run_containerd() {
+  # A shim killed rather than stopped leaves its socket behind; one still bound belongs to a
+  # live containerd (a real node's kubelet may run beside us): that one, and the directory
+  # holding it, stay.
+  local s
+  for s in /run/containerd/s/*; do
+    [ -S "$s" ] || continue
+    grep -qF " $s" /proc/net/unix || rm -f "$s"
+  done
+  rmdir /run/containerd/s /run/containerd 2>/dev/null \
+    || log "WARNING: /run/containerd still in use (a live containerd's shim sockets): kept"
+}
+
 cleanup_leftovers() {
   # its containerd and shims, if any outlived it (matched by our exec-root, by pid)
   local p
@@ -183,6 +199,7 @@ cleanup_leftovers() {
   if [ -e "$RUN_DIR/made-run-docker" ]; then
     rmdir /run/docker/plugins /run/docker 2>/dev/null || log "WARNING: /run/docker not empty: kept"
   fi
+  [ -e "$RUN_DIR/made-run-containerd" ] && remove_run_containerd
   rm -rf "$RUN_DIR"
 }
 

@@ -155,3 +155,13 @@ def test_pytest_child_takes_sigint_even_when_started_with_it_ignored(tiers: Modu
         for p in (plain, fixed):
             p.kill()
             p.wait()
+
+
+def test_the_kind_image_build_waits_for_the_real_nodes_lock(tiers: ModuleType) -> None:
+    """Its dockerd's containerd shims make /run/containerd, which a real node's teardown
+    checks: a cold run built the image beside the Rook tier and failed it. The build holds
+    the lock the real-node stacks take (the same file), or waits for it."""
+    from harness.node import NODE_LOCK
+
+    assert tiers.NODE_LOCK == NODE_LOCK
+    assert tiers.BUILDS["kind node image"].command.startswith(f"flock -o {NODE_LOCK} ")
