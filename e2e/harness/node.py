@@ -98,22 +98,6 @@ def host_state() -> dict[str, object]:
     }
 
 
-def _remove_shim_socket_dir(path: str) -> None:
-    """containerd puts every shim's socket in /run/containerd/s (a compiled-in path), ours
-    and those of any containerd beside us (our kind dockerd's). Sockets no live process has
-    bound are stale (our shims, killed) and go; a live one keeps the directory."""
-    shims = Path(path, "s")
-    bound = {line.split()[-1] for line in Path("/proc/net/unix").read_text().splitlines()[1:]
-             if len(line.split()) == 8}  # fmt: skip
-    if shims.is_dir():
-        for sock in shims.iterdir():
-            if sock.is_socket() and str(sock) not in bound:
-                sock.unlink(missing_ok=True)
-    for d in (shims, Path(path)):
-        with contextlib.suppress(OSError):
-            d.rmdir()
-
-
 def _pod_cgroups() -> list[str]:
     """cgroup v1 directories containerd creates for the k8s.io namespace's containers."""
     out = []
@@ -272,9 +256,6 @@ class Node:
             with contextlib.suppress(OSError):
                 os.rmdir(cg)
         for path, existed in self.before["paths"].items():  # type: ignore[attr-defined]
-            if path == "/run/containerd" and not existed:
-                _remove_shim_socket_dir(path)  # shared with any other containerd's shims
-                continue
             if not existed and os.path.lexists(path):
                 # a sandbox the kubelet never stopped leaves its netns mounted: rmtree
                 # cannot unlink a mount point
