@@ -98,10 +98,12 @@ def _rook_host_state() -> dict[str, object]:
     devices: those backed by a file of a Rook stack's directory (other work on a shared
     machine attaches its own meanwhile)."""
     state = host_state()
-    # containerd makes these two at the first pod-network sandbox and keeps them while it
-    # runs (Node.stop removes them): what Rook's pods must not leave is anything inside
+    # containerd makes these two at the first pod-network sandbox, and its shims
+    # /run/containerd (their sockets, runc's state) at the first pod, and keeps them while
+    # it runs (Node.stop removes them and checks): what Rook's pods must not leave is
+    # anything inside the first two
     paths = cast(dict[str, bool], state["paths"])
-    for owned_by_node in POD_NETWORK_DIRS:
+    for owned_by_node in (*POD_NETWORK_DIRS, "/run/containerd"):
         paths.pop(owned_by_node, None)
     state["pod_network_entries"] = sorted(
         str(p)
