@@ -184,11 +184,15 @@ class Kube:
             return 0.0
         return float((st.completion_time - st.start_time).total_seconds())
 
-    def job_log(self, namespace: str, name: str) -> str:
+    def _newest_job_pod(self, namespace: str, name: str) -> Any | None:
+        """The Job's newest pod (the one a retry or a restart made last); None when none."""
         pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items
-        if not pods:
+        return max(pods, key=lambda p: p.metadata.creation_timestamp) if pods else None
+
+    def job_log(self, namespace: str, name: str) -> str:
+        pod = self._newest_job_pod(namespace, name)
+        if pod is None:
             return ""
-        pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
         return str(self.core.read_namespaced_pod_log(pod.metadata.name, namespace))
 
     def failed_job_text(self, namespace: str, name: str, tail_chars: int = 1500) -> str:
@@ -207,9 +211,8 @@ class Kube:
         """Why a Job's pod never ran, as Kubernetes says it: the newest pod's phase, reason
         and message (the kubelet's admission, e.g. OutOfcpu; an image it cannot pull), else
         the Job's Failed condition (e.g. DeadlineExceeded); '' when neither says."""
-        pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items
-        if pods:
-            pod = max(pods, key=lambda p: p.metadata.creation_timestamp)
+        pod = self._newest_job_pod(namespace, name)
+        if pod is not None:
             st = pod.status
             why = [f"pod {pod.metadata.name} {st.phase}", st.reason, st.message]
             for cs in st.container_statuses or []:
