@@ -47,42 +47,56 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--runtime", type=int, default=2)
+    ap.add_argument(
+        "--server-fio",
+        metavar="BIN",
+        help="also time `fio --client` against a `BIN --server` (e.g. the fio runner image's "
+        "patched build, images/fio/): the rounds interleave every mode",
+    )
     args = ap.parse_args()
-    direct: list[float] = []
-    client: list[float] = []
+    servers = {"fio --client -> fio --server": "fio"}
+    if args.server_fio:
+        servers[f"fio --client -> {args.server_fio} --server"] = args.server_fio
+    times: dict[str, list[float]] = {"fio": [], **{name: [] for name in servers}}
     with tempfile.TemporaryDirectory() as tmp:
         job = Path(tmp) / "null.fio"
         job.write_text(JOB.format(runtime=args.runtime))
-        port = free_port()
-        server = subprocess.Popen(
-            ["fio", f"--server=ip:127.0.0.1,{port}"],
-            cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        ports = {name: free_port() for name in servers}
+        procs = [
+            subprocess.Popen(
+                [binary, f"--server=ip:127.0.0.1,{ports[name]}"],
+                cwd=tmp,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for name, binary in servers.items()
+        ]
         try:
             time.sleep(1)
             for _ in range(args.pairs):
-                direct.append(timed(["fio", "--output-format=json", str(job)], tmp))
-                client.append(
-                    timed(
-                        ["fio", "--output-format=json", f"--client=ip:127.0.0.1,{port}", str(job)],
-                        tmp,
-                    )  # fmt: skip
-                )
+                times["fio"].append(timed(["fio", "--output-format=json", str(job)], tmp))
+                for name in servers:
+                    client = f"--client=ip:127.0.0.1,{ports[name]}"
+                    times[name].append(
+                        timed(["fio", "--output-format=json", client, str(job)], tmp)
+                    )
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            for proc in procs:
+                proc.terminate()
+                proc.wait(timeout=30)
     version = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()
     print(f"## bench_fio_modes on {platform.node()} ({os.cpu_count()} CPUs), {version}, "
-          f"null engine, runtime {args.runtime} s, {args.pairs} interleaved pairs")  # fmt: skip
+          f"null engine, runtime {args.runtime} s, {args.pairs} interleaved rounds")  # fmt: skip
     print("| mode | median wall beyond runtime (s) | min | max |")
     print("|---|---|---|---|")
-    for name, xs in (("fio", direct), ("fio --client -> fio --server", client)):
+    for name, xs in times.items():
         beyond = [x - args.runtime for x in xs]
         print(f"| {name} | {statistics.median(beyond):.2f} | {min(beyond):.2f} "
               f"| {max(beyond):.2f} |")  # fmt: skip
-    extra = [c - d for c, d in zip(client, direct, strict=True)]
-    print(f"| client/server minus plain, per pair | {statistics.median(extra):.2f} "
-          f"| {min(extra):.2f} | {max(extra):.2f} |")  # fmt: skip
+    for name in servers:
+        extra = [c - d for c, d in zip(times[name], times["fio"], strict=True)]
+        print(f"| {name} minus plain fio, per round | {statistics.median(extra):.2f} "
+              f"| {min(extra):.2f} | {max(extra):.2f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

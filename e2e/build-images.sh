@@ -198,6 +198,14 @@ if [ "$VERIFY" = 1 ]; then
   }
   check "fio --version" "${RUN[@]}" "$FIO_IMAGE" fio --version
   check "fio rbd engine" "${RUN[@]}" "$FIO_IMAGE" sh -c 'fio --enghelp=rbd | grep -E "^(clientname|pool|rbdname)"'
+  check "fio is our build (images/fio/), Debian's diverted" "${RUN[@]}" "$FIO_IMAGE" sh -c \
+    'grep -q sk_out_drain_wake /usr/bin/fio && [ -x /usr/bin/fio.debian ] && echo "/usr/bin/fio patched, Debian'"'"'s at /usr/bin/fio.debian"'
+  # the patched server still serves a client: 2048 4k reads of an 8 MiB null job
+  check "fio --server answers fio --client" "${RUN[@]}" "$FIO_IMAGE" sh -c '
+    printf "[n]\nioengine=null\nsize=8m\nrw=read\nbs=4k\n" > /tmp/n.fio
+    fio --server=ip:127.0.0.1,8765 > /dev/null 2>&1 & sleep 1
+    fio --client=ip:127.0.0.1,8765 --output-format=json /tmp/n.fio | grep -q "\"total_ios\" : 2048" \
+      && echo "client/server null job: 2048 ios"'
   check "rbd --version" "${RUN[@]}" "$FIO_IMAGE" rbd --version
   check "lscpu json" "${RUN[@]}" "$FIO_IMAGE" sh -c \
     'echo "lscpu --json lists $(lscpu -e=CPU,NODE,SOCKET,CORE,ONLINE --json | grep -c "\"cpu\":") cpus"'
