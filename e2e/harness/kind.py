@@ -584,17 +584,39 @@ def _remove_stale_cluster(dockerd: Dockerd, name: str, kind_bin: Path, kubeconfi
     teardown (a machine restarted mid-test keeps the data root under the cache): ours, since
     the dockerd and its data root are ours alone, so it is deleted, saying so, rather than
     failing every later run. Raises if it cannot be deleted."""
-    stale = dockerd.docker("ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={name}").split()
+    stale = _node_containers(dockerd, name, check=True)
     if not stale:
         return
     print(f"kind: deleting cluster {name} left by an interrupted run (containers {stale})",
           file=sys.stderr)  # fmt: skip
-    cmd = [str(kind_bin), "delete", "cluster", "--name", name, "--kubeconfig", str(kubeconfig)]
-    _run(cmd, dockerd.env, 600, check=False)
+    _delete_cluster(dockerd, name, kind_bin, kubeconfig, check=True)
     kubeconfig.unlink(missing_ok=True)
-    left = dockerd.docker("ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={name}").split()
+
+
+def _node_containers(dockerd: Dockerd, name: str, *, check: bool) -> list[str]:
+    """Every container kind made for cluster `name`, running or not."""
+    return dockerd.docker(
+        "ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={name}", check=check
+    ).split()
+
+
+def _delete_cluster(
+    dockerd: Dockerd, name: str, kind_bin: Path | None, kubeconfig: Path, *, check: bool
+) -> list[str]:
+    """`kind delete cluster`, then `docker rm -f -v` of any node container it left; what it
+    had to clean up after kind. With check, a container that cannot be removed raises."""
+    problems: list[str] = []
+    if kind_bin is not None:
+        # --kubeconfig: kind would otherwise edit ~/.kube/config
+        cmd = [str(kind_bin), "delete", "cluster", "--name", name, "--kubeconfig", str(kubeconfig)]
+        proc = _run(cmd, dockerd.env, 600, check=False)
+        if proc.returncode != 0:
+            problems.append(f"kind delete cluster failed: {proc.stderr[-1000:]}")
+    left = _node_containers(dockerd, name, check=check)
     if left:
-        dockerd.docker("rm", "-f", "-v", *left)
+        problems.append(f"node containers left: {left}")
+        dockerd.docker("rm", "-f", "-v", *left, check=check)
+    return problems
 
 
 def _seconds(duration: str) -> float:
@@ -620,17 +642,7 @@ def _teardown(
     dockerd: Dockerd, name: str, kind_bin: Path | None, volumes_before: set[str], kubeconfig: Path
 ) -> list[str]:
     """Delete the cluster and our network, stop dockerd if we started it; what is left."""
-    problems: list[str] = []
-    if kind_bin is not None:
-        # --kubeconfig: kind would otherwise edit ~/.kube/config
-        cmd = [str(kind_bin), "delete", "cluster", "--name", name, "--kubeconfig", str(kubeconfig)]
-        proc = _run(cmd, dockerd.env, 600, check=False)
-        if proc.returncode != 0:
-            problems.append(f"kind delete cluster failed: {proc.stderr[-1000:]}")
-    left = dockerd.docker("ps", "-aq", "--filter", f"label={CLUSTER_LABEL}={name}", check=False)
-    if left.strip():
-        problems.append(f"node containers left: {left.split()}")
-        dockerd.docker("rm", "-f", "-v", *left.split(), check=False)
+    problems = _delete_cluster(dockerd, name, kind_bin, kubeconfig, check=False)
     volumes = set(dockerd.docker("volume", "ls", "-q", check=False).split()) - volumes_before
     if volumes:  # the nodes' /var: `kind delete` removes them with the containers
         problems.append(f"docker volumes left: {sorted(volumes)}")
