@@ -15,6 +15,7 @@ each worker.
   back, `ceph config rm`, pool and user removed); Completed -> the run gone after delete.
 
     .venv/bin/python bench/bench_kind.py [--rounds 2] [--runtime 5]
+        [--compare-fio-archive ARCHIVE [--compare-fio-tag stock]]
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ sys.path.insert(0, str(ROOT / "e2e"))
 
 import kubernetes.client  # noqa: E402
 import kubernetes.config  # noqa: E402
-from harness.kind_bench import RUN_NS, kind_bench_stack, run_manifest  # noqa: E402
+from harness.kind_bench import (  # noqa: E402
+    RUN_NS,
+    kind_bench_stack,
+    run_manifest,
+    switch_fio_image,
+)
 from harness.operator_install import GROUP, PLURAL, VERSION  # noqa: E402
 
 from crimsonbench.manifests.results import read_results_configmaps  # noqa: E402
@@ -93,25 +99,50 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--runtime", type=int, default=5)
+    ap.add_argument(
+        "--compare-fio-archive",
+        type=Path,
+        metavar="ARCHIVE",
+        help="another fio runner image (a docker-archive of FIO_IMAGE's repository at the tag "
+        "--compare-fio-tag, e.g. one with Debian's stock fio): every round runs both images, "
+        "in alternating order, the operator switched between them",
+    )
+    ap.add_argument("--compare-fio-tag", default="stock")
     args = ap.parse_args()
-    with kind_bench_stack() as s:
+    variants = {"dev": "ours (images/fio)"}
+    if args.compare_fio_archive:
+        variants[args.compare_fio_tag] = f"{args.compare_fio_tag} ({args.compare_fio_archive.name})"
+    extra = [args.compare_fio_archive] if args.compare_fio_archive else []
+    rows: dict[str, list[dict[str, Any]]] = {tag: [] for tag in variants}
+    with kind_bench_stack(extra_archives=extra) as s:
         print(f"stack up: {s.timings}", flush=True)
         api: Any = kubernetes.config.new_client_from_config(str(s.kind.kubeconfig))
         custom, core = kubernetes.client.CustomObjectsApi(api), kubernetes.client.CoreV1Api(api)
         workers = sorted(s.kind.workers)
-        rows = []
+        current = "dev"
         for r in range(args.rounds):
-            row = one_run(custom, core, api, f"kind-bench-{r}", workers, args.runtime)
-            rows.append(row)
-            print(f"round {r}: first step {row['first_step_s']:.0f} s, overhead/step "
-                  + " ".join(f"{o:.2f}" for o in row["overheads"]) + " s (fio's own "
-                  + " ".join(f"{o:.2f}" for o in row["fio_extra"]) + " s), skew "
-                  + " ".join(f"{k:.0f}" for k in row["skews"]) + " ms, clients "
-                  + f"{row['clients']}, restore {row['restore_s']:.0f} s, "
-                  + f"delete {row['delete_s']:.0f} s", flush=True)  # fmt: skip
+            order = list(variants) if r % 2 == 0 else list(reversed(variants))
+            for tag in order:
+                if tag != current:
+                    switch_fio_image(s.rook, tag)
+                    current = tag
+                row = one_run(custom, core, api, f"kind-bench-{r}-{tag}", workers, args.runtime)
+                rows[tag].append(row)
+                print(f"round {r} {tag}: first step {row['first_step_s']:.0f} s, overhead/step "
+                      + " ".join(f"{o:.2f}" for o in row["overheads"]) + " s (fio's own "
+                      + " ".join(f"{o:.2f}" for o in row["fio_extra"]) + " s), skew "
+                      + " ".join(f"{k:.0f}" for k in row["skews"]) + " ms, clients "
+                      + f"{row['clients']}, restore {row['restore_s']:.0f} s, "
+                      + f"delete {row['delete_s']:.0f} s", flush=True)  # fmt: skip
+    for tag, what in variants.items():
+        report(f"fio image {what}", rows[tag])
+
+
+def report(title: str, rows: list[dict[str, Any]]) -> None:
     overheads = [o for row in rows for o in row["overheads"]]
     skews = [k for row in rows for k in row["skews"]]
-    print("\n| figure | median | min | max | goal |\n|---|---|---|---|---|")
+    print(f"\n{title}, {len(rows)} runs\n\n| figure | median | min | max | goal |")
+    print("|---|---|---|---|---|")
     print(f"| start skew between 2 clients (ms) | {statistics.median(skews):.0f} | {min(skews):.0f}"
           f" | {max(skews):.0f} | < 50 |")  # fmt: skip
     print(f"| overhead per step (s) | {statistics.median(overheads):.2f} | {min(overheads):.2f}"

@@ -174,9 +174,21 @@ def install_operator(rook: KindRook, values: dict[str, Any], timeout: float = 60
     wait_for(ready, timeout, "crimsonbench operator Ready")
 
 
+def switch_fio_image(rook: KindRook, tag: str, timeout: float = 600) -> None:
+    """The installed operator's fio image set to FIO_IMAGE's repository at TAG (its pod
+    replaced, Ready again): runs after it use that image."""
+    rook.helm("upgrade", "crimsonbench", str(REPO), "--namespace", OPERATOR_NS,
+              "--reuse-values", "--set", f"fio.image.tag={tag}", "--wait",
+              "--timeout", f"{int(timeout)}s", timeout=timeout + 60)  # fmt: skip
+    rook.kind.kubectl("-n", OPERATOR_NS, "rollout", "status", "deploy/crimsonbench-operator",
+                      f"--timeout={int(timeout)}s", timeout=timeout + 60)  # fmt: skip
+
+
 @contextlib.contextmanager
 def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1.0,
-                     flavor: str = "classic") -> Iterator[BenchStack]:  # fmt: skip
+                     flavor: str = "classic",
+                     extra_archives: Sequence[Path] = ()) -> Iterator[BenchStack]:  # fmt: skip
+    """extra_archives: more images for the nodes (e.g. another fio image to compare)."""
     loops = new_loop_devices()
     timings: dict[str, float] = {}
     try:
@@ -199,7 +211,7 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
                           declared_cpus=declared_cpus) as k:  # fmt: skip
             timings.update(k.timings)
             t = time.monotonic()
-            for archive in archives:
+            for archive in [*archives, *extra_archives]:
                 k.load_image_archive(archive)
             timings["product_images_load_s"] = time.monotonic() - t
             try:
