@@ -620,15 +620,25 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
 
 
 def test_crimson_osds_restart_after_the_restore(
-    admin: kubernetes.client.ApiClient, control_plane: ControlPlane
+    admin: kubernetes.client.ApiClient,
+    control_plane: ControlPlane,
+    cephcluster: dict[str, Any],
 ) -> None:
     """Crimson reads its reactor layout only at start and Rook rolls the OSDs back before
     `config rm` (seen on kind: osd.0 kept the run's CPU): the restore deletes the planned
-    OSD's pod, under the operator's own RBAC, and waits for Rook's next one to be Ready."""
+    OSD's pod, under the operator's own RBAC, waits for Rook's next one to be Ready, and
+    only then records the restore as over. Driven through rook.restore_cluster from the
+    point its record says it reached (spec back, `config rm` done)."""
     import logging
 
-    from crimsonbench.controller import osd_restarts
+    from crimsonbench.controller import rook
     from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.restore_steps import (
+        CONFIG_CLEANED,
+        CONFIG_RESTORED,
+        OSDS_RESTARTED,
+        RESTORE_STARTED,
+    )
     from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import NotReady
@@ -636,56 +646,70 @@ def test_crimson_osds_restart_after_the_restore(
 
     core = kubernetes.client.CoreV1Api(admin)
     spec = validate_spec(run_body("restart")["spec"])
-    cm = "restart-original"
-    core.create_namespaced_config_map(RUN_NS, {"metadata": {"name": cm}, "data": {}})
+    record = "restart-original-cephcluster"
+    # osd.0 of the module never turns Ready here (no kubelet): the rollback wait gave up
+    # long ago, as it does after rolloutTimeoutSeconds
+    marks = {RESTORE_STARTED: f"{time.time() - 10_000:.1f}", CONFIG_CLEANED: "done"}
+    core.create_namespaced_config_map(RUN_NS, {
+        "metadata": {"name": record, "annotations": marks},
+        "data": {rook.ORIGINAL_KEY: json.dumps(cephcluster["spec"])},
+    })  # fmt: skip
 
     def osd_pod(name: str) -> dict[str, Any]:  # osd.7: none of the module's other pods
         pod = copy.deepcopy(OSD_POD)
         pod["metadata"].update(name=name, labels={"app": "rook-ceph-osd", "ceph-osd-id": "7"})
         return pod
 
+    def saved() -> dict[str, str]:
+        return dict(core.read_namespaced_config_map(record, RUN_NS).metadata.annotations or {})
+
     core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-7-run"))
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
 
-    def tick(marks: dict[str, str]) -> RunContext:
+    def tick() -> RunContext:
         ctx = RunContext("restart", RUN_NS, "uid-1", spec, {"osdPlacement": {"7": NODE}},
                          Kube(op), Settings(rollout_timeout_seconds=600),
                          logging.getLogger("t"))  # fmt: skip
-        osd_restarts.restart_after_restore(ctx, cm, marks)
+        rook.restore_cluster(ctx, None)
         return ctx
 
     try:
         with control_plane.api_client(token) as op:
-            marks: dict[str, str] = {}
             with pytest.raises(NotReady, match="restarting osd.7"):
-                tick(marks)
+                tick()
             # deleted (no kubelet here: it stays Terminating), and the record kept with the
             # run so a restarted operator does not delete the next pod again
             got = core.read_namespaced_pod("rook-ceph-osd-7-run", ROOK_NS)
             assert got.metadata.deletion_timestamp is not None
-            saved = dict(core.read_namespaced_config_map(cm, RUN_NS).metadata.annotations or {})
-            assert json.loads(saved[osd_restarts.OSDS_RESTARTED])["uids"] == [got.metadata.uid]
+            assert json.loads(saved()[OSDS_RESTARTED])["uids"] == [got.metadata.uid]
             with pytest.raises(NotReady, match="waiting .* for osd.7 to restart"):
-                tick(dict(saved))
-            # Rook's Deployment makes the next pod; once Ready, the restore goes on
+                tick()
+            assert CONFIG_RESTORED not in saved()
+            # Rook's Deployment makes the next pod; once Ready, the restore is over
             core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-7-next"))
             ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
             core.patch_namespaced_pod_status("rook-ceph-osd-7-next", ROOK_NS, ready)
-            done = tick(dict(saved))
-            cond = {c["type"]: c for c in done.get("conditions")}["OsdsRestarted"]
-            assert cond["status"] == "True" and "osd.7 restarted" in cond["message"]
+            done = tick()
+            cond = {c["type"]: c for c in done.get("conditions")}
+            assert cond["OsdsRestarted"]["status"] == "True", cond
+            assert "osd.7 restarted" in cond["OsdsRestarted"]["message"]
+            assert "RolledBack" not in cond  # decided before `config rm`, not looked at again
+            assert saved()[CONFIG_RESTORED] == "done"
+            tick()  # restored: nothing more is done, nothing raised
             # a pod that never comes back: given up after the rollout timeout, said so
             core.delete_namespaced_pod("rook-ceph-osd-7-next", ROOK_NS, grace_period_seconds=0)
-            record = json.loads(saved[osd_restarts.OSDS_RESTARTED])
-            record["since"] -= 601
-            late = tick({**saved, osd_restarts.OSDS_RESTARTED: json.dumps(record)})
-            cond = {c["type"]: c for c in late.get("conditions")}["OsdsRestarted"]
+            late = json.loads(saved()[OSDS_RESTARTED])
+            late["since"] -= 601
+            core.patch_namespaced_config_map(record, RUN_NS, {"metadata": {"annotations": {
+                CONFIG_RESTORED: None, OSDS_RESTARTED: json.dumps(late)}}})  # fmt: skip
+            cond = {c["type"]: c for c in tick().get("conditions")}["OsdsRestarted"]
             assert cond["status"] == "False" and "keep the run's reactor layout" in cond["message"]
+            assert saved()[CONFIG_RESTORED] == "done"
     finally:
         for pod in ("rook-ceph-osd-7-run", "rook-ceph-osd-7-next"):
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_pod(pod, ROOK_NS, grace_period_seconds=0)
-        core.delete_namespaced_config_map(cm, RUN_NS)
+        core.delete_namespaced_config_map(record, RUN_NS)
 
 
 def test_a_crimson_osd_rook_did_not_restart_is_restarted_before_the_steps(

@@ -7,18 +7,19 @@ import json
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from crimsonbench.controller import decide, osd_restarts
+from crimsonbench.controller import decide, osd_restarts, restore_steps
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
 from crimsonbench.manifests.cephcluster import (
+    apply_merge_patch,
     cephcluster_patch,
     has_crimson_layout,
     merge_patch,
     needs_reprovision,
     restore_cleanup_commands,
-    restore_patch,
 )
 from crimsonbench.manifests.maintenance import ceph_commands_job
 from crimsonbench.manifests.naming import GROUP, LABEL_RUN, label_value
@@ -201,18 +202,11 @@ def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
     raise NotReady(message)
 
 
-# The original-spec ConfigMap is the restore's record too: what is done already is kept in
-# its annotations, so a restarted operator (or the delete handler after a tick) goes on
-# where restoring stopped, and never runs the config cleanup Job twice.
-RESTORE_STARTED = f"{GROUP}/restore-started"  # epoch seconds of the restoring patch
-CONFIG_RESTORED = f"{GROUP}/config-restored"  # "done", or "failed: <why>"
-CONFIG_CLEANED = f"{GROUP}/config-cleaned"  # the `config rm` Job's outcome, as above
-
-
 def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
     """Put the CephCluster spec back exactly, wait for Rook to roll the OSDs back, then
     `ceph config rm` what Rook leaves in the mon database, then (crimson) restart the
-    planned OSDs so they start without the run's layout. NotReady until all is done."""
+    planned OSDs so they start without the run's layout (restore_steps decides, in that
+    order; this carries it out). NotReady until all is done."""
     if ctx.target.kind != "rook":
         return
     ns, cluster_name = _rook(ctx)
@@ -220,47 +214,45 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
     saved = ctx.kube.get_configmap(ctx.namespace, name)
     if not saved or ORIGINAL_KEY not in saved:
         return  # never patched
-    marks = ctx.kube.configmap_annotations(ctx.namespace, name) or {}
-    if marks.get(CONFIG_RESTORED):
+    marks = dict(ctx.kube.configmap_annotations(ctx.namespace, name) or {})
+    if marks.get(restore_steps.CONFIG_RESTORED):
         return  # restored earlier
     cluster = ctx.kube.get_cephcluster(ns, cluster_name)
-    if cluster is None:
-        return  # deleted meanwhile: nothing to restore
     original = json.loads(saved[ORIGINAL_KEY])
-    patch = restore_patch(original, cluster.get("spec") or {})
-    if patch:
-        ctx.kube.merge_patch_cephcluster(ns, cluster_name, {"spec": patch})
-    if RESTORE_STARTED not in marks:
-        marks[RESTORE_STARTED] = str(round(time.time(), 1))
-        ctx.kube.annotate_configmap(ctx.namespace, name, {RESTORE_STARTED: marks[RESTORE_STARTED]})
-    _wait_rollback(ctx, original, float(marks[RESTORE_STARTED]))
-    if CONFIG_CLEANED not in marks:  # its Job is deleted once done: never run it twice
-        marks[CONFIG_CLEANED] = _config_cleanup(ctx, plan, original.get("cephConfig") or {})
-        ctx.kube.annotate_configmap(ctx.namespace, name, {CONFIG_CLEANED: marks[CONFIG_CLEANED]})
-    if ctx.spec.osd.flavor == Flavor.CRIMSON:
-        osd_restarts.restart_after_restore(ctx, name, marks)
-    ctx.kube.annotate_configmap(ctx.namespace, name, {CONFIG_RESTORED: marks[CONFIG_CLEANED]})
-
-
-def _wait_rollback(ctx: RunContext, original: dict[str, Any], since: float) -> None:
-    """NotReady until every planned OSD runs again with the original spec's resources and
-    is Ready: Rook applies a spec's cephConfig before it updates the OSDs, so after this
-    no reconcile of the run's spec can put the run's keys back after `config rm`. Gives up
-    (a condition says so) after rolloutTimeoutSeconds: the config is cleaned anyway."""
-    pods = ctx.kube.list_osd_pods(_rook(ctx)[0])
-    ids = sorted({p.osd_id for p in pods} | {int(k) for k in ctx.get("osdPlacement") or {}})
-    progress = decide.osds_running_with(ids, pods, decide.original_osd_limits(original))
-    waited = time.time() - since
-    if progress.done:
-        message = f"{progress.message} after {waited:.0f} s"
-        ctx.condition("RolledBack", True, "OsdsRestored", message)
-        return
-    message = f"waiting {waited:.0f} s for Rook to roll the OSDs back: {progress.message}"
-    if waited > ctx.settings.rollout_timeout_seconds:
-        ctx.condition("RolledBack", False, "RollbackTimeout", message + "; gave up waiting")
-        return
-    ctx.condition("RolledBack", False, "RollingBack", message)
-    raise NotReady(message)
+    view = restore_steps.RestoreView(
+        original=original,
+        cluster_spec=None if cluster is None else cluster.get("spec") or {},
+        marks=marks,
+        placement=[int(k) for k in ctx.get("osdPlacement") or {}],
+        pods=ctx.kube.list_osd_pods(ns),
+        now=time.time(),
+        timeout_s=ctx.settings.rollout_timeout_seconds,
+        crimson=ctx.spec.osd.flavor == Flavor.CRIMSON,
+    )
+    while True:
+        actions = restore_steps.next_actions(view)
+        for action in actions:
+            match action:
+                case restore_steps.PatchSpec(patch=patch):
+                    ctx.kube.merge_patch_cephcluster(ns, cluster_name, {"spec": patch})
+                    view = replace(view, cluster_spec=apply_merge_patch(view.cluster_spec, patch))
+                case restore_steps.Mark(key=key, value=value):
+                    ctx.kube.annotate_configmap(ctx.namespace, name, {key: value})
+                    view = replace(view, marks={**view.marks, key: value})
+                case restore_steps.Condition(type=type_, ok=ok, reason=reason, message=message):
+                    ctx.condition(type_, ok, reason, message)
+                case restore_steps.RestartOsds(pods=pods, why=why):
+                    osd_restarts.delete_osd_pods(ctx, pods, why)
+                case restore_steps.Wait(message=message):
+                    raise NotReady(message)
+                case restore_steps.CleanConfig():
+                    result = _config_cleanup(ctx, plan, original.get("cephConfig") or {})
+                    mark = {restore_steps.CONFIG_CLEANED: result}
+                    ctx.kube.annotate_configmap(ctx.namespace, name, mark)
+                    view = replace(view, marks={**view.marks, **mark})
+        if not actions or not isinstance(actions[-1], restore_steps.CleanConfig):
+            return  # over, or nothing to do (Wait raised above)
+        # asked again with the cleanup's outcome: the crimson restarts and the last mark
 
 
 def _config_cleanup(ctx: RunContext, plan: RunPlan | None, original_cephconfig: Any) -> str:

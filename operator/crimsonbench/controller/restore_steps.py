@@ -1,0 +1,189 @@
+"""What putting a Rook cluster back does next: pure functions of what the restore observed
+(the recorded original spec, the restore's marks, the CephCluster, the OSD pods, the clock)
+returning the actions to take. rook.restore_cluster observes, asks, and carries them out;
+nothing here reads the API, so every branch is tested without a cluster.
+
+The order is the safety argument: the spec goes back first; `config rm` runs only once
+Rook has rolled every OSD back (Rook applies a spec's cephConfig before it updates the
+OSDs, so after that no reconcile can put the run's keys back); crimson OSDs are restarted
+once more after `config rm` (crimson reads its reactor layout only at start); the record
+says restored last. Each mark is kept on the original-spec ConfigMap, so a restarted
+operator goes on where the restore stopped and never runs the cleanup Job twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from crimsonbench.controller.decide import OsdPod, original_osd_limits, osds_running_with
+from crimsonbench.manifests.cephcluster import restore_patch
+from crimsonbench.manifests.naming import GROUP
+
+RESTORE_STARTED = f"{GROUP}/restore-started"  # epoch seconds of the restoring patch
+CONFIG_CLEANED = f"{GROUP}/config-cleaned"  # the `config rm` Job's outcome: "done" | "failed: …"
+OSDS_RESTARTED = f"{GROUP}/crimson-osds-restarted"  # {"since": epoch, "uids": [...]} (JSON)
+CONFIG_RESTORED = f"{GROUP}/config-restored"  # the restore is over: CONFIG_CLEANED's value
+
+
+# ---------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True)
+class PatchSpec:
+    """Merge-patch the CephCluster's spec."""
+
+    patch: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Record a step as done on the original-spec ConfigMap (an annotation)."""
+
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    ok: bool
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CleanConfig:
+    """Run (or await) the Job that `ceph config rm`s the run's keys; its outcome becomes the
+    CONFIG_CLEANED mark, and the restore is asked again."""
+
+
+@dataclass(frozen=True)
+class RestartOsds:
+    """Delete these OSD pods; Rook's Deployments recreate them on their nodes."""
+
+    pods: tuple[OsdPod, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Nothing more this tick: come back later (NotReady with this message)."""
+
+    message: str
+
+
+Action = PatchSpec | Mark | Condition | CleanConfig | RestartOsds | Wait
+
+
+# ---------------------------------------------------------------- what was observed
+
+
+@dataclass(frozen=True)
+class RestoreView:
+    original: Mapping[str, Any] | None  # the spec as found; None: the run never patched
+    cluster_spec: Mapping[str, Any] | None  # the CephCluster's spec now; None: it is gone
+    marks: Mapping[str, str]  # the restore's marks so far
+    placement: Sequence[int]  # the OSD ids the run planned
+    pods: Sequence[OsdPod]  # Rook's OSD pods now
+    now: float  # epoch seconds
+    timeout_s: float  # rolloutTimeoutSeconds: how long to wait for Rook before giving up
+    crimson: bool
+
+
+def next_actions(seen: RestoreView) -> list[Action]:
+    """The restore's actions for this tick, in order; [] when there is nothing to do (never
+    patched, restored already, or the CephCluster was deleted meanwhile). Ends with Wait
+    when Rook must act first, with CleanConfig when the cleanup Job's outcome decides the
+    rest, or with the CONFIG_RESTORED mark when the restore is over."""
+    marks = seen.marks
+    if seen.original is None or marks.get(CONFIG_RESTORED) or seen.cluster_spec is None:
+        return []
+    if CONFIG_CLEANED not in marks:
+        actions: list[Action] = []
+        # Until `config rm` ran: the spec back (again, if someone changed it meanwhile),
+        # then Rook's rollback. After it, neither is looked at again: a crimson OSD's
+        # restart below must not read as a rollback undone.
+        patch = restore_patch(seen.original, seen.cluster_spec)
+        if patch:
+            actions.append(PatchSpec(patch))
+        since = float(marks.get(RESTORE_STARTED) or seen.now)
+        if RESTORE_STARTED not in marks:
+            actions.append(Mark(RESTORE_STARTED, f"{round(seen.now, 1)}"))
+        waited = seen.now - since
+        actions += rollback(seen.original, seen.placement, seen.pods, waited, seen.timeout_s)
+        if isinstance(actions[-1], Wait):
+            return actions
+        return [*actions, CleanConfig()]  # its Job is deleted once done: never run it twice
+    done = Mark(CONFIG_RESTORED, marks[CONFIG_CLEANED])
+    if not seen.crimson:
+        return [done]
+    restarts = crimson_restarts(marks, seen.placement, seen.pods, seen.now, seen.timeout_s)
+    return restarts if isinstance(restarts[-1], Wait) else [*restarts, done]
+
+
+def rollback(
+    original: Mapping[str, Any],
+    placement: Sequence[int],
+    pods: Sequence[OsdPod],
+    waited_s: float,
+    timeout_s: float,
+) -> list[Action]:
+    """Every OSD (the planned ones and any other Rook runs: Rook sizes them all alike) runs
+    one Ready pod with the original spec's limits again; waits for it, and gives up (said in
+    the RolledBack condition) after timeout_s: the config is cleaned anyway."""
+    ids = sorted({p.osd_id for p in pods} | set(placement))
+    progress = osds_running_with(ids, pods, original_osd_limits(original))
+    if progress.done:
+        return [Condition("RolledBack", True, "OsdsRestored",
+                          f"{progress.message} after {waited_s:.0f} s")]  # fmt: skip
+    message = f"waiting {waited_s:.0f} s for Rook to roll the OSDs back: {progress.message}"
+    if waited_s > timeout_s:
+        return [Condition("RolledBack", False, "RollbackTimeout", message + "; gave up waiting")]
+    return [Condition("RolledBack", False, "RollingBack", message), Wait(message)]
+
+
+def crimson_restarts(
+    marks: Mapping[str, str],
+    placement: Sequence[int],
+    pods: Sequence[OsdPod],
+    now: float,
+    timeout_s: float,
+) -> list[Action]:
+    """Crimson reads its reactor and alien CPU sets only when it starts, and Rook rolled the
+    OSDs back before `config rm` removed the run's (seen on kind: osd.0 kept the run's
+    reactor CPU after the restore). So the planned OSDs restart once more: their pods
+    deleted (recorded, so a restarted operator does not delete the next ones), then waited
+    for until each runs in a new Ready pod; given up after timeout_s, said so."""
+    ids = sorted(placement)
+    planned = [p for p in pods if p.osd_id in ids]
+    if OSDS_RESTARTED not in marks:
+        old = tuple(p for p in planned if not p.terminating)
+        record = json.dumps({"since": round(now, 1), "uids": [p.uid for p in old]})
+        message = f"restarting {osd_list(ids)} to start without the run's reactor layout"
+        return [
+            RestartOsds(old, "after the restore, so it runs without the run's layout"),
+            Mark(OSDS_RESTARTED, record),
+            Wait(message),
+        ]
+    done = json.loads(marks[OSDS_RESTARTED])
+    fresh = {p.osd_id for p in planned
+             if p.ready and not p.terminating and p.uid not in done["uids"]}  # fmt: skip
+    waiting = [i for i in ids if i not in fresh]
+    waited = now - float(done["since"])
+    if not waiting:
+        return [Condition("OsdsRestarted", True, "CrimsonOsdsRestarted",
+                          f"{osd_list(ids)} restarted without the run's reactor layout "
+                          f"after {waited:.0f} s")]  # fmt: skip
+    message = f"waiting {waited:.0f} s for {osd_list(waiting)} to restart"
+    if waited > timeout_s:
+        return [Condition("OsdsRestarted", False, "RestartTimeout",
+                          f"{message}; gave up: until they restart they keep the run's "
+                          "reactor layout")]  # fmt: skip
+    return [Wait(message)]
+
+
+def osd_list(ids: Sequence[int]) -> str:
+    return ", ".join(f"osd.{i}" for i in ids)
