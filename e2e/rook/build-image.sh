@@ -99,6 +99,7 @@ inputs_digest() {
   {
     echo "$ROOK_VERSION $CEPH_VERSION $SUITE $BASE_NAME $OSD_FLAVOR"
     sha256sum "$CONTEXT_SRC"/* "$ROOK_BIN" "$WHEELS/$BCRYPT_WHEEL" "$HERE/../../Dockerfile" \
+      "$HERE"/../../images/fio/*.patch \
       | awk '{print $1}'
     stat -c '%s %Y' "$BASE_TAR" 2>/dev/null || echo "no base"
   } | sha256sum | cut -d' ' -f1
@@ -239,8 +240,9 @@ if [ "$VERIFY" = 1 ]; then
       && ceph-osd --version | grep -vF "(crimson)"'
   fi
   if [ "$OSD_FLAVOR" = crimson ]; then
-    check "fio image: fio rbd engine, Ceph $CEPH_VERSION client, uid 167" "${RUN[@]}" "$FIO_IMAGE" sh -c "
-      fio --enghelp=rbd | grep -q '^rbdname' && rbd --version | grep -F 'ceph version $CEPH_VERSION' \
+    check "fio image: our fio (images/fio/), rbd engine, Ceph $CEPH_VERSION client, uid 167" "${RUN[@]}" "$FIO_IMAGE" sh -c "
+      grep -q sk_out_drain_wake /usr/bin/fio \
+      && fio --enghelp=rbd | grep -q '^rbdname' && rbd --version | grep -F 'ceph version $CEPH_VERSION' \
       && [ \$(id -u) = 167 ] && touch /etc/ceph/.w && rm /etc/ceph/.w"
   fi
   check "users" "${RUN[@]}" "$IMAGE" sh -c \
