@@ -96,10 +96,12 @@ fi
 
 BASE_TAR="$WORK/base-$BASE_NAME.tar"
 inputs_digest() {
+  # the crimson flavour also builds our fio image: ./Dockerfile and its fio patches count
+  local fio_inputs=()
+  [ "$OSD_FLAVOR" = crimson ] && fio_inputs=("$HERE/../../Dockerfile" "$HERE"/../../images/fio/*.patch)
   {
     echo "$ROOK_VERSION $CEPH_VERSION $SUITE $BASE_NAME $OSD_FLAVOR"
-    sha256sum "$CONTEXT_SRC"/* "$ROOK_BIN" "$WHEELS/$BCRYPT_WHEEL" "$HERE/../../Dockerfile" \
-      "$HERE"/../../images/fio/*.patch \
+    sha256sum "$CONTEXT_SRC"/* "$ROOK_BIN" "$WHEELS/$BCRYPT_WHEEL" "${fio_inputs[@]}" \
       | awk '{print $1}'
     stat -c '%s %Y' "$BASE_TAR" 2>/dev/null || echo "no base"
   } | sha256sum | cut -d' ' -f1
