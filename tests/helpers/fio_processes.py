@@ -4,9 +4,12 @@ harness's pods are all processes of this machine. Independent of the product: it
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -15,7 +18,8 @@ class FioProcesses:
     """Polls every `interval` s (from a thread of its own, as a context manager):
     - clients_by_step: step key -> every `fio --client` seen running in that step's
       directory on the fio driver (/results/steps/<key>), as (pid, start time): a step
-      whose fio client ran twice shows two;
+      whose fio client ran twice shows two. An attempt the operator dropped (its directory
+      renamed <key>.dropped.<ns>, the client perhaps still ending) stays under <key>;
     - running_steps: the step keys with a fio client running at the last poll;
     - server_affinity: host thread id -> CPUs allowed, for every thread of every
       `fio --server`; servers_seen: their pids."""
@@ -46,7 +50,7 @@ class FioProcesses:
                 cmd = proc.info.get("cmdline") or []
                 try:
                     if any(c.startswith("--client=") for c in cmd):
-                        step = Path(proc.cwd()).name
+                        step = Path(proc.cwd()).name.split(".dropped.")[0]
                         self.clients_by_step[step].add((proc.pid, proc.info["create_time"]))
                         running.add(step)
                     elif any("--server" in c for c in cmd):
@@ -61,3 +65,16 @@ class FioProcesses:
 
     def runs_per_step(self) -> dict[str, int]:
         return {step: len(procs) for step, procs in self.clients_by_step.items()}
+
+
+def expected_runs(run: Mapping[str, Any], steps: Sequence[str]) -> dict[str, int]:
+    """fio clients each step should have run: once, plus once per retry the run recorded.
+    A retry is only legitimate for an OSD that restarted or went down during the step (a
+    loaded machine can fail an OSD's liveness probe): any other reason fails here."""
+    from crimsonbench.controller.fio_stage import STEP_RETRIES  # the run's own record
+
+    annotations = (run.get("metadata") or {}).get("annotations") or {}
+    retries: dict[str, list[str]] = json.loads(annotations.get(STEP_RETRIES) or "{}")
+    for step, reasons in retries.items():
+        assert step in steps and all(r.startswith("osd.") for r in reasons), (step, reasons)
+    return {"prefill": 1, **{s: 1 + len(retries.get(s, [])) for s in steps}}
