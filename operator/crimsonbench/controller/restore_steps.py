@@ -112,53 +112,41 @@ def next_actions(seen: RestoreView) -> list[Action]:
         since = float(marks.get(RESTORE_STARTED) or seen.now)
         if RESTORE_STARTED not in marks:
             actions.append(Mark(RESTORE_STARTED, f"{round(seen.now, 1)}"))
-        waited = seen.now - since
-        actions += rollback(seen.original, seen.placement, seen.pods, waited, seen.timeout_s)
+        actions += rollback(seen, seen.original, waited_s=seen.now - since)
         if isinstance(actions[-1], Wait):
             return actions
         return [*actions, CleanConfig()]  # its Job is deleted once done: never run it twice
     done = Mark(CONFIG_RESTORED, marks[CONFIG_CLEANED])
     if not seen.crimson:
         return [done]
-    restarts = crimson_restarts(marks, seen.placement, seen.pods, seen.now, seen.timeout_s)
+    restarts = crimson_restarts(seen)
     return restarts if isinstance(restarts[-1], Wait) else [*restarts, done]
 
 
-def rollback(
-    original: Mapping[str, Any],
-    placement: Sequence[int],
-    pods: Sequence[OsdPod],
-    waited_s: float,
-    timeout_s: float,
-) -> list[Action]:
+def rollback(seen: RestoreView, original: Mapping[str, Any], *, waited_s: float) -> list[Action]:
     """Every OSD (the planned ones and any other Rook runs: Rook sizes them all alike) runs
     one Ready pod with the original spec's limits again; waits for it, and gives up (said in
     the RolledBack condition) after timeout_s: the config is cleaned anyway."""
-    ids = sorted({p.osd_id for p in pods} | set(placement))
-    progress = osds_running_with(ids, pods, original_osd_limits(original))
+    ids = sorted({p.osd_id for p in seen.pods} | set(seen.placement))
+    progress = osds_running_with(ids, seen.pods, original_osd_limits(original))
     if progress.done:
         return [Condition("RolledBack", True, "OsdsRestored",
                           f"{progress.message} after {waited_s:.0f} s")]  # fmt: skip
     message = f"waiting {waited_s:.0f} s for Rook to roll the OSDs back: {progress.message}"
-    if waited_s > timeout_s:
+    if waited_s > seen.timeout_s:
         return [Condition("RolledBack", False, "RollbackTimeout", message + "; gave up waiting")]
     return [Condition("RolledBack", False, "RollingBack", message), Wait(message)]
 
 
-def crimson_restarts(
-    marks: Mapping[str, str],
-    placement: Sequence[int],
-    pods: Sequence[OsdPod],
-    now: float,
-    timeout_s: float,
-) -> list[Action]:
+def crimson_restarts(seen: RestoreView) -> list[Action]:
     """Crimson reads its reactor and alien CPU sets only when it starts, and Rook rolled the
     OSDs back before `config rm` removed the run's (seen on kind: osd.0 kept the run's
     reactor CPU after the restore). So the planned OSDs restart once more: their pods
     deleted (recorded, so a restarted operator does not delete the next ones), then waited
     for until each runs in a new Ready pod; given up after timeout_s, said so."""
-    ids = sorted(placement)
-    planned = [p for p in pods if p.osd_id in ids]
+    marks, now = seen.marks, seen.now
+    ids = sorted(seen.placement)
+    planned = [p for p in seen.pods if p.osd_id in ids]
     if OSDS_RESTARTED not in marks:
         old = tuple(p for p in planned if not p.terminating)
         record = json.dumps({"since": round(now, 1), "uids": [p.uid for p in old]})
@@ -178,7 +166,7 @@ def crimson_restarts(
                           f"{osd_list(ids)} restarted without the run's reactor layout "
                           f"after {waited:.0f} s")]  # fmt: skip
     message = f"waiting {waited:.0f} s for {osd_list(waiting)} to restart"
-    if waited > timeout_s:
+    if waited > seen.timeout_s:
         return [Condition("OsdsRestarted", False, "RestartTimeout",
                           f"{message}; gave up: until they restart they keep the run's "
                           "reactor layout")]  # fmt: skip
