@@ -151,7 +151,7 @@ def plan(
             out.print(f"ceph config set {section} {key} {value}", highlight=False)
     for cmd in run_plan.ceph.commands:
         out.print("ceph " + " ".join(cmd), highlight=False)
-    per_step = len(run_plan.steps[0].jobs) if run_plan.steps else 0
+    per_step = len(run_plan.fio.jobs) * run_plan.fio_numjobs
     step_s = spec.sweep.runtime_seconds + spec.sweep.ramp_seconds
     out.print(
         f"{len(run_plan.steps)} steps x {per_step} fio processes, "

@@ -256,7 +256,7 @@ def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
 def test_expected_job_counts() -> None:
     plan = _plan(nodes=["a", "c"])
     # the default 32 images over two clients, one job per image
-    assert expected_jobs(plan, 0) == {"a": 16, "c": 16}
+    assert expected_jobs(plan) == {"a": 16, "c": 16}
 
 
 # ---------------------------------------------------------------- OSDs at rest, restarts

@@ -10,44 +10,56 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
+from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC, step_job_file
-from crimsonbench.plan.types import ClientPlan, FioJob, Step
+from crimsonbench.plan.topology import parse_lscpu_json
+from crimsonbench.plan.types import ClientPlan, FioJob, RunPlan
 from crimsonbench.results.fio_json import combine, combine_clients, parse_fio_json
 from crimsonbench.results.histogram import LatencyHistogram
-from crimsonbench.results.iops_log import iops_log_job, job_start_ms, start_skew_ms
+from crimsonbench.results.iops_log import (
+    iops_log_job,
+    job_start_ms,
+    parse_iops_log,
+    start_skew_ms,
+)
 from crimsonbench.results.store import ResultStore
-from crimsonbench.spec.models import ClientSpec, SweepSpec, WorkloadSpec
+from crimsonbench.spec.models import validate_spec
 
 CPUS = sorted(os.sched_getaffinity(0))
+LSCPU = Path(__file__).parents[1] / "fixtures" / "lscpu" / "single-socket-8-noht.json"
 pytestmark = pytest.mark.skipif(
     shutil.which("fio") is None or len(CPUS) < 2,
     reason="needs fio (scripts/setup.sh installs it) and 2 CPUs",
 )
 
 
-def _job(client: ClientPlan, image: str) -> FioJob:
-    text = step_job_file(
-        client=ClientSpec(),
-        sweep=SweepSpec(runtime_seconds=3, ramp_seconds=0),
-        workload=WorkloadSpec(preset="randread4k"),
-        image=image,
-        iodepth=4,
-        cpus=client.cpuset,
-        job_name=f"randread4k-qd4-{image}-p0",
-        log_name=f"{image}-p0",
-    )
+def _plan(clients: tuple[ClientPlan, ...]) -> RunPlan:
+    """The planner's plan for these clients (3 s steps, no ramp), on an 8-CPU machine."""
+    spec = validate_spec({
+        "target": {"local": {}}, "osd": {"flavor": "classic", "cpuSet": "3"},
+        "client": {"images": 3, "cpuSet": "0-1", "count": 2},
+        "workloads": [{"preset": "randread4k"}], "sweep": {"iodepths": [4], "runtimeSeconds": 3,
+                                                           "rampSeconds": 0},
+    })  # fmt: skip
+    plan = build_plan("null", spec, parse_lscpu_json(LSCPU.read_text()))
+    jobs = tuple(FioJob(f"{i}-p0", i, c.name) for c in clients for i in c.images)
+    return replace(plan, clients=clients, fio=replace(plan.fio, jobs=jobs))
+
+
+def _null_engine(text: str) -> str:
+    """The planner's job file on fio's null engine (no Ceph needed)."""
     null = text.replace("ioengine=rbd", "ioengine=null\nsize=64m")
-    null = "\n".join(
+    return "\n".join(
         line
         for line in null.splitlines()
         if not line.startswith(("pool=", "rbdname=", "clientname="))
     )
-    return FioJob(f"{image}-p0", image, client.name, null + "\n")
 
 
 def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> None:
@@ -55,10 +67,12 @@ def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> 
         ClientPlan("client-0", None, (CPUS[0],), ("img0", "img2")),
         ClientPlan("client-1", None, (CPUS[1],), ("img1",)),
     )
-    step = Step(0, "randread4k", 4, 1, tuple(_job(c, i) for c in clients for i in c.images))
+    plan = _plan(clients)
+    step = plan.steps[0]
+    files = {c.name: _null_engine(step_job_file(plan, step, c)) for c in clients}
     store = ResultStore(tmp_path)
     seen: dict[str, set[int]] = {}
-    with FioGroup(step, clients, store, dict(os.environ)) as fio:
+    with FioGroup(step.id, files, clients, store, dict(os.environ)) as fio:
         time.sleep(1.0)
         for name, pids in fio.pids_by_client().items():
             seen[name] = {c for cpus in thread_affinities(pids).values() for c in cpus}
@@ -82,9 +96,16 @@ def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> 
     assert total.clat_max_ms == merged.max_ns / 1e6
     # started together: the skew comes from each job's own IOPS log
     starts: dict[str, list[int | None]] = {}
+    spans = {}
     for path in store.iops_logs(step.id):
-        job = next(j for j in step.jobs if j.name == iops_log_job(path.name))
+        job = next(j for j in plan.fio.jobs if j.name == iops_log_job(path.name))
         starts.setdefault(job.client, []).append(job_start_ms(path.read_text(), IOPS_LOG_MSEC))
+        times = [t for t, _, _ in parse_iops_log(path.read_text())]
+        spans[job.name] = (times[0], times[-1])
     assert sorted(starts) == ["client-0", "client-1"]
     skew = start_skew_ms(starts)
     assert skew is not None and 0 <= skew < 1000, skew
+    # ... and ran together: client-0's two jobs (one file) cover the same seconds, as fio's
+    # own logs say (a stonewall between them would put img2's 3 s after img0's)
+    (a0, a1), (b0, b1) = spans["img0-p0"], spans["img2-p0"]
+    assert abs(a0 - b0) <= 1000 and abs(a1 - b1) <= 1000, spans

@@ -6,6 +6,7 @@ a real cluster in test_job_scripts.py."""
 
 from __future__ import annotations
 
+import configparser
 import os
 import re
 import subprocess
@@ -61,8 +62,8 @@ def test_golden_fio_server_driver_and_step(golden: Any) -> None:
     step = plan.steps[0]
     access = rook_client_access("rook-ceph", plan.pool.user)
     osds = {fio_driver.OSDS_FILE: '{"0": "uid/0"}'}
-    start = fio_driver.start_command(step.id, step.jobs[:2], SERVERS,
-                                     deadline_s=plan.timing.deadline_s, user=plan.pool.user,
+    start = fio_driver.start_command(step.id, fio.client_job_files(plan, step), SERVERS,
+                                     deadline_s=plan.timing.deadline_s,
                                      extra_files=osds)  # fmt: skip
     golden(
         "job-fio-server-driver-and-step.yaml",
@@ -117,10 +118,10 @@ def test_a_server_per_client_node_pinned_guaranteed_and_ready_when_listening() -
         assert secret["secret"]["secretName"] == f"rook-ceph-client-{plan.pool.user}"
         # it lives as long as the whole run may
         assert job["spec"]["activeDeadlineSeconds"] == fio.run_deadline_s(plan)
-    # the images are spread over the two clients, each job file pinned to its client
+    # the images are spread over the two clients, each client's job file pinned to it
     assert [len(c.images) for c in plan.clients] == [4, 4]
-    for job in plan.steps[0].jobs:
-        assert f"cpus_allowed={plan.client(job.client).cpuset}" in job.job_file
+    for client, text in fio.client_job_files(plan, plan.steps[0]).items():
+        assert f"cpus_allowed={plan.client(client).cpuset}" in text
 
 
 def test_a_local_client_has_no_server() -> None:
@@ -163,34 +164,42 @@ def test_a_crimson_driver_holds_the_fio_user_to_sample_reactors() -> None:
     assert container["command"][2].endswith(fio_driver.DRIVER_SCRIPT)
 
 
-def test_a_step_start_sends_each_server_its_job_files() -> None:
+def test_a_step_start_sends_each_server_one_job_file_with_every_job_of_it() -> None:
     _, plan = two_client_plan()
     step = plan.steps[0]
     servers = {"client-a": "10.0.0.1:8765", "client-b": "10.0.0.2:8765"}
-    argv = fio_driver.start_command(step.id, step.jobs, servers, deadline_s=99, user="bench-u",
+    job_files = fio.client_job_files(plan, step)
+    argv = fio_driver.start_command(step.id, job_files, servers, deadline_s=99,
                                     extra_files={"osds.json": "{}"})  # fmt: skip
     assert argv[:2] == ["sh", "-c"]
     root, key, _run, deadline, n = argv[4:9]
-    assert (root, key, deadline, int(n)) == ("/results/steps", step.id, "99", len(step.jobs) + 1)
+    assert (root, key, deadline, int(n)) == ("/results/steps", step.id, "99", 3)
     files = dict(zip(argv[9 : 9 + 2 * int(n) : 2], argv[10 : 10 + 2 * int(n) : 2], strict=True))
     assert files["osds.json"] == "{}"
-    for job in step.jobs:  # the servers hold the key of the run's user: named in every file
-        assert "clientname=bench-u" in files[f"{job.name}.fio"]
+    for client in ("client-a", "client-b"):
+        text = files[f"{client}.fio"]
+        # the servers hold the key of the run's own user (Rook): named in every file
+        assert f"clientname={plan.pool.user}" in text and plan.pool.user == f"{RUN}-fio"
+        # one section per job of this client; no stonewall: they all start together
+        parsed = configparser.ConfigParser(interpolation=None)
+        parsed.read_string(text)
+        assert parsed.sections()[0] == "global"
+        images = [parsed[s]["rbdname"] for s in parsed.sections()[1:]]
+        assert images == [j.image for j in plan.fio.jobs_of(client)] and len(images) == 4
+        assert "stonewall" not in text and "new_group" not in text and "wait_for" not in text
     args = argv[9 + 2 * int(n) :]
-    a = args.index("--client=ip:10.0.0.1,8765")
-    b = args.index("--client=ip:10.0.0.2,8765")
-    assert args[a + 1 : b] == [f"./{j.name}.fio" for j in step.jobs_of("client-a")]
-    assert args[b + 1 :] == [f"./{j.name}.fio" for j in step.jobs_of("client-b")]
+    assert args == ["--client=ip:10.0.0.1,8765", "./client-a.fio",
+                    "--client=ip:10.0.0.2,8765", "./client-b.fio"]  # fmt: skip
 
 
 def test_step_files_too_large_for_one_exec_name_the_field() -> None:
     doc = bluestore_8x5("osd")
-    doc["client"].update(images=1024, processesPerImage=4)
+    doc["client"].update(images=1024, processesPerImage=16)
     _, plan = plan_of(RUN, doc)
     servers = {NODE: "10.0.0.7:8765"}
     with pytest.raises(InvalidSpec) as err:
-        fio_driver.start_command(plan.steps[0].id, plan.steps[0].jobs, servers,
-                                 deadline_s=1, user=None)  # fmt: skip
+        fio_driver.start_command(plan.steps[0].id, fio.client_job_files(plan, plan.steps[0]),
+                                 servers, deadline_s=1)  # fmt: skip
     assert err.value.field == "spec.client.images"
 
 

@@ -368,10 +368,10 @@ def server_addresses(
 # ---------------------------------------------------------------- steps
 
 
-def expected_jobs(plan: RunPlan, step_index: int) -> dict[str, int]:
-    """client -> jobs fio must report for it in this step (job files x numjobs)."""
+def expected_jobs(plan: RunPlan) -> dict[str, int]:
+    """client -> jobs fio must report for it in every step (job sections x numjobs)."""
     out: dict[str, int] = {}
-    for job in plan.steps[step_index].jobs:
+    for job in plan.fio.jobs:
         out[job.client] = out.get(job.client, 0) + plan.fio_numjobs
     return out
 

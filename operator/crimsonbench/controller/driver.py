@@ -3,7 +3,7 @@ step (or the prefill) started, polled and ended by exec in its pod."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from kubernetes.client.exceptions import ApiException
 
@@ -13,7 +13,7 @@ from crimsonbench.manifests import fio_driver
 from crimsonbench.manifests.ceph_access import CephAccess
 from crimsonbench.manifests.fio import run_deadline_s
 from crimsonbench.manifests.fio_driver import StepReport
-from crimsonbench.plan.types import FioJob, RunPlan
+from crimsonbench.plan.types import RunPlan
 
 EXEC_TIMEOUT_S = 60  # one exec: start, poll or end (a poll may also wait, see poll)
 
@@ -63,16 +63,16 @@ def start(
     namespace: str,
     pod: str,
     key: str,
-    jobs: Sequence[FioJob],
+    job_files: Mapping[str, str],
     servers: Mapping[str, str],
     *,
     deadline_s: int,
-    user: str | None,
     extra_files: Mapping[str, str] | None = None,
 ) -> bool:
     """True: started now; False: the step's directory was there already (started by an
-    earlier call, maybe by an operator that died since): poll it."""
-    argv = fio_driver.start_command(key, jobs, servers, deadline_s=deadline_s, user=user,
+    earlier call, maybe by an operator that died since): poll it.
+    job_files: client name -> its job file (manifests.fio.client_job_files)."""
+    argv = fio_driver.start_command(key, job_files, servers, deadline_s=deadline_s,
                                     extra_files=extra_files)  # fmt: skip
     answer = _exec(ctx, namespace, pod, argv, EXEC_TIMEOUT_S).strip()
     if answer not in ("state started", "state exists"):

@@ -144,15 +144,14 @@ def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: st
     ns = jobs_namespace(ctx)
     report = driver.poll(ctx, ns, pod, PREFILL)
     if report.state == "missing":
-        driver.start(ctx, ns, pod, PREFILL, plan.prefill.jobs, servers,
-                     deadline_s=plan.prefill.deadline_s, user=plan.pool.user)  # fmt: skip
+        driver.start(ctx, ns, pod, PREFILL, fio.client_job_files(plan, None), servers,
+                     deadline_s=plan.prefill.deadline_s)  # fmt: skip
         raise NotReady("prefill started")
     if report.state == "running":
         _check_alive(report, plan.prefill.deadline_s, "prefill")
         raise NotReady(f"prefill running ({report.age_s:.0f} s)")
     sections = _finished_sections(report, "prefill")
-    prefill = Step(-1, "prefill", 16, 1, plan.prefill.jobs)
-    check_job_counts(prefill, _fio_jobs(sections, servers), 1)
+    check_job_counts("prefill", plan.prefill.jobs, _fio_jobs(sections, servers), 1)
     driver.end(ctx, ns, pod, PREFILL, stored=True)
     ctx.set(prefilled=True)
 
@@ -228,8 +227,9 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str)
         if report is None or report.state == "missing":
             osds = _osds_at_step_start(ctx, what)  # NotReady while an OSD is not back
             files = {fio_driver.OSDS_FILE: json.dumps(osds), **_reactor_sampling(plan)}
-            started = driver.start(ctx, ns, pod, step.id, step.jobs, servers,
-                                   deadline_s=plan.timing.deadline_s, user=plan.pool.user,
+            job_files = fio.client_job_files(plan, step)
+            started = driver.start(ctx, ns, pod, step.id, job_files, servers,
+                                   deadline_s=plan.timing.deadline_s,
                                    extra_files=files)  # fmt: skip
             if started:
                 raise NotReady(f"{what} started")
@@ -274,7 +274,7 @@ def _finished_step(
     if disturbed:
         _run_again(ctx, step, what, pod, disturbed)
     jobs = _fio_jobs(sections, servers)
-    check_job_counts(step, jobs, plan.fio_numjobs)
+    check_job_counts(f"step {step.id}", plan.fio.jobs, jobs, plan.fio_numjobs)
     resources, source = summarize(ctx)
     reactor_problem = None
     if fio_driver.REACTOR_LOG in sections:
@@ -285,7 +285,7 @@ def _finished_step(
     if reactor_problem:
         ctx.logger.warning("%s: reactor utilization: %s", what, reactor_problem)
         extra["reactor_utilization_error"] = reactor_problem
-    return step_result(step, jobs, step_log.iops_logs(sections), resources, extra)
+    return step_result(step, plan.fio.jobs, jobs, step_log.iops_logs(sections), resources, extra)
 
 
 def _reactor_sampling(plan: RunPlan) -> dict[str, str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.ceph_cli import run
 from crimsonbench.local.userland import Userland
-from crimsonbench.plan.ini import render_ini
+from crimsonbench.plan.ini import CEPH_CONF, render_ini
 
 MON_ID = "a"
 MGR_ID = "x"
@@ -158,7 +158,7 @@ def render_client_conf(layout: Layout, fsid: str, mon_port: int) -> str:
 
 
 def ini(sections: dict[str, dict[str, str]]) -> str:
-    return render_ini(sections, sep=" = ", indent="\t")
+    return render_ini(sections, CEPH_CONF)
 
 
 def make_keyrings(layout: Layout, ul: Userland) -> None:

@@ -8,14 +8,14 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import psutil
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.userland import Userland
-from crimsonbench.plan.types import ClientPlan, Step
+from crimsonbench.plan.types import ClientPlan
 from crimsonbench.results.store import FioPaths, ResultStore
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class FioProcess:
-    """The fio of one client in a step: every job file of the client, one process."""
+    """The fio of one client in a step: the client's one job file (a section per job, all
+    run together), one fio."""
 
     client: ClientPlan
     paths: FioPaths
@@ -46,15 +47,18 @@ class FioGroup:
 
     def __init__(
         self,
-        step: Step,
+        step_id: str,
+        job_files: Mapping[str, str],
         clients: Sequence[ClientPlan],
         store: ResultStore,
         env: dict[str, str],
         userland: Userland | None = None,
     ) -> None:
-        """env: what fio needs beyond the usual environment (CEPH_CONF)."""
+        """job_files: client name -> its job file for this step (plan/fio_jobs.py), for
+        every client with jobs; env: what fio needs beyond the usual environment."""
         self._userland = userland or Userland()
-        self._step = step
+        self._step_id = step_id
+        self._job_files = job_files
         self._clients = clients
         self._store = store
         self._env = env
@@ -63,14 +67,14 @@ class FioGroup:
     def __enter__(self) -> FioGroup:
         argvs = []
         for client in self._clients:
-            jobs = self._step.jobs_of(client.name)
-            if not jobs:
+            text = self._job_files.get(client.name)
+            if text is None:
                 continue
-            files = [self._store.write_job_file(self._step.id, j.name, j.job_file) for j in jobs]
-            paths = self._store.fio_paths(self._step.id, client.name)
+            job_file = self._store.write_job_file(self._step_id, client.name, text)
+            paths = self._store.fio_paths(self._step_id, client.name)
             # The eta line each second is our live IOPS readout; the JSON goes to --output.
             args = ["fio", "--output-format=json+", f"--output={paths.output}", "--eta=always",
-                    "--eta-newline=1", *map(str, files)]  # fmt: skip
+                    "--eta-newline=1", str(job_file)]  # fmt: skip
             argvs.append((client, paths, args))
         # Every client's files are written first, so the starts are as close as Popen allows.
         for client, paths, args in argvs:

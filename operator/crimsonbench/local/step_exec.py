@@ -12,6 +12,7 @@ from crimsonbench.errors import ExecutionError
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.local.sampler import ResourceSampler
 from crimsonbench.local.userland import Userland
+from crimsonbench.plan.fio_jobs import step_job_file
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.fio_json import parse_fio_json
@@ -77,7 +78,9 @@ def check_affinity(
 def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     started = time.monotonic()
     deadline = ctx.plan.timing.deadline_s
-    with FioGroup(step, ctx.plan.clients, store, ctx.env, ctx.userland) as fio:
+    plan = ctx.plan
+    files = {c.name: step_job_file(plan, step, c) for c in plan.clients if plan.fio.jobs_of(c.name)}
+    with FioGroup(step.id, files, plan.clients, store, ctx.env, ctx.userland) as fio:
         osd_pids = lambda: list(ctx.osd_pids().values())  # noqa: E731
         interval = ctx.plan.sample_interval_s
         with ResourceSampler(osd_pids, fio.pids, interval, ctx.reactor_util) as sampler:
@@ -103,7 +106,7 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     samples = sampler.samples
     store.write_samples(step.id, samples)
     jobs = {p.client.name: parse_fio_json(p.paths.output.read_text()) for p in fio.procs}
-    check_job_counts(step, jobs, ctx.plan.fio_numjobs)
+    check_job_counts(f"step {step.id}", ctx.plan.fio.jobs, jobs, ctx.plan.fio_numjobs)
     logs = {p.name: p.read_text() for p in store.iops_logs(step.id)}
     wall = {"wall_seconds": round(time.monotonic() - started, 3)}
-    return step_result(step, jobs, logs, summarize_samples(samples), wall)
+    return step_result(step, ctx.plan.fio.jobs, jobs, logs, summarize_samples(samples), wall)

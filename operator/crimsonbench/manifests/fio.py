@@ -4,23 +4,24 @@
   taskset to the client's CPUs, with /etc/ceph for the rbd engine. Its jobs fork from it,
   so they inherit the pinning; the job files' cpus_allowed pins them again.
 - One `fio --client` per step (and one for the prefill), run by exec in the run's fio
-  driver pod (manifests/fio_driver.py): it sends every server its job files
-  (`--client=ip:ADDR,PORT a.fio b.fio --client=...`), so every server starts at once.
+  driver pod (manifests/fio_driver.py): it sends every server its one job file
+  (`--client=ip:ADDR,PORT a.fio --client=...`), so every server starts at once, and every
+  job of a server's file runs at once (the same file local mode runs).
 
 Long-lived servers and driver: no pod starts per step.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
 from crimsonbench.manifests.naming import dns_name, labels
 from crimsonbench.manifests.pods import PodOptions, ScriptJob, script_job
-from crimsonbench.plan.types import ClientPlan, FioJob, RunPlan
+from crimsonbench.plan.fio_jobs import prefill_job_file, step_job_file
+from crimsonbench.plan.types import ClientPlan, RunPlan, Step
 
 FIO_PORT = 8765  # fio's default server port
 FIO_OUTPUT = "fio.json"
@@ -68,7 +69,7 @@ def fio_server_job(
     be the plan's), Ready once it accepts connections."""
     if client.node is None:
         raise ValueError(f"client {client.name} has no node; local clients need no server")
-    jobs = len(client.images) * _jobs_per_image(plan)
+    jobs = len(plan.fio.jobs_of(client.name)) * plan.fio_numjobs
     return script_job(
         ScriptJob(
             name=server_job_name(run, client.name),
@@ -91,43 +92,30 @@ def fio_server_job(
     )
 
 
-def _jobs_per_image(plan: RunPlan) -> int:
-    per_step = max((len(s.jobs) for s in plan.steps), default=1)
-    return max(1, math.ceil(per_step / max(1, len(plan.images)))) * plan.fio_numjobs
-
-
 # ---------------------------------------------------------------- job files
 
 
-_CLIENTNAME = re.compile(r"^clientname=.*$", re.MULTILINE)
+def client_job_files(plan: RunPlan, step: Step | None) -> dict[str, str]:
+    """client name -> its job file, for a step or (step None) the prefill: every client
+    with jobs gets one file, rendered now (plan/fio_jobs.py), the same text local mode runs."""
+    jobs = plan.prefill.jobs if step is None else plan.fio.jobs
+    clients = sorted({j.client for j in jobs})
+    if step is None:
+        return {c: prefill_job_file(plan, c) for c in clients}
+    return {c: step_job_file(plan, step, c) for c in clients}
 
 
-def job_files(jobs: Sequence[FioJob], user: str | None = None) -> dict[str, str]:
-    """The job files of a step (or of the prefill), `<job name>.fio` each.
-
-    user: the cephx user the fio servers hold a key for (the plan's pool.user), named in
-    every job's `clientname`. On Rook that is the run's own CephClient, while the planner
-    (plan/fio_jobs.py) writes spec.client.user there; librbd then asks for client.admin,
-    whose key the servers do not have, and every job fails (seen on live Rook). A no-op
-    once the planner names the plan's user itself."""
-    return {f"{checked_name(j.name)}.fio": _named_user(j.job_file, user) for j in jobs}
-
-
-def _named_user(job_file: str, user: str | None) -> str:
-    if user is None:
-        return job_file
-    checked_name(user)  # a cephx user name: no newline or '=' can get into the file
-    return _CLIENTNAME.sub(f"clientname={user}", job_file)
+def job_file_name(client: str) -> str:
+    return f"{checked_name(client)}.fio"
 
 
 def client_args(
-    jobs: Sequence[FioJob], servers: Mapping[str, str], *, jobs_dir: str = "."
+    clients: Iterable[str], servers: Mapping[str, str], *, jobs_dir: str = "."
 ) -> list[str]:
-    """`--client=ip:ADDR,PORT` and that client's job files, for every client with jobs.
+    """`--client=ip:ADDR,PORT` and that client's one job file, for every client.
     servers: client name -> "ADDR:PORT" of its fio server."""
     args: list[str] = []
-    for client in sorted({j.client for j in jobs}):
+    for client in sorted(clients):
         host, _, port = servers[client].rpartition(":")
-        args.append(f"--client=ip:{host},{port}")
-        args += [f"{jobs_dir}/{checked_name(j.name)}.fio" for j in jobs if j.client == client]
+        args += [f"--client=ip:{host},{port}", f"{jobs_dir}/{job_file_name(client)}"]
     return args

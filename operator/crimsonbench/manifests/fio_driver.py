@@ -23,13 +23,13 @@ them on the host against real fio).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.errors import InvalidSpec, ParseError
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
-from crimsonbench.manifests.fio import FIO_OUTPUT, checked_name, client_args, job_files
+from crimsonbench.manifests.fio import FIO_OUTPUT, checked_name, client_args, job_file_name
 from crimsonbench.manifests.naming import dns_name, labels
 from crimsonbench.manifests.pods import PodOptions, ScriptJob, script_job
 
@@ -196,26 +196,26 @@ def _sh(script: str, *args: str) -> list[str]:
 
 def start_command(
     key: str,
-    jobs: Sequence[Any],
+    job_files: Mapping[str, str],
     servers: Mapping[str, str],
     *,
     deadline_s: int,
-    user: str | None,
     extra_files: Mapping[str, str] | None = None,
     root: str = STEPS_ROOT,
 ) -> list[str]:
-    """The exec that starts a step (or the prefill, key "prefill") on the driver."""
-    files = {**job_files(jobs, user), **(extra_files or {})}
+    """The exec that starts a step (or the prefill, key "prefill") on the driver.
+    job_files: client name -> its job file (manifests.fio.client_job_files)."""
+    files = {**{job_file_name(c): t for c, t in job_files.items()}, **(extra_files or {})}
     flat: list[str] = []
     for name, text in files.items():
         flat += [checked_name(name), text]
     argv = _sh(START_SCRIPT, root, checked_name(key), RUN_SCRIPT, str(deadline_s),
-               str(len(files)), *flat, *client_args(jobs, servers, jobs_dir="."))  # fmt: skip
+               str(len(files)), *flat, *client_args(job_files, servers, jobs_dir="."))  # fmt: skip
     size = sum(len(a.encode()) + 1 for a in argv)
     if size > EXEC_ARGS_LIMIT:
         raise InvalidSpec(
             "spec.client.images",
-            f"the {len(jobs)} fio job files of {key} take {size} bytes, more than one exec "
+            f"the fio job files of {key} take {size} bytes, more than one exec "
             f"carries ({EXEC_ARGS_LIMIT}); use fewer images or processesPerImage",
         )
     return argv

@@ -6,10 +6,10 @@ import math
 from collections.abc import Collection
 
 from crimsonbench.plan.ceph_options import ceph_setup, family_from_known_options, option_family
-from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
+from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS, fio_plan, prefill_jobs
 from crimsonbench.plan.hosts import ClusterLayout, plan_hosts
 from crimsonbench.plan.resources import osd_resources
-from crimsonbench.plan.steps import expand_steps, prefill_jobs
+from crimsonbench.plan.steps import expand_steps
 from crimsonbench.plan.types import (
     CephSetup,
     CpuPlan,
@@ -54,6 +54,7 @@ def build_plan(
     images = tuple(i for client in clients for i in client.images)
     image_bytes = size_bytes(c.image_size)
     prefill_mib = len(images) * image_bytes / 2**20
+    user = fio_user(name, spec)
     return RunPlan(
         name=name,
         flavor=spec.osd.flavor.value,
@@ -63,7 +64,7 @@ def build_plan(
         pool=PoolPlan(
             c.pool,
             c.pg_num,
-            fio_user(name, spec),
+            user,
             tuple(sorted(images)),
             image_bytes,
             spec.keep_images,
@@ -73,7 +74,8 @@ def build_plan(
             math.ceil(prefill_mib / MIN_PREFILL_MIB_S) + grace_s,
             block_size_bytes(c.prefill_block_size),
         ),
-        steps=expand_steps(spec, clients),
+        steps=expand_steps(spec),
+        fio=fio_plan(spec, clients, user),
         timing=StepTiming(spec.sweep.runtime_seconds, spec.sweep.ramp_seconds, grace_s),
         sweep=spec.sweep,
         sample_interval_s=spec.sweep.sample_interval_seconds,

@@ -1,91 +1,130 @@
-"""fio job files for the rbd engine: one process per image (and per extra process)."""
+"""fio job files for the rbd engine: per step, ONE file per client, one section per job.
+
+Why one file: fio runs the sections of one file together, but puts a stonewall between
+job files given on its command line (init.c: every file after the first waits for the one
+before), while its server mode (Kubernetes) parses each received file without one. One
+file per client makes a step's jobs overlap in both executors, from the same text: the
+step's rate is then a rate the cluster served at one moment, not single-image rates
+added up.
+
+Why rendered when a step starts: the largest spec admitted has ~10^5 jobs over its steps;
+the plan keeps what a file is made of (FioPlan), the text of one step is made and dropped.
+"""
 
 from __future__ import annotations
 
-from crimsonbench.plan.ini import render_ini
-from crimsonbench.plan.steady_state import steady_state_options
-from crimsonbench.spec.models import RECORDED_PERCENTILES, ClientSpec, SweepSpec, WorkloadSpec
+from collections.abc import Mapping, Sequence
 
-# Options the planner owns. Custom workloads cannot override them (see FIO_OPTION_ALLOWLIST)
-# so every run measures the same thing: the rbd engine, unbuffered, for a fixed time.
+from crimsonbench.errors import InvalidSpec
+from crimsonbench.plan.ini import FIO, render_ini
+from crimsonbench.plan.steady_state import steady_state_options
+from crimsonbench.plan.types import ClientPlan, FioJob, FioPlan, RunPlan, Step
+from crimsonbench.spec.models import RECORDED_PERCENTILES, BenchmarkRunSpec
 
 # librbd settings of every fio client ([client] section of its ceph.conf, local and pods):
 # no client cache, no client-side I/O scheduler, as the reference method runs.
 RBD_CLIENT_OPTIONS = {"rbd_cache": "false", "rbd_io_scheduler": "none"}
 
 # Per-second IOPS log of every job (fio writes <job>_iops.<n>.log[.<host>]): its first
-# timestamp is the job's start (log_unix_epoch) -> start skew between clients; its
-# samples -> the spread of a step with one repeat.
+# timestamp is the job's start (log_unix_epoch) -> start skew between clients, and proof
+# that the jobs of a step overlapped; its samples -> the spread of a step with one repeat.
 IOPS_LOG_MSEC = 1000
+PREFILL_IODEPTH = 16
+
+# What the planner decides; a workload's options may not set any of it (the spec's
+# allow-list refuses them first; this refuses them again where the file is written).
+PLANNER_OPTIONS = frozenset({
+    "ioengine", "clientname", "pool", "rbdname", "direct", "invalidate", "cpus_allowed",
+    "cpus_allowed_policy", "rw", "bs", "iodepth", "numjobs", "time_based", "runtime",
+    "ramp_time", "percentile_list", "log_avg_msec", "log_unix_epoch", "write_iops_log",
+    "steadystate", "ss_dur", "ss_ramp", "stonewall", "new_group", "wait_for",
+})  # fmt: skip
 
 
-def rbd_global(client: ClientSpec, cpus: str) -> dict[str, str | int]:
-    return {
+def fio_plan(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str) -> FioPlan:
+    """user: the cephx user the clients hold a key for (PoolPlan.user)."""
+    c, sweep = spec.client, spec.sweep
+    rbd: dict[str, str | int] = {
         "ioengine": "rbd",
-        "clientname": client.user,
-        "pool": client.pool,
+        "clientname": user,
+        "pool": c.pool,
         # rbd engine I/O never goes through a page cache; direct keeps reports honest
         "direct": 1,
         "invalidate": 0,
-        "cpus_allowed": cpus,
-        # all fio threads of this process share the reserved set (not one CPU per job)
+        # all fio threads of a client share its reserved set (not one CPU per job)
         "cpus_allowed_policy": "shared",
     }
-
-
-def step_global(
-    *, client: ClientSpec, sweep: SweepSpec, workload: WorkloadSpec, iodepth: int, cpus: str
-) -> str:
-    """The [global] section every job of one step and client shares. Rendered once per
-    step and client, not per image: the largest run has ~60,000 job files."""
-    opts: dict[str, str | int] = rbd_global(client, cpus)
-    opts.update(
-        {
-            "rw": workload.rw_mode,
-            "bs": workload.block_size,
-            "iodepth": iodepth,
-            "numjobs": client.num_jobs,
-            "time_based": 1,
-            "runtime": sweep.runtime_seconds,
-            "ramp_time": sweep.ramp_seconds,
-            # p50/p99/p99.9 are what the reports and the latency-target mode read
-            "percentile_list": ":".join(f"{p:g}" for p in RECORDED_PERCENTILES),
-            "log_avg_msec": IOPS_LOG_MSEC,
-            "log_unix_epoch": 1,
-        }
-    )
+    step: dict[str, str | int] = {
+        **rbd,
+        "numjobs": c.num_jobs,
+        "time_based": 1,
+        "runtime": sweep.runtime_seconds,
+        "ramp_time": sweep.ramp_seconds,
+        # p50/p99/p99.9 are what the reports and the latency-target mode read
+        "percentile_list": ":".join(f"{p:g}" for p in RECORDED_PERCENTILES),
+        "log_avg_msec": IOPS_LOG_MSEC,
+        "log_unix_epoch": 1,
+    }
     if sweep.steady_state is not None:
-        opts.update(steady_state_options(sweep.steady_state, sweep.runtime_seconds))
-    opts.update(sorted(workload.options.items()))
-    return render_ini({"global": opts})
+        step.update(steady_state_options(sweep.steady_state, sweep.runtime_seconds))
+    workloads: dict[str, dict[str, str | int]] = {}
+    for i, w in enumerate(spec.workloads):
+        owned = sorted(PLANNER_OPTIONS & set(w.options))
+        if owned:
+            raise InvalidSpec(
+                f"spec.workloads[{i}].options",
+                f"{', '.join(owned)} is decided by the planner for every run; remove it",
+            )
+        workloads[w.key] = {"rw": w.rw_mode, "bs": w.block_size, **dict(sorted(w.options.items()))}
+    jobs = tuple(
+        FioJob(f"{image}-p{proc}", image, client.name)
+        for client in clients
+        for image in client.images
+        for proc in range(c.processes_per_image)
+    )
+    prefill = {**rbd, "rw": "write", "bs": c.prefill_block_size, "iodepth": PREFILL_IODEPTH,
+               "numjobs": 1}  # fmt: skip
+    return FioPlan(jobs, step, workloads, prefill)
 
 
-def image_job(global_section: str, *, image: str, job_name: str, log_name: str) -> str:
-    """One job file: the shared [global] plus this job's image and IOPS log name
-    (<log_name>_iops.N.log)."""
-    return render_ini(
-        {job_name: {"rbdname": image, "write_iops_log": log_name}}, prefix=global_section
+def prefill_jobs(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan]) -> tuple[FioJob, ...]:
+    """Every image written once by the client that will drive it (on its CPUs)."""
+    if not spec.client.prefill:
+        return ()
+    return tuple(
+        FioJob(f"prefill-{image}", image, client.name)
+        for client in clients
+        for image in client.images
     )
 
 
-def step_job_file(
-    *,
-    client: ClientSpec,
-    sweep: SweepSpec,
-    workload: WorkloadSpec,
-    image: str,
-    iodepth: int,
-    cpus: str,
-    job_name: str,
-    log_name: str,
-) -> str:
-    """Job file for one fio job of one sweep step; its IOPS log is <log_name>_iops.N.log."""
-    shared = step_global(client=client, sweep=sweep, workload=workload, iodepth=iodepth, cpus=cpus)
-    return image_job(shared, image=image, job_name=job_name, log_name=log_name)
+def step_job_file(plan: RunPlan, step: Step, client: ClientPlan | str) -> str:
+    """The job file of one client in one step: [global] with what every job shares, then a
+    section per job of this client (its image, its IOPS log), all started together."""
+    c = plan.client(client) if isinstance(client, str) else client
+    fio = plan.fio
+    shared: dict[str, str | int] = {
+        **fio.step_options,
+        **fio.workloads[step.workload],
+        "iodepth": step.iodepth,
+        "cpus_allowed": c.cpuset,
+    }
+    sections: dict[str, Mapping[str, str | int]] = {"global": shared}
+    for job in fio.jobs_of(c.name):
+        sections[f"{step.workload}-qd{step.iodepth}-{job.name}"] = {
+            "rbdname": job.image,
+            "write_iops_log": job.name,
+        }
+    return render_ini(sections, FIO)
 
 
-def prefill_job_file(*, client: ClientSpec, image: str, cpus: str) -> str:
-    """Sequential write of the whole image, so reads hit allocated objects."""
-    opts = rbd_global(client, cpus)
-    opts.update({"rw": "write", "bs": client.prefill_block_size, "iodepth": 16, "numjobs": 1})
-    return render_ini({"global": opts, f"prefill-{image}": {"rbdname": image}})
+def prefill_job_file(plan: RunPlan, client: ClientPlan | str) -> str:
+    """Sequential write of every image of one client, all at once, so reads hit
+    allocated objects."""
+    c = plan.client(client) if isinstance(client, str) else client
+    sections: dict[str, Mapping[str, str | int]] = {
+        "global": {**plan.fio.prefill_options, "cpus_allowed": c.cpuset}
+    }
+    for job in plan.prefill.jobs_of(c.name):
+        sections[job.name] = {"rbdname": job.image}
+    return render_ini(sections, FIO)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from crimsonbench.spec.cpuset import format_cpuset
@@ -88,12 +89,31 @@ class CpuPlan:
 
 @dataclass(frozen=True)
 class FioJob:
-    """One fio job file: the I/O on one image, run by one fio client."""
+    """One fio job: the I/O of one process on one image, run by one fio client. Its
+    section of the client's job file and its IOPS log (<name>_iops.N.log) carry its name."""
 
-    name: str  # unique within a step, used for file names and to match fio's output
+    name: str  # unique within a step: "<image>-p<process>"
     image: str
-    client: str  # the ClientPlan.name whose fio server runs it
-    job_file: str
+    client: str  # the ClientPlan.name whose fio runs it
+
+
+def jobs_of(jobs: tuple[FioJob, ...], client: str) -> tuple[FioJob, ...]:
+    return tuple(j for j in jobs if j.client == client)
+
+
+@dataclass(frozen=True)
+class FioPlan:
+    """What every step's job files are made of (plan/fio_jobs.py renders one client's file
+    of one step when the step starts). The jobs are the same in every step: one per image
+    and process, on the client that owns the image."""
+
+    jobs: tuple[FioJob, ...]
+    step_options: Mapping[str, str | int]  # [global] of every step, less the per-step ones
+    workloads: Mapping[str, Mapping[str, str | int]]  # workload key -> rw, bs, its options
+    prefill_options: Mapping[str, str | int]
+
+    def jobs_of(self, client: str) -> tuple[FioJob, ...]:
+        return jobs_of(self.jobs, client)
 
 
 @dataclass(frozen=True)
@@ -104,15 +124,11 @@ class Step:
     workload: str
     iodepth: int
     repeat: int  # 1-based
-    jobs: tuple[FioJob, ...]
 
     @property
     def id(self) -> str:
         """Stable, sortable and filesystem-safe; result directories are keyed by it."""
         return f"{self.index:03d}-{self.workload}-qd{self.iodepth:03d}-r{self.repeat}"
-
-    def jobs_of(self, client: str) -> tuple[FioJob, ...]:
-        return tuple(j for j in self.jobs if j.client == client)
 
 
 @dataclass(frozen=True)
@@ -189,6 +205,9 @@ class PrefillPlan:
     deadline_s: int  # every image written at the slowest acceptable rate, plus grace
     block_size_bytes: int
 
+    def jobs_of(self, client: str) -> tuple[FioJob, ...]:
+        return jobs_of(self.jobs, client)
+
 
 @dataclass(frozen=True)
 class OsdResources:
@@ -211,6 +230,7 @@ class RunPlan:
     pool: PoolPlan
     prefill: PrefillPlan
     steps: tuple[Step, ...]
+    fio: FioPlan
     timing: StepTiming
     sweep: SweepSpec  # early exit, latency target, repeats: applied while the run goes
     sample_interval_s: float

@@ -9,7 +9,7 @@ from typing import Any
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
-from crimsonbench.plan.types import Step
+from crimsonbench.plan.types import FioJob, Step
 from crimsonbench.results.fio_json import JobStats, combine_clients, steady_state_summary
 from crimsonbench.results.iops_log import (
     IOPS_PER_SECOND,
@@ -22,25 +22,29 @@ from crimsonbench.results.types import ResourceSummary, StepResult
 
 
 def check_job_counts(
-    step: Step, jobs_by_client: Mapping[str, Sequence[JobStats]], numjobs: int
+    what: str,
+    planned: Sequence[FioJob],
+    jobs_by_client: Mapping[str, Sequence[JobStats]],
+    numjobs: int,
 ) -> None:
-    """Every client must report every job of its job files (numjobs each): a fio that lost
-    a job cannot pass as a smaller result."""
+    """Every client must report every job of its job file (numjobs each): a fio that lost
+    a job cannot pass as a smaller result. what: "step <id>" or "prefill"."""
     short = []
-    for client in sorted({j.client for j in step.jobs} | set(jobs_by_client)):
-        expected = len(step.jobs_of(client)) * numjobs
+    for client in sorted({j.client for j in planned} | set(jobs_by_client)):
+        expected = sum(j.client == client for j in planned) * numjobs
         got = len(jobs_by_client.get(client, ()))
         if got != expected:
             short.append(f"{client}: {got} of expected={expected}")
     if short:
         raise ExecutionError(
-            f"step {step.id}: fio reported the wrong number of jobs ({', '.join(short)}; "
-            "job files x numjobs)"
+            f"{what}: fio reported the wrong number of jobs ({', '.join(short)}; "
+            "job sections x numjobs)"
         )
 
 
 def step_result(
     step: Step,
+    planned: Sequence[FioJob],
     jobs_by_client: Mapping[str, Sequence[JobStats]],
     iops_logs: Mapping[str, str],
     resources: ResourceSummary,
@@ -64,12 +68,12 @@ def step_result(
             **({"steady_state": steady} if steady else {}),
         },
         clients=per_client,
-        start_skew_ms=_start_skew(step, iops_logs),
+        start_skew_ms=_start_skew(planned, iops_logs),
     )
 
 
-def _start_skew(step: Step, iops_logs: Mapping[str, str]) -> float | None:
-    client_of = {j.name: j.client for j in step.jobs}
+def _start_skew(planned: Sequence[FioJob], iops_logs: Mapping[str, str]) -> float | None:
+    client_of = {j.name: j.client for j in planned}
     starts: dict[str, list[int | None]] = {}
     for name, text in iops_logs.items():
         client = client_of.get(iops_log_job(name) or "")
