@@ -18,6 +18,7 @@ from typing import Any
 import psutil
 import pytest
 import yaml
+from fio_overlap import assert_ran_together, fio_documents, overlap
 
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.local.runner import LocalRun
@@ -152,6 +153,31 @@ def test_sweep_end_to_end(tmp_path: Path, store: str) -> None:
     run_json = json.loads((tmp_path / "res" / "run.json").read_text())
     assert run_json["extra"]["spec"] == spec.model_dump(mode="json", by_alias=True)
     assert ceph_daemons_under(tmp_path) == []
+
+
+def test_every_job_of_a_step_runs_at_once(tmp_path: Path) -> None:
+    """2 images x 2 processes: the four jobs of a step run together, as fio's own IOPS
+    logs and JSON say (read without the product's parser), and the step's rate is fio's
+    I/Os over the seconds they all ran. Before one job file per client, fio ran the files
+    given on its command line one after another (starts 18.8 s apart for 5 s jobs) and the
+    step reported the sum of four single-image rates."""
+    doc = quick_spec("memstore", iodepths=[4], runtimeSeconds=5)
+    doc["client"].update(images=2, processesPerImage=2, imageSize="128Mi")
+    doc["workloads"] = [{"preset": "randread4k"}, {"preset": "seqwrite64k"}]
+    outcome = LocalRun("overlap", validate_spec(doc), tmp_path / "res", QuietEvents()).execute()
+    assert outcome.phase == Phase.COMPLETED, outcome.message
+    assert len(outcome.results) == 2
+    for result in outcome.results:
+        step_dir = ResultStore(tmp_path / "res").step_dir(result.step_id)
+        docs = fio_documents(p.read_text() for p in step_dir.glob("fio-*.json"))
+        logs = {p.name: p.read_text() for p in step_dir.glob("*_iops.*.log*")}
+        o = overlap(docs, logs)
+        assert len(o.runtimes_ms) == 4, o
+        assert_ran_together(o, runtime_s=5, step_rate=result.fio.iops)
+        (job_file,) = step_dir.glob("*.fio")  # one file for the one client, a section a job
+        assert job_file.read_text().count("rbdname=") == 4
+        # fio's per-second series exists for a single-repeat step (the gate's samples)
+        assert len(result.extra["iops_per_second"]) >= 4, result.extra
 
 
 def test_interrupt_keeps_finished_steps_and_resume_runs_only_the_rest(tmp_path: Path) -> None:

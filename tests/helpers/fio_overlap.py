@@ -1,0 +1,120 @@
+"""Did the jobs of a step run at the same time? Read from fio's own files only: its JSON
+(json.loads, not the product's parser) and its per-job IOPS logs (write_iops_log,
+log_avg_msec=1000, log_unix_epoch=1: each line is "epoch ms at the end of a 1 s window,
+IOPS, direction, ...", the first window starting when the job's I/O starts, after the
+ramp).
+
+A step whose jobs ran one after another (fio stonewalls job files given on one command
+line) has job starts a whole runtime apart and no common interval; summing such jobs'
+rates reports a rate no moment of the run saw.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+WINDOW_MS = 1000
+_LOG = re.compile(r"^(?P<job>.+)_iops\.\d+\.log(\..+)?$")
+
+
+@dataclass(frozen=True)
+class JobSpan:
+    job: str  # the write_iops_log name
+    first_ms: int  # first sample (end of the first window)
+    last_ms: int  # last sample
+    start_ms: int  # first sample - one window: when its I/O started
+
+    @property
+    def end_ms(self) -> int:
+        return self.last_ms
+
+
+def fio_documents(texts: Iterable[str]) -> list[dict[str, Any]]:
+    """fio's JSON documents, from the first brace (fio may print notes before it)."""
+    return [json.loads(t[t.index("{") :]) for t in texts]
+
+
+def fio_jobs(docs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Every job of every document: `jobs` (plain fio) or `client_stats` less fio's own
+    "All clients" sum (client/server mode)."""
+    out: list[Mapping[str, Any]] = []
+    for d in docs:
+        out += [
+            j for j in d.get("client_stats", d.get("jobs", [])) if j["jobname"] != "All clients"
+        ]
+    return out
+
+
+def job_spans(logs: Mapping[str, str]) -> dict[str, JobSpan]:
+    """file name (<job>_iops.N.log[.<host>]) -> text  =>  job -> its span, per fio's log."""
+    spans: dict[str, JobSpan] = {}
+    for name, text in logs.items():
+        m = _LOG.match(name)
+        assert m, f"not an IOPS log: {name}"
+        times = [int(line.split(",")[0]) for line in text.splitlines() if line.strip()]
+        assert times, f"{name} is empty: the job never completed a 1 s window"
+        spans[m["job"]] = JobSpan(m["job"], times[0], times[-1], times[0] - WINDOW_MS)
+    return spans
+
+
+@dataclass(frozen=True)
+class Overlap:
+    start_spread_ms: int  # latest job start - earliest
+    end_spread_ms: int  # latest last sample - earliest
+    common_s: float  # seconds every job ran: earliest end - latest start
+    total_ios: int  # every job's, every direction, from fio's JSON
+    runtimes_ms: tuple[int, ...]  # each job's own runtime (fio's JSON)
+
+    @property
+    def rate(self) -> float:
+        """I/Os per second over the interval every job ran."""
+        return self.total_ios / self.common_s if self.common_s > 0 else float("inf")
+
+
+def _runtime_ms(job: Mapping[str, Any]) -> int:
+    return max(int(job[d]["runtime"]) for d in ("read", "write", "trim") if d in job)
+
+
+def overlap(docs: list[dict[str, Any]], logs: Mapping[str, str]) -> Overlap:
+    """numjobs 1: a job's section is named "...-<its log name>" (plan/fio_jobs.py)."""
+    jobs = fio_jobs(docs)
+    spans = job_spans(logs)
+    assert len(spans) == len(jobs), f"{len(jobs)} jobs in fio's JSON, {len(spans)} IOPS logs"
+    runtime_of = {}
+    for name in spans:
+        (job,) = [j for j in jobs if j["jobname"].endswith(f"-{name}")]
+        runtime_of[name] = _runtime_ms(job)
+    starts = [s.start_ms for s in spans.values()]
+    ends = [s.end_ms for s in spans.values()]
+    # a job's end: its start + the runtime fio reports (its last partial window is not
+    # always logged, so the last sample may be up to one window early)
+    common = min(s.start_ms + runtime_of[n] for n, s in spans.items()) - max(starts)
+    runtimes = tuple(runtime_of.values())
+    return Overlap(
+        start_spread_ms=max(starts) - min(starts),
+        end_spread_ms=max(ends) - min(ends),
+        common_s=common / 1000,
+        total_ios=sum(j[d]["total_ios"] for j in jobs for d in ("read", "write", "trim") if d in j),
+        runtimes_ms=runtimes,
+    )
+
+
+def assert_ran_together(
+    o: Overlap, *, runtime_s: int, step_rate: float, rate_rel: float = 0.01
+) -> None:
+    """Every job started within a window of the others and logged its last second within
+    a window (+ 10 %) of theirs; each ran the step's runtime (within 2 %); the product's
+    rate for the step is fio's I/Os over the seconds they all ran (within rate_rel)."""
+    assert o.start_spread_ms <= WINDOW_MS, f"job starts {o.start_spread_ms} ms apart: {o}"
+    assert o.end_spread_ms <= WINDOW_MS * 1.1, f"job ends {o.end_spread_ms} ms apart: {o}"
+    for r in o.runtimes_ms:
+        assert abs(r - runtime_s * 1000) <= runtime_s * 20, f"a job ran {r} ms: {o}"
+    assert o.common_s > 0, f"no second in which every job ran: {o}"
+    assert abs(step_rate / o.rate - 1) <= rate_rel, (
+        f"step rate {step_rate:.1f} vs fio's {o.total_ios} I/Os over the {o.common_s:.3f} s "
+        f"every job ran = {o.rate:.1f}: {o}"
+    )
