@@ -43,7 +43,11 @@ from harness.stack import KEYRING_SECRET, POOL, RUN_NS, Stack, e2e_stack  # noqa
 
 from crimsonbench.local.topology_probe import local_topology  # noqa: E402
 from crimsonbench.manifests.ceph_access import ceph_access_for  # noqa: E402
-from crimsonbench.manifests.fio import fio_server_job, server_job_name  # noqa: E402
+from crimsonbench.manifests.fio import (  # noqa: E402
+    client_job_files,
+    fio_server_job,
+    server_job_name,
+)
 from crimsonbench.manifests.pods import PodOptions  # noqa: E402
 from crimsonbench.manifests.results import read_results_configmaps  # noqa: E402
 from crimsonbench.plan.build import build_plan  # noqa: E402
@@ -114,12 +118,12 @@ def client_sweep(plan: RunPlan, port: int, tmp: str, prefill: bool) -> Figures:
     `fio --client`, one per step, as the driver does; first the plan's prefill if asked
     (as an operator run does before its first step)."""
     out: Figures = {}
-    steps = [("prefill", plan.prefill.jobs)] if prefill else []
-    for step_id, jobs in steps + [(step.id, step.jobs) for step in plan.steps]:
+    steps = [("prefill", client_job_files(plan, None))] if prefill else []
+    for step_id, job_files in steps + [(st.id, client_job_files(plan, st)) for st in plan.steps]:
         files = []
-        for job in jobs:
-            path = Path(tmp) / f"{job.name}.fio"
-            path.write_text(job.job_file)
+        for client, text in job_files.items():
+            path = Path(tmp) / f"{client}.fio"
+            path.write_text(text)
             files.append(str(path))
         text = subprocess.run(
             ["fio", "--output-format=json+", f"--client=ip:127.0.0.1,{port}", *files],
