@@ -31,6 +31,7 @@ from typing import Any
 import kubernetes.client
 import kubernetes.config
 import pytest
+from fio_overlap import assert_ran_together, overlap
 from fio_processes import FioProcesses, expected_runs
 from harness.kind_bench import CLIENT_CPUS, OPERATOR_NS, OSD_CPUS, RUN_NS, BenchStack, run_manifest
 from harness.kind_rook import NAMESPACE as ROOK_NS
@@ -53,6 +54,7 @@ RUN, POOL = "kind-sweep", "bench-kind"
 LABEL_RUN, LABEL_ROLE = f"{GROUP}/run", f"{GROUP}/role"
 KEYS = {"osd_op_history_size": "40", "osd_op_log_threshold": "7"}  # runtime OSD options
 METRICS_PORT = 9464  # values.yaml metrics.port
+RUNTIME_S = 3  # each step: 1 s ramp + this
 
 
 class Api:
@@ -173,6 +175,16 @@ def fio_document(log: str) -> dict[str, Any]:
     return doc
 
 
+def step_logs(log: str) -> dict[str, str]:
+    """fio's per-job IOPS logs in a step's output (`==> <job>_iops.N.log.<host> <==`)."""
+    out = {}
+    for part in log.split("\n==> ")[1:]:
+        name, _, body = part.partition(" <==\n")
+        if "_iops." in name:
+            out[name] = body
+    return out
+
+
 def snapshot(s: BenchStack, a: Api) -> dict[str, Any]:
     cluster = s.rook.cluster()
     return {
@@ -217,7 +229,7 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     seen_osd_nodes: list[dict[int, str]] = []
     t0 = time.monotonic()
     with Watcher(a) as watcher:
-        body = run_manifest(RUN, workers, POOL, ceph_config=KEYS)
+        body = run_manifest(RUN, workers, POOL, runtime=RUNTIME_S, ceph_config=KEYS)
         a.custom.create_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, body)
 
         def steps_done(n: int) -> bool:
@@ -305,6 +317,13 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
         assert all(c.iops > 0 for c in r.clients.values()), step
         assert r.start_skew_ms is not None, step
         skews.append(r.start_skew_ms)
+        # every job of both servers ran at once (fio's own logs and JSON): each server's
+        # one job file holds its two images' jobs; the clients' start skew (recorded above)
+        # is the one gap two nodes add, so the rate check allows exactly that share
+        o = overlap([doc], step_logs(output))
+        assert len(o.runtimes_ms) == 4, (step, o)
+        assert_ran_together(o, runtime_s=RUNTIME_S, step_rate=r.fio.iops,
+                            rate_rel=0.01 + o.start_spread_ms / (RUNTIME_S * 1000))  # fmt: skip
     assert len(skews) == len(steps), f"a step's output was not copied: {sorted(watcher.outputs)}"
     s.timings["start_skew_ms_max"] = max(skews)
     print(f"\nstart skew between the two clients per step (ms): {skews}")
