@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import platform
 import statistics
@@ -31,10 +32,21 @@ sys.path.insert(0, str(ROOT / "e2e"))
 sys.path.insert(0, str(ROOT / "tests" / "k8s"))
 
 from harness import ControlPlane, ensure_binaries, rook_crds_yaml  # noqa: E402
-from test_operator import CEPHCLUSTER, NODE, OP_NS, ROOK_NS, RUN_NS, G, V, run_body  # noqa: E402
+from test_operator import (  # noqa: E402
+    CEPHCLUSTER,
+    NODE,
+    OP_NS,
+    ROOK_NS,
+    RUN_NS,
+    TARGETS,
+    G,
+    V,
+    run_body,
+)
 
 from crimsonbench.controller.topology import cache_configmap  # noqa: E402
 from crimsonbench.manifests.rbac import operator_rbac  # noqa: E402
+from crimsonbench.plan.target import RookGrant, TargetPolicy  # noqa: E402
 
 
 def setup(cp: ControlPlane) -> None:
@@ -42,7 +54,9 @@ def setup(cp: ControlPlane) -> None:
     cp.apply_yaml(rook_crds_yaml())
     for ns in (OP_NS, RUN_NS, ROOK_NS):
         cp.apply_yaml([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}])
-    cp.apply_yaml(operator_rbac(OP_NS))
+    # the runs of RUN_NS may target ROOK_NS's cluster (TARGETS, as test_operator's chart)
+    cp.apply_yaml(operator_rbac(OP_NS, policy=TargetPolicy((RookGrant(ROOK_NS, "rook-ceph",
+                                                                      (RUN_NS,)),))))  # fmt: skip
     lscpu = (ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text()
     cm = cache_configmap(NODE, lscpu)
     cm["metadata"]["namespace"] = OP_NS
@@ -108,6 +122,7 @@ def main() -> None:
             **os.environ,
             "KUBECONFIG": str(cp.kubeconfig(Path(tmp) / "kc", token)),
             "CRIMSONBENCH_OPERATOR_NAMESPACE": OP_NS,
+            "CRIMSONBENCH_ROOK_TARGETS": json.dumps(TARGETS["rook"]),
         }
         op = subprocess.Popen(
             [

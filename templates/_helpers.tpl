@@ -84,3 +84,65 @@ release: {{ . | quote }}
 - {{ . | quote }}
 {{- end }}
 {{- end -}}
+
+{{/*
+The trust boundary (values `targets`), as JSON lists of namespaces, in the order
+crimsonbench.plan.target.TargetPolicy lists them:
+rookNamespaces: where the listed CephClusters are; jobNamespaces: those and
+targets.externalNamespaces (a run's Jobs run there); runNamespaces: each cluster's own
+namespace and its allowedNamespaces, and targets.externalNamespaces (runs may live there).
+*/}}
+{{- define "crimsonbench.rookNamespaces" -}}
+{{- $out := list -}}
+{{- range .Values.targets.rook -}}
+{{- $out = append $out (first (splitList "/" .cephCluster)) -}}
+{{- end -}}
+{{- toJson (uniq $out) -}}
+{{- end -}}
+
+{{- define "crimsonbench.jobNamespaces" -}}
+{{- $out := include "crimsonbench.rookNamespaces" . | fromJsonArray -}}
+{{- $out = concat $out .Values.targets.externalNamespaces -}}
+{{- toJson (uniq $out) -}}
+{{- end -}}
+
+{{- define "crimsonbench.runNamespaces" -}}
+{{- $out := list -}}
+{{- range .Values.targets.rook -}}
+{{- $out = append $out (first (splitList "/" .cephCluster)) -}}
+{{- $out = concat $out (.allowedNamespaces | default list) -}}
+{{- end -}}
+{{- $out = concat $out .Values.targets.externalNamespaces -}}
+{{- toJson (uniq $out) -}}
+{{- end -}}
+
+{{/* A Role and its RoleBinding: dict root, name, namespace, rules (text), what (comment). */}}
+{{- define "crimsonbench.role" }}
+---
+# {{ .what }}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ .name }}
+  namespace: {{ .namespace }}
+  labels:
+    {{- include "crimsonbench.labels" .root | nindent 4 }}
+rules:
+  {{- .rules | indent 2 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ .name }}
+  namespace: {{ .namespace }}
+  labels:
+    {{- include "crimsonbench.labels" .root | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ .name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "crimsonbench.serviceAccountName" .root }}
+    namespace: {{ .root.Release.Namespace }}
+{{- end }}

@@ -61,19 +61,24 @@ def render_chart(values: dict[str, Any], namespace: str) -> list[dict[str, Any]]
     return [d for d in yaml.safe_load_all(out) if d]
 
 
+ROOK_TARGETS = [{"cephCluster": "rook-ceph/rook-ceph", "allowedNamespaces": [RUN_NS]}]
+
+
 def operator_values(
     cp: ControlPlane,
     metrics_port: int,
     health_port: int,
-    fio_namespaces: Sequence[str] = ("rook-ceph",),
+    external_namespaces: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Chart values for this node: our images (never pulled), the host network for the
     operator (the API server listens on loopback) and its Jobs (Ceph listens on the
     host's addresses; no pod network), the not-ready taint of a node without CNI
-    tolerated, and where the fio pods run (Rook's namespace, or the runs' for external
-    clusters: the chart makes a Role there, so the namespace must exist)."""
+    tolerated, and what the runs of RUN_NS may target: Rook's cluster rook-ceph/rook-ceph,
+    or with external_namespaces external clusters only (the chart makes Roles in those
+    namespaces, so they must exist)."""
+    rook = [] if external_namespaces else ROOK_TARGETS
     return {
-        "rbac": {"fioNamespaces": list(fio_namespaces)},
+        "targets": {"rook": rook, "externalNamespaces": list(external_namespaces)},
         "image": {"repository": OPERATOR_IMAGE.rsplit(":", 1)[0], "tag": "dev",
                   "pullPolicy": "Never"},
         "fio": {"image": {"repository": FIO_IMAGE.rsplit(":", 1)[0], "tag": "dev",

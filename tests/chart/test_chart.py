@@ -20,9 +20,11 @@ from chartlib import FULL_VALUES, ROOT, Render, run_helm
 
 from crimsonbench.controller.settings import Settings
 from crimsonbench.manifests.rbac import operator_rbac
+from crimsonbench.plan.target import RookGrant, TargetPolicy
 
 OUR_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-             "Service", "Deployment"}  # fmt: skip
+             "Service", "Deployment", "ValidatingAdmissionPolicy",
+             "ValidatingAdmissionPolicyBinding"}  # fmt: skip
 
 
 def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
@@ -115,7 +117,11 @@ def test_env_is_what_the_operator_reads(
         assert settings.fio_image == "crimsonbench-fio:0.1.0"
         assert settings.host_network is False and settings.job_tolerations == []
         assert settings.namespace is None
+        assert settings.target_policy() == TargetPolicy()  # the same safe default
         return
+    assert settings.target_policy() == TargetPolicy(
+        (RookGrant("rook-ceph", "rook-ceph", ("bench",)), RookGrant("storage", "prod")), ("ext",)
+    )
     assert settings.fio_image == "localhost/crimsonbench-fio:dev"
     assert settings.image_pull_policy == "Never"
     assert settings.host_network is True
@@ -127,28 +133,92 @@ def test_env_is_what_the_operator_reads(
     assert env["TZ"] == "UTC"  # extraEnv
 
 
-def test_rbac_is_pythons_rules(render: Render) -> None:
-    docs = render(namespace="ops")
+def _policy(values: dict[str, Any]) -> TargetPolicy:
+    return TargetPolicy(
+        rook=tuple(RookGrant.parse(t["cephCluster"], t.get("allowedNamespaces") or ())
+                   for t in values["rook"]),
+        external_namespaces=tuple(values["externalNamespaces"]),
+    )  # fmt: skip
+
+
+def _rbac(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    return [d for d in docs if d["kind"] in kinds]
+
+
+def _strip(obj: dict[str, Any]) -> dict[str, Any]:
+    """Without labels: the chart's carry helm's, Python's its own."""
+    return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "labels"}}
+
+
+@pytest.mark.parametrize("values", [[], [FULL_VALUES]], ids=["default", "full"])
+def test_rbac_is_pythons_for_the_same_targets(render: Render, values: list[Path]) -> None:
+    """Every RBAC object the chart renders is operator_rbac()'s for the same `targets`:
+    the same Roles in the same namespaces, the same rules (tests/chart/test_chart_apply.py
+    asks the real authorizer what they grant)."""
+    docs = render(values, namespace="ops")
+    merged = yaml.safe_load((ROOT / "values.yaml").read_text())["targets"]
+    for v in values:
+        merged.update(yaml.safe_load(v.read_text()).get("targets") or {})
+    python = operator_rbac("ops", "crimsonbench-operator", _policy(merged))
+
+    def key(d: dict[str, Any]) -> tuple[str, str, str]:
+        return (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
+
+    chart = sorted((_strip(d) for d in _rbac(docs)), key=key)
+    assert chart == sorted((_strip(d) for d in python), key=key)
+
+
+def test_rbac_of_the_full_values_reaches_only_the_listed_namespaces(render: Render) -> None:
+    docs = render([FULL_VALUES], namespace="ops")
+    roles = sorted((d["metadata"]["name"], d["metadata"]["namespace"])
+                   for d in by_kind(docs, "Role"))  # fmt: skip
+    assert roles == [
+        ("crimsonbench-operator", "ops"),
+        ("crimsonbench-operator-jobs", "ext"), ("crimsonbench-operator-jobs", "rook-ceph"),
+        ("crimsonbench-operator-jobs", "storage"),
+        ("crimsonbench-operator-rook", "rook-ceph"), ("crimsonbench-operator-rook", "storage"),
+        ("crimsonbench-operator-runs", "bench"), ("crimsonbench-operator-runs", "ext"),
+        ("crimsonbench-operator-runs", "rook-ceph"), ("crimsonbench-operator-runs", "storage"),
+    ]  # fmt: skip
     (cluster_role,) = by_kind(docs, "ClusterRole")
-    role, fio_role = by_kind(docs, "Role")
-    python_rules = operator_rbac()[1]["rules"]
-    # pods/exec only in the fio namespaces (values: rbac.fioNamespaces, default Rook's)
-    assert fio_role["metadata"]["namespace"] == "rook-ceph"
-    assert fio_role["rules"] == operator_rbac()[3]["rules"]
-    assert rule_set(cluster_role["rules"]) + rule_set(role["rules"]) == rule_set(python_rules)
-    # only the leases are namespace-scoped: they live in the operator's own namespace
-    assert rule_set(role["rules"]) == Counter(
-        {("coordination.k8s.io", "leases", frozenset({"get", "create", "update", "delete"})): 1}
-    )
-    assert role["metadata"]["namespace"] == "ops"
-    (sa,) = by_kind(docs, "ServiceAccount")
-    subject = {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": "ops"}
-    for binding, ref in ((by_kind(docs, "ClusterRoleBinding")[0], cluster_role),
-                         (by_kind(docs, "RoleBinding")[0], role),
-                         (by_kind(docs, "RoleBinding")[1], fio_role)):  # fmt: skip
-        assert binding["subjects"] == [subject]
-        assert binding["roleRef"]["kind"] == ref["kind"]
-        assert binding["roleRef"]["name"] == ref["metadata"]["name"]
+    kept_local = {"secrets", "configmaps", "jobs", "pods", "pods/exec", "cephclusters"}
+    assert not [r for r in cluster_role["rules"] if kept_local & set(r["resources"])]
+
+
+def test_admission_policy_carries_the_targets(render: Render) -> None:
+    """CEL cannot read chart values: they are written into the policy's expressions (the
+    real API server applies it in test_chart_apply.py)."""
+    (policy,) = by_kind(render([FULL_VALUES]), "ValidatingAdmissionPolicy")
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert json.loads(variables["allowed"]) == {
+        "rook-ceph/rook-ceph": ["rook-ceph", "bench"], "storage/prod": ["storage"]}  # fmt: skip
+    assert json.loads(variables["external"]) == ["ext"]
+    (binding,) = by_kind(render([FULL_VALUES]), "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"],
+                               "validationActions": ["Deny"]}  # fmt: skip
+    (default,) = by_kind(render(), "ValidatingAdmissionPolicy")
+    assert json.loads({v["name"]: v["expression"] for v in default["spec"]["variables"]}[
+        "allowed"]) == {"rook-ceph/rook-ceph": ["rook-ceph"]}  # fmt: skip
+    off = render(sets=["targets.admissionPolicy=false"])
+    assert not by_kind(off, "ValidatingAdmissionPolicy")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "targets.rook[0].cephCluster=rook-ceph",  # no namespace
+        "targets.rook[0].cephCluster=Rook/x",
+        "targets.rook[0].allowedNamespaces={*}",  # no wildcard
+        "targets.externalNamespaces={a_b}",
+    ],
+)
+def test_values_schema_rejects_bad_targets(helm: Path, value: str) -> None:
+    proc = subprocess.run(
+        [str(helm), "template", "x", ".", "--set", value],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0 and "targets" in proc.stderr, proc.stderr
 
 
 def test_rbac_rules_template_is_generated() -> None:

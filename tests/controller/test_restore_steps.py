@@ -13,16 +13,23 @@ from crimsonbench.controller.decide import OsdPod
 from crimsonbench.controller.restore_steps import (
     CONFIG_CLEANED,
     CONFIG_RESTORED,
+    ORIGINAL_DIGEST,
     OSDS_RESTARTED,
+    PATCHED_BY,
     RESTORE_STARTED,
     CleanConfig,
     Condition,
     Mark,
     PatchSpec,
+    Refuse,
+    Release,
     RestartOsds,
     RestoreView,
     Wait,
+    digest,
+    foreign_patch,
     next_actions,
+    trusted_original,
 )
 from crimsonbench.manifests.cephcluster import apply_merge_patch
 
@@ -100,7 +107,7 @@ def test_after_config_rm_a_classic_restore_is_over_with_its_outcome() -> None:
     marks = {RESTORE_STARTED: f"{NOW - 60}", CONFIG_CLEANED: "failed: ceph config rm osd.0 x"}
     # the spec and the rollback are not looked at again once `config rm` ran
     actions = next_actions(view(marks=marks, cluster_spec=PATCHED))
-    assert actions == [Mark(CONFIG_RESTORED, "failed: ceph config rm osd.0 x")]
+    assert actions == [Mark(CONFIG_RESTORED, "failed: ceph config rm osd.0 x"), Release()]
 
 
 def test_crimson_osds_restart_after_config_rm_then_the_restore_is_over() -> None:
@@ -121,7 +128,7 @@ def test_crimson_osds_restart_after_config_rm_then_the_restore_is_over() -> None
     # Rook's next pod, Ready: over
     fresh = (osd(0, "c"), osd(1, "b"))
     done = next_actions(view(marks=marks, crimson=True, pods=fresh, now=NOW + 30))
-    assert done[-2:] == [
+    assert done[-3:] == [
         Condition(
             "OsdsRestarted",
             True,
@@ -129,18 +136,20 @@ def test_crimson_osds_restart_after_config_rm_then_the_restore_is_over() -> None
             "osd.0 restarted without the run's reactor layout after 30 s",
         ),  # fmt: skip
         Mark(CONFIG_RESTORED, "done"),
+        Release(),
     ]
     # a next pod that never turns Ready: given up after the timeout, said so, and over
     never = (osd(0, "c", ready=False), osd(1, "b"))
     late = next_actions(view(marks=marks, crimson=True, pods=never, now=NOW + 601))
-    assert late[-2].reason == "RestartTimeout"  # type: ignore[union-attr]
-    assert late[-1] == Mark(CONFIG_RESTORED, "done")
+    assert late[-3].reason == "RestartTimeout"  # type: ignore[union-attr]
+    assert late[-2:] == [Mark(CONFIG_RESTORED, "done"), Release()]
 
 
 def test_nothing_is_done_twice_or_without_a_record() -> None:
     assert next_actions(view(original=None)) == []  # never patched
-    assert next_actions(view(cluster_spec=None)) == []  # the CephCluster was deleted
-    assert next_actions(view(marks={CONFIG_RESTORED: "done"}, cluster_spec=PATCHED)) == []
+    # the CephCluster was deleted, or the restore is over: only the saved copy goes
+    assert next_actions(view(cluster_spec=None)) == [Release()]
+    assert next_actions(view(marks={CONFIG_RESTORED: "done"}, cluster_spec=PATCHED)) == [Release()]
     # a spec someone put back already is not patched again; the start is not re-recorded
     marks = {RESTORE_STARTED: f"{NOW - 1}"}
     assert not any(isinstance(a, (PatchSpec, Mark)) for a in next_actions(view(marks=marks)))
@@ -153,9 +162,9 @@ def test_a_restarted_operator_resumes_from_the_marks_alone() -> None:
     applied: list[Any] = []
     for _ in range(10):
         actions = next_actions(seen)
-        if not actions:
-            break
         applied += actions
+        if Release() in actions:
+            break
         marks = dict(seen.marks)
         for a in actions:
             if isinstance(a, Mark):
@@ -170,5 +179,61 @@ def test_a_restarted_operator_resumes_from_the_marks_alone() -> None:
                 seen = replace(seen, pods=tuple(pods))
         seen = replace(seen, marks=marks, now=seen.now + 10)
     kinds = [type(a).__name__ for a in applied if not isinstance(a, Condition)]
-    assert kinds == ["PatchSpec", "Mark", "CleanConfig", "RestartOsds", "Mark", "Wait", "Mark"]
-    assert seen.marks[CONFIG_RESTORED] == "done"
+    assert kinds == ["PatchSpec", "Mark", "CleanConfig", "RestartOsds", "Mark", "Wait", "Mark",
+                     "Release"]  # fmt: skip
+    assert Mark(CONFIG_RESTORED, "done") in applied  # recorded before the copy goes
+
+
+# ---------------------------------------------------------------- whose word is taken
+
+HOLDER = "bench/run1/uid-1"
+WHERE = "CephCluster rook-ceph/rook-ceph"
+SAVED = json.dumps(ORIGINAL)
+OURS = {PATCHED_BY: HOLDER, ORIGINAL_DIGEST: digest(SAVED)}
+
+
+def test_the_saved_original_is_taken_only_when_it_matches_the_digest_on_the_cluster() -> None:
+    assert trusted_original(SAVED, OURS, HOLDER, WHERE) == ORIGINAL
+    # the run's patch is not on the cluster: nothing of it to restore, whatever is saved
+    assert trusted_original(SAVED, {}, HOLDER, WHERE) is None
+    assert trusted_original(None, {}, HOLDER, WHERE) is None
+    assert trusted_original(SAVED, {**OURS, PATCHED_BY: "bench/run0/uid-0"}, HOLDER, WHERE) is None
+    # a copy changed after it was saved (one byte), replaced by valid JSON, or gone
+    evil = json.dumps({**ORIGINAL, "cephVersion": {"image": "evil.example/ceph:latest"},
+                       "dataDirHostPath": "/etc", "cleanupPolicy": {"confirmation":
+                       "yes-really-destroy-data"}})  # fmt: skip
+    for tampered in (SAVED.replace("v18", "v19"), evil, SAVED + " "):
+        refused = trusted_original(tampered, OURS, HOLDER, WHERE)
+        assert isinstance(refused, Refuse) and refused.reason == "OriginalMismatch"
+        assert "does not match the sha256 recorded on the CephCluster" in refused.message
+        assert f"remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST}" in refused.message
+        assert "nothing was applied" in refused.message
+    gone = trusted_original(None, OURS, HOLDER, WHERE)
+    assert isinstance(gone, Refuse) and gone.reason == "OriginalMissing"
+    # the digest itself removed or changed on the cluster: the copy no longer matches it
+    for marks in ({PATCHED_BY: HOLDER}, {**OURS, ORIGINAL_DIGEST: digest(evil)}):
+        assert isinstance(trusted_original(SAVED, marks, HOLDER, WHERE), Refuse)
+    # matching, but not a JSON object: refused too
+    assert isinstance(trusted_original("[]", {**OURS, ORIGINAL_DIGEST: digest("[]")}, HOLDER,
+                                       WHERE), Refuse)  # fmt: skip
+
+
+def test_the_restore_writes_only_the_keys_a_run_changes() -> None:
+    """Even a saved copy that matches cannot reach the image, dataDirHostPath or the
+    cleanup policy: the restore patches cephConfig and resources, nothing else."""
+    other = {**ORIGINAL, "cephVersion": {"image": "evil.example/ceph:latest"},
+             "dataDirHostPath": "/etc", "cleanupPolicy": {"confirmation":
+             "yes-really-destroy-data"}}  # fmt: skip
+    rolling = (osd(0, "a", cpu="2", mem="4Gi"), osd(1, "b", cpu="2", mem="4Gi"))
+    (patch, *_) = next_actions(view(original=other, cluster_spec=PATCHED, pods=rolling))
+    assert isinstance(patch, PatchSpec) and set(patch.patch) == {"cephConfig", "resources"}
+    restored = apply_merge_patch(PATCHED, patch.patch)
+    assert restored == ORIGINAL  # the run's keys back; nothing else written
+
+
+def test_a_cluster_another_run_left_patched_is_not_an_original() -> None:
+    assert foreign_patch({}, HOLDER, WHERE) is None
+    assert foreign_patch(OURS, HOLDER, WHERE) is None  # our own (a resumed tick)
+    why = foreign_patch({**OURS, PATCHED_BY: "other/run0/uid-0"}, HOLDER, WHERE)
+    assert why is not None and "carries the patch of BenchmarkRun other/run0" in why
+    assert f"remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST}" in why

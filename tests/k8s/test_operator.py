@@ -1,4 +1,5 @@
-"""The operator against a real API server, running under its least-privilege RBAC.
+"""The operator against a real API server, running under the chart's least-privilege RBAC
+(rendered by helm from the chart, for targets: rook-ceph/rook-ceph, runs from bench).
 
 No kubelet runs here, so pods never start: these tests drive the run up to the first pod
 it needs (the cluster-facts Job of preflight) from real API objects (a Node, Rook's OSD
@@ -13,6 +14,8 @@ import contextlib
 import copy
 import json
 import socket
+import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,17 +24,43 @@ from typing import Any, cast
 
 import kubernetes.client
 import pytest
+import yaml
 from harness import ControlPlane
+from harness.controlplane import environmental
+from harness.helm import ensure_helm
 from kopf.testing import KopfRunner
 from kubernetes.client.exceptions import ApiException
-
-from crimsonbench.manifests.rbac import operator_rbac
 
 pytestmark = pytest.mark.k8s
 ROOT = Path(__file__).resolve().parents[2]
 G, V = "bench.crimson.ceph.io", "v1alpha1"
 OP_NS, RUN_NS, ROOK_NS = "crimsonbench", "bench", "rook-ceph"
+# Outside the trust boundary: a namespace nobody lists (A), and another Rook cluster the
+# chart does not name (B), with its own admin Secret
+INTRUDER_NS, OTHER_ROOK_NS = "intruder", "rook-b"
 NODE = "node-a"
+# The chart's `targets` of these tests (and the operator's CRIMSONBENCH_ROOK_TARGETS)
+TARGETS = {"rook": [{"cephCluster": f"{ROOK_NS}/rook-ceph", "allowedNamespaces": [RUN_NS]}],
+           "externalNamespaces": []}  # fmt: skip
+
+
+def chart_rbac(namespace: str = OP_NS, targets: dict[str, Any] = TARGETS) -> list[dict[str, Any]]:
+    """The chart's ServiceAccount and RBAC for `targets`, as `helm template` renders them
+    (release crimsonbench: the ServiceAccount is crimsonbench-operator)."""
+    try:
+        helm = ensure_helm()
+    except RuntimeError as exc:
+        if environmental(exc):
+            print(f"\ntests/k8s/test_operator.py skipped: no helm: {exc}", file=sys.stderr)
+            pytest.skip(f"no helm on this machine: {exc}")
+        raise
+    out = subprocess.run(
+        [str(helm), "template", "crimsonbench", str(ROOT), "--namespace", namespace,
+         "--set-json", f"targets={json.dumps(targets)}"],
+        capture_output=True, text=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+    kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
+    return [d for d in yaml.safe_load_all(out) if d and d["kind"] in kinds]
 
 
 def _free_port() -> int:
@@ -121,12 +150,12 @@ def wait_for(what: str, probe: Callable[[], Any], timeout: float = 60) -> Any:
 def admin(control_plane: ControlPlane) -> Iterator[kubernetes.client.ApiClient]:
     with control_plane.admin_api_client() as api:
         core = kubernetes.client.CoreV1Api(api)
-        for ns in (OP_NS, RUN_NS, ROOK_NS):
+        for ns in (OP_NS, RUN_NS, ROOK_NS, INTRUDER_NS, OTHER_ROOK_NS):
             try:
                 core.create_namespace({"metadata": {"name": ns}})
             except ApiException as exc:
                 assert exc.status == 409
-        control_plane.apply_yaml(operator_rbac(OP_NS))
+        control_plane.apply_yaml(chart_rbac())
 
         def default_sa() -> bool:  # a pod needs it; the controller makes it a moment later
             names = {sa.metadata.name for sa in core.list_namespaced_service_account(ROOK_NS).items}
@@ -176,20 +205,25 @@ def operator(
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig(tmp_path / "kc", token)))
     monkeypatch.setenv("CRIMSONBENCH_OPERATOR_NAMESPACE", OP_NS)
     monkeypatch.setenv("CRIMSONBENCH_METRICS_PORT", str(metrics_port))
+    monkeypatch.setenv("CRIMSONBENCH_ROOK_TARGETS", json.dumps(TARGETS["rook"]))
+    monkeypatch.setenv(
+        "CRIMSONBENCH_EXTERNAL_NAMESPACES", json.dumps(TARGETS["externalNamespaces"])
+    )
 
     def start() -> KopfRunner:
         return KopfRunner(
-            ["run", "-m", "crimsonbench.controller.main", "--standalone", "--namespace", RUN_NS],
+            ["run", "-m", "crimsonbench.controller.main", "--standalone",
+             "--namespace", RUN_NS, "--namespace", INTRUDER_NS],
             timeout=60,
-        )
+        )  # fmt: skip
 
     return start
 
 
-def get_run(api: Any, name: str) -> dict[str, Any]:
+def get_run(api: Any, name: str, namespace: str = RUN_NS) -> dict[str, Any]:
     return dict(
         kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
-            G, V, RUN_NS, "benchmarkruns", name
+            G, V, namespace, "benchmarkruns", name
         )
     )
 
@@ -202,8 +236,8 @@ def get_cluster(api: Any) -> dict[str, Any]:
     )
 
 
-def status_of(api: Any, name: str) -> dict[str, Any]:
-    return dict(get_run(api, name).get("status") or {})
+def status_of(api: Any, name: str, namespace: str = RUN_NS) -> dict[str, Any]:
+    return dict(get_run(api, name, namespace).get("status") or {})
 
 
 def jobs_of(api: Any, run: str) -> list[str]:
@@ -211,7 +245,7 @@ def jobs_of(api: Any, run: str) -> list[str]:
     selector = f"{G}/run={run}"
     return sorted(
         j.metadata.name
-        for ns in (ROOK_NS, OP_NS, RUN_NS)
+        for ns in (ROOK_NS, OP_NS, RUN_NS, INTRUDER_NS, OTHER_ROOK_NS)
         for j in batch.list_namespaced_job(ns, label_selector=selector).items
     )
 
@@ -312,9 +346,9 @@ def _reconcile_errors(port: int) -> dict[str, float]:
     return out
 
 
-def _gone(api: Any, name: str) -> bool:
+def _gone(api: Any, name: str, namespace: str = RUN_NS) -> bool:
     try:
-        get_run(api, name)
+        get_run(api, name, namespace)
     except ApiException as exc:
         return exc.status == 404
     return False
@@ -491,7 +525,7 @@ def test_exec_outside_the_fio_namespaces_names_the_chart_value(
     admin: kubernetes.client.ApiClient, control_plane: ControlPlane
 ) -> None:
     """The fio driver's exec, refused by the real API server where the chart granted no
-    pods/exec: the run fails naming rbac.fioNamespaces, not with a bare handshake error."""
+    pods/exec: the run fails naming the chart's targets, not with a bare handshake error."""
     from types import SimpleNamespace
 
     from crimsonbench.controller import driver
@@ -501,8 +535,8 @@ def test_exec_outside_the_fio_namespaces_names_the_chart_value(
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
     with control_plane.api_client(token) as op:
         ctx: Any = SimpleNamespace(kube=Kube(op))
-        with pytest.raises(ExecutionError, match=f"namespace {RUN_NS}: add {RUN_NS} to the "
-                                                 "chart's rbac.fioNamespaces"):  # fmt: skip
+        with pytest.raises(ExecutionError, match=f"namespace {RUN_NS}: the chart's targets.rook "
+                                                 f".* must name {RUN_NS}"):  # fmt: skip
             driver.poll(ctx, RUN_NS, "some-driver-pod", "000-step")
         # allowed in Rook's namespace: the API server goes on to look for the pod
         with pytest.raises(kubernetes.client.ApiException) as err:
@@ -627,8 +661,9 @@ def test_crimson_osds_restart_after_the_restore(
     """Crimson reads its reactor layout only at start and Rook rolls the OSDs back before
     `config rm` (seen on kind: osd.0 kept the run's CPU): the restore deletes the planned
     OSD's pod, under the operator's own RBAC, waits for Rook's next one to be Ready, and
-    only then records the restore as over. Driven through rook.restore_cluster from the
-    point its record says it reached (spec back, `config rm` done)."""
+    only then records the restore as over (the run's marks leave the CephCluster, the saved
+    original goes). Driven through rook.restore_cluster from the point its record says it
+    reached (spec back, `config rm` done)."""
     import logging
 
     from crimsonbench.controller import rook
@@ -636,8 +671,11 @@ def test_crimson_osds_restart_after_the_restore(
     from crimsonbench.controller.restore_steps import (
         CONFIG_CLEANED,
         CONFIG_RESTORED,
+        ORIGINAL_DIGEST,
         OSDS_RESTARTED,
+        PATCHED_BY,
         RESTORE_STARTED,
+        digest,
     )
     from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
@@ -645,15 +683,27 @@ def test_crimson_osds_restart_after_the_restore(
     from crimsonbench.spec.models import validate_spec
 
     core = kubernetes.client.CoreV1Api(admin)
+    custom = kubernetes.client.CustomObjectsApi(admin)
     spec = validate_spec(run_body("restart")["spec"])
-    record = "restart-original-cephcluster"
+    record = "crimsonbench-original-uid-1"  # in the operator's namespace, by the run's uid
+    text = json.dumps(cephcluster["spec"])
+
+    def saved_as(marks: dict[str, str]) -> None:
+        """The restore's record as the patch stage left it, and its marks on the cluster."""
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_config_map(record, OP_NS)
+        core.create_namespaced_config_map(OP_NS, {
+            "metadata": {"name": record, "annotations": marks},
+            "data": {rook.ORIGINAL_KEY: text},
+        })  # fmt: skip
+        custom.patch_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephclusters",
+                                              "rook-ceph", {"metadata": {"annotations": {
+            PATCHED_BY: f"{RUN_NS}/restart/uid-1", ORIGINAL_DIGEST: digest(text)}}})  # fmt: skip
+
     # osd.0 of the module never turns Ready here (no kubelet): the rollback wait gave up
     # long ago, as it does after rolloutTimeoutSeconds
     marks = {RESTORE_STARTED: f"{time.time() - 10_000:.1f}", CONFIG_CLEANED: "done"}
-    core.create_namespaced_config_map(RUN_NS, {
-        "metadata": {"name": record, "annotations": marks},
-        "data": {rook.ORIGINAL_KEY: json.dumps(cephcluster["spec"])},
-    })  # fmt: skip
+    saved_as(marks)
 
     def osd_pod(name: str) -> dict[str, Any]:  # osd.7: none of the module's other pods
         pod = copy.deepcopy(OSD_POD)
@@ -661,16 +711,20 @@ def test_crimson_osds_restart_after_the_restore(
         return pod
 
     def saved() -> dict[str, str]:
-        return dict(core.read_namespaced_config_map(record, RUN_NS).metadata.annotations or {})
+        return dict(core.read_namespaced_config_map(record, OP_NS).metadata.annotations or {})
+
+    def cluster_marks() -> set[str]:
+        return set(get_cluster(admin)["metadata"].get("annotations") or {}) & {
+            PATCHED_BY, ORIGINAL_DIGEST}  # fmt: skip
 
     core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-7-run"))
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
 
     def tick() -> RunContext:
         ctx = RunContext("restart", RUN_NS, "uid-1", spec, {"osdPlacement": {"7": NODE}},
-                         Kube(op), Settings(rollout_timeout_seconds=600),
+                         Kube(op), Settings(rollout_timeout_seconds=600, operator_namespace=OP_NS),
                          logging.getLogger("t"))  # fmt: skip
-        rook.restore_cluster(ctx, None)
+        assert rook.restore_cluster(ctx, None)
         return ctx
 
     try:
@@ -694,22 +748,24 @@ def test_crimson_osds_restart_after_the_restore(
             assert cond["OsdsRestarted"]["status"] == "True", cond
             assert "osd.7 restarted" in cond["OsdsRestarted"]["message"]
             assert "RolledBack" not in cond  # decided before `config rm`, not looked at again
-            assert saved()[CONFIG_RESTORED] == "done"
-            tick()  # restored: nothing more is done, nothing raised
+            # over: the run's marks are off the CephCluster, the saved original is gone
+            assert cluster_marks() == set()
+            assert [c.metadata.name for c in core.list_namespaced_config_map(OP_NS).items
+                    if c.metadata.name == record] == []  # fmt: skip
+            assert tick().get("conditions") is None  # restored: nothing more is done
             # a pod that never comes back: given up after the rollout timeout, said so
             core.delete_namespaced_pod("rook-ceph-osd-7-next", ROOK_NS, grace_period_seconds=0)
-            late = json.loads(saved()[OSDS_RESTARTED])
-            late["since"] -= 601
-            core.patch_namespaced_config_map(record, RUN_NS, {"metadata": {"annotations": {
-                CONFIG_RESTORED: None, OSDS_RESTARTED: json.dumps(late)}}})  # fmt: skip
+            late = {"since": time.time() - 601, "uids": [got.metadata.uid]}
+            saved_as({**marks, OSDS_RESTARTED: json.dumps(late)})
             cond = {c["type"]: c for c in tick().get("conditions")}["OsdsRestarted"]
             assert cond["status"] == "False" and "keep the run's reactor layout" in cond["message"]
-            assert saved()[CONFIG_RESTORED] == "done"
+            assert cluster_marks() == set()
     finally:
         for pod in ("rook-ceph-osd-7-run", "rook-ceph-osd-7-next"):
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_pod(pod, ROOK_NS, grace_period_seconds=0)
-        core.delete_namespaced_config_map(record, RUN_NS)
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_config_map(record, OP_NS)
 
 
 def test_a_crimson_osd_rook_did_not_restart_is_restarted_before_the_steps(
@@ -814,3 +870,259 @@ def test_a_job_whose_pod_never_ran_fails_the_run_saying_why(
         assert f"the pod never ran: pod {pod.metadata.name} Failed: {reason}: {message}" in text
     finally:
         batch.delete_namespaced_job(name, ROOK_NS, propagation_policy="Background")
+
+
+# ---------------------------------------------------------------- the trust boundary
+
+OTHER_CLUSTER: dict[str, Any] = {
+    **copy.deepcopy(CEPHCLUSTER),
+    "metadata": {"name": "other", "namespace": OTHER_ROOK_NS},
+}
+
+
+@pytest.fixture()
+def other_cluster(admin: kubernetes.client.ApiClient) -> Iterator[dict[str, Any]]:
+    """Namespace B: a Rook cluster the chart does not name, with its admin Secret."""
+    custom, core = kubernetes.client.CustomObjectsApi(admin), kubernetes.client.CoreV1Api(admin)
+    created = custom.create_namespaced_custom_object(
+        "ceph.rook.io", "v1", OTHER_ROOK_NS, "cephclusters", copy.deepcopy(OTHER_CLUSTER)
+    )
+    core.create_namespaced_secret(OTHER_ROOK_NS, {
+        "metadata": {"name": "rook-ceph-mon"},
+        "stringData": {"ceph-username": "client.admin", "ceph-secret": "AQB-not-a-real-key=="},
+    })  # fmt: skip
+    yield dict(created)
+    custom.delete_namespaced_custom_object("ceph.rook.io", "v1", OTHER_ROOK_NS, "cephclusters",
+                                           "other")  # fmt: skip
+    core.delete_namespaced_secret("rook-ceph-mon", OTHER_ROOK_NS)
+
+
+def _cluster_state(api: Any, namespace: str, name: str) -> str:
+    """The CephCluster as a run may change it: spec and annotations."""
+    got = kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
+        "ceph.rook.io", "v1", namespace, "cephclusters", name
+    )
+    return json.dumps([got["spec"], got["metadata"].get("annotations")], sort_keys=True)
+
+
+def _run_in(run_ns: str, name: str, **target: Any) -> dict[str, Any]:
+    body = run_body(name)
+    body["metadata"]["namespace"] = run_ns
+    if target:
+        body["spec"]["target"] = {"rook": {**body["spec"]["target"]["rook"], **target}}
+    return body
+
+
+def test_a_run_cannot_act_on_a_cluster_its_namespace_may_not_target(
+    admin: Any,
+    cephcluster: dict[str, Any],
+    other_cluster: dict[str, Any],
+    operator: Callable[[], KopfRunner],
+) -> None:
+    """A run in namespace A (intruder) naming the listed CephCluster, and a run in an
+    allowed namespace naming a cluster the chart does not list (B): both fail at once,
+    naming the field and the chart value, with a Warning event; nothing of either run
+    exists anywhere, no Job mounts an admin key, neither cluster changes. Then deleted:
+    their finalizers served without touching either cluster."""
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    core = kubernetes.client.CoreV1Api(admin)
+    before = {ns: _cluster_state(admin, ns, name)
+              for ns, name in ((ROOK_NS, "rook-ceph"), (OTHER_ROOK_NS, "other"))}  # fmt: skip
+    runs = {
+        ("reach", INTRUDER_NS): ("spec.target.rook.namespace", "BenchmarkRuns in namespace "
+                                 "intruder may not target CephCluster rook-ceph/rook-ceph",
+                                 "adds intruder to its allowedNamespaces in the chart's "
+                                 "targets.rook"),
+        ("reach-b", RUN_NS): ("spec.target.rook", "the operator may not act on CephCluster "
+                              "rook-b/other", "{cephCluster: rook-b/other, allowedNamespaces: "
+                              "[bench]}"),
+    }  # fmt: skip
+    with operator() as runner:
+        custom.create_namespaced_custom_object(G, V, INTRUDER_NS, "benchmarkruns",
+                                               _run_in(INTRUDER_NS, "reach"))  # fmt: skip
+        custom.create_namespaced_custom_object(
+            G, V, RUN_NS, "benchmarkruns",
+            _run_in(RUN_NS, "reach-b", namespace=OTHER_ROOK_NS, clusterName="other"))  # fmt: skip
+        for (name, ns), (field, words, fix) in runs.items():
+            st = wait_for(
+                f"{name} failed",
+                lambda n=name, s=ns: (
+                    status_of(admin, n, s).get("phase") == "Failed" and status_of(admin, n, s)
+                ),
+            )
+            assert st["message"].startswith(f"{field}: {words}"), st["message"]
+            assert fix in st["message"], st["message"]
+            conds = {c["type"]: c for c in st["conditions"]}
+            assert conds["Succeeded"]["reason"] == "TargetNotAllowed"
+            assert st["stage"] == "done" and "observe" not in json.dumps(st)
+            events = wait_for(f"{name}'s event", lambda n=name, s=ns: [
+                e for e in core.list_namespaced_event(
+                    s, field_selector=f"involvedObject.name={n}").items
+                if e.reason == "TargetNotAllowed"])  # fmt: skip
+            assert events[0].type == "Warning" and words in events[0].message
+        # nothing was made for them, anywhere: no Job (none mounts an admin key), no
+        # ConfigMap, no Lease; both clusters exactly as they were
+        for name, _ in runs:
+            assert jobs_of(admin, name) == []
+            for ns in (OP_NS, RUN_NS, ROOK_NS, INTRUDER_NS, OTHER_ROOK_NS):
+                assert (
+                    core.list_namespaced_config_map(ns, label_selector=f"{G}/run={name}").items
+                    == []
+                )
+        assert kubernetes.client.CoordinationV1Api(admin).list_namespaced_lease(OP_NS).items == []
+        for name, ns in runs:
+            custom.delete_namespaced_custom_object(G, V, ns, "benchmarkruns", name)
+            wait_for(f"{name} gone", lambda n=name, s=ns: _gone(admin, n, s))
+    assert runner.exit_code == 0, runner.output
+    after = {ns: _cluster_state(admin, ns, name)
+             for ns, name in ((ROOK_NS, "rook-ceph"), (OTHER_ROOK_NS, "other"))}  # fmt: skip
+    assert after == before
+    assert jobs_of(admin, "reach") == jobs_of(admin, "reach-b") == []
+
+
+def test_the_operators_credentials_reach_nothing_outside_the_targets(
+    control_plane: ControlPlane, admin: Any, other_cluster: dict[str, Any]
+) -> None:
+    """Should the operator be made to try anyway, the chart's RBAC stops it on the real
+    API server: namespace B's CephCluster, Jobs (which would mount B's admin key) and
+    Secrets, any Secret at all, exec and ConfigMaps in namespace A, other CephClusters."""
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    with control_plane.api_client(token) as op:
+        custom = kubernetes.client.CustomObjectsApi(op)
+        batch, core = kubernetes.client.BatchV1Api(op), kubernetes.client.CoreV1Api(op)
+        authz = kubernetes.client.AuthorizationV1Api(op)
+
+        def forbidden(call: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+            with pytest.raises(ApiException) as err:
+                call(*args, **kwargs)
+            assert err.value.status == 403, err.value
+
+        forbidden(custom.patch_namespaced_custom_object, "ceph.rook.io", "v1", OTHER_ROOK_NS,
+                  "cephclusters", "other", {"spec": {"dataDirHostPath": "/etc"}})  # fmt: skip
+        forbidden(custom.get_namespaced_custom_object, "ceph.rook.io", "v1", OTHER_ROOK_NS,
+                  "cephclusters", "other")  # fmt: skip
+        forbidden(custom.list_cluster_custom_object, "ceph.rook.io", "v1", "cephclusters")
+        mount = {"name": "k", "secret": {"secretName": "rook-ceph-mon"}}
+        pod = {
+            "restartPolicy": "Never",
+            "volumes": [mount],
+            "containers": [
+                {"name": "c", "image": "x", "volumeMounts": [{"name": "k", "mountPath": "/k"}]}
+            ],
+        }
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "mount-b"},
+               "spec": {"template": {"spec": pod}}}  # fmt: skip
+        for ns in (OTHER_ROOK_NS, INTRUDER_NS, RUN_NS):
+            forbidden(batch.create_namespaced_job, ns, job, dry_run="All")
+        for ns in (OTHER_ROOK_NS, ROOK_NS, OP_NS, RUN_NS):
+            forbidden(core.read_namespaced_secret, "rook-ceph-mon", ns)
+        forbidden(core.list_secret_for_all_namespaces)
+        for ns in (OTHER_ROOK_NS, INTRUDER_NS):
+            forbidden(core.create_namespaced_config_map, ns,
+                      {"metadata": {"name": "x"}}, dry_run="All")  # fmt: skip
+        # asked of the authorizer: what the same token may do in A and B, and in Rook's
+        for ns, verb, group, resource, name, allowed in [
+            (INTRUDER_NS, "create", "", "pods/exec", None, False),
+            (OTHER_ROOK_NS, "create", "", "pods/exec", None, False),
+            (OTHER_ROOK_NS, "delete", "", "pods", None, False),
+            (ROOK_NS, "patch", "ceph.rook.io", "cephclusters", "other", False),
+            (ROOK_NS, "patch", "ceph.rook.io", "cephclusters", "rook-ceph", True),
+            (ROOK_NS, "create", "batch", "jobs", None, True),
+            (RUN_NS, "create", "", "configmaps", None, True),
+        ]:  # fmt: skip
+            res, _, sub = resource.partition("/")
+            review = authz.create_self_subject_access_review({"spec": {"resourceAttributes": {
+                "namespace": ns, "verb": verb, "group": group, "resource": res,
+                "subresource": sub or None, "name": name}}})  # fmt: skip
+            assert review.status.allowed is allowed, (ns, verb, resource, name)
+
+
+def test_the_restore_takes_only_the_original_the_operator_saved(
+    control_plane: ControlPlane, admin: Any, cephcluster: dict[str, Any]
+) -> None:
+    """The confused deputy: whoever may write ConfigMaps beside the run (the old home of
+    the saved original) no longer decides what the restore writes into the CephCluster.
+    The original is saved in the operator's namespace, its sha256 goes onto the CephCluster
+    with the patch, and a copy changed after that is refused: nothing applied, the refusal
+    said in a condition and an event; the run's marks stay on the cluster, so the next run
+    refuses it too. Under the chart's RBAC, through the operator's own token."""
+    import hashlib
+    import logging
+
+    from crimsonbench.controller import rook
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
+    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.errors import ExecutionError, NotReady
+    from crimsonbench.plan.build import build_plan
+    from crimsonbench.plan.hosts import ClusterLayout
+    from crimsonbench.plan.topology import parse_lscpu_json
+    from crimsonbench.spec.models import validate_spec
+
+    core = kubernetes.client.CoreV1Api(admin)
+    spec = validate_spec(run_body("deputy")["spec"])
+    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
+    plan = build_plan("deputy", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
+                      option_family="legacy")  # fmt: skip
+    original = copy.deepcopy(cephcluster["spec"])
+    evil = {**original, "cephVersion": {"image": "evil.example/ceph:latest"},
+            "dataDirHostPath": "/etc", "cleanupPolicy": {"confirmation":
+            "yes-really-destroy-data"}}  # fmt: skip
+    # a neighbour in the run's namespace plants the old record, before the run patches
+    planted = "deputy-original-cephcluster"
+    plant = {"metadata": {"name": planted}, "data": {rook.ORIGINAL_KEY: json.dumps(evil)}}
+    core.create_namespaced_config_map(RUN_NS, plant)
+    record = "crimsonbench-original-uid-d"
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    settings = Settings(operator_namespace=OP_NS, rollout_timeout_seconds=600)
+
+    def ctx(uid: str = "uid-d", name: str = "deputy") -> RunContext:
+        return RunContext(name, RUN_NS, uid, spec, {"osdPlacement": {"0": NODE}}, Kube(op),
+                          settings, logging.getLogger("t"))  # fmt: skip
+
+    def cluster() -> dict[str, Any]:
+        return get_cluster(admin)
+
+    try:
+        with control_plane.api_client(token) as op:
+            rook.patch_cluster(ctx(), plan)
+            patched = cluster()
+            assert patched["spec"] != original  # the run's cephConfig and resources
+            saved = core.read_namespaced_config_map(record, OP_NS).data[rook.ORIGINAL_KEY]
+            assert json.loads(saved) == original  # what was found, not what was planted
+            marks = patched["metadata"]["annotations"]
+            assert marks[PATCHED_BY] == f"{RUN_NS}/deputy/uid-d"
+            assert marks[ORIGINAL_DIGEST] == hashlib.sha256(saved.encode()).hexdigest()
+
+            # someone who may write ConfigMaps in the operator's namespace changes the copy
+            core.patch_namespaced_config_map(record, OP_NS, {"data": {
+                rook.ORIGINAL_KEY: json.dumps(evil)}})  # fmt: skip
+            refused = ctx()
+            assert rook.restore_cluster(refused, plan) is False
+            cond = {c["type"]: c for c in refused.get("conditions")}["ClusterRestored"]
+            assert cond["status"] == "False" and cond["reason"] == "OriginalMismatch"
+            assert "does not match the sha256 recorded on the CephCluster" in cond["message"]
+            assert [r for r, _ in refused.events] == ["OriginalMismatch"]
+            assert cluster()["spec"] == patched["spec"]  # nothing applied: no evil image
+            assert cluster()["metadata"]["annotations"][PATCHED_BY] == f"{RUN_NS}/deputy/uid-d"
+            # the next run on this cluster is refused before it starts (not an original)
+            with pytest.raises(ExecutionError, match="carries the patch of BenchmarkRun "
+                                                     f"{RUN_NS}/deputy"):  # fmt: skip
+                rook.check_not_patched(ctx("uid-e", "next"))
+
+            # the copy as saved: the restore puts the spec back exactly (then waits for
+            # Rook to roll the OSDs back, which no kubelet does here)
+            core.patch_namespaced_config_map(record, OP_NS, {"data": {
+                rook.ORIGINAL_KEY: saved}})  # fmt: skip
+            with pytest.raises(NotReady, match="roll the OSDs back"):
+                rook.restore_cluster(ctx(), plan)
+            assert cluster()["spec"] == original
+            assert json.dumps(cluster()["spec"]) == json.dumps(cephcluster["spec"])
+            # the planted ConfigMap was never read nor touched
+            got = core.read_namespaced_config_map(planted, RUN_NS).data[rook.ORIGINAL_KEY]
+            assert json.loads(got) == evil
+    finally:
+        for ns, name in ((RUN_NS, planted), (OP_NS, record)):
+            with contextlib.suppress(ApiException):
+                core.delete_namespaced_config_map(name, ns)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from manifest_inputs import NODE, SEASTORE_56, bluestore_8x5, original_cephcluster, plan_of
 
 from crimsonbench.manifests.cephcluster import (
+    RUN_KEYS,
     apply_merge_patch,
     cephcluster_patch,
     merge_patch,
@@ -125,6 +126,16 @@ def test_everything_else_is_untouched() -> None:
     # placement is exactly as found: OSDs stay on their nodes (an earlier version pinned
     # every OSD to one node and left the other nodes' OSDs Pending)
     assert new["placement"] == original["spec"]["placement"]
+
+
+@pytest.mark.parametrize("which", list(CASES))
+def test_a_run_changes_only_the_keys_its_restore_may_write(which: str) -> None:
+    """RUN_KEYS bound what the restore writes (a saved original cannot reach the image or
+    dataDirHostPath through it): the patch must never change anything else."""
+    spec, plan, ctx = reference(which)
+    original = ctx["original"]["spec"]
+    changed = set(merge_patch(original, cephcluster_patch(ctx["original"], plan)))
+    assert changed and changed <= set(RUN_KEYS), changed
 
 
 def test_minimal_original_gets_only_what_the_run_needs() -> None:

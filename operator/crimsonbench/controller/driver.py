@@ -48,9 +48,9 @@ def _exec(ctx: RunContext, namespace: str, pod: str, argv: list[str], timeout_s:
         # its reason ("Handshake status 403 Forbidden")
         if exc.status == 403 or "403" in str(exc.reason):
             raise ExecutionError(
-                f"the operator may not exec into pods in namespace {namespace}: add "
-                f"{namespace} to the chart's rbac.fioNamespaces (a Role granting pods/exec "
-                "there)"
+                f"the operator may not exec into pods in namespace {namespace}: the "
+                "chart's targets.rook (Rook's namespace) or targets.externalNamespaces "
+                f"must name {namespace} (a Role granting pods/exec there)"
             ) from None
         raise
     if rc != 0:

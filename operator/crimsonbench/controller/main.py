@@ -102,6 +102,8 @@ def _apply(ctx: RunContext, patch: kopf.Patch, body: Any, logger: Any) -> None:
         # An Event per phase change, for `kubectl describe` (timer logs are not posted).
         event = kopf.warn if after == Phase.FAILED.value else kopf.info
         event(body, reason=str(after), message=message[:1000])
+    for reason, text in ctx.events:  # refusals: what was not done, and why
+        kopf.warn(body, reason=reason, message=text[:1000])
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=0.5, idle=0)

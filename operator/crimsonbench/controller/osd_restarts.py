@@ -51,8 +51,8 @@ def delete_osd_pods(ctx: RunContext, pods: Sequence[decide.OsdPod], why: str) ->
         except Exception as exc:
             if getattr(exc, "status", None) == 403:
                 raise ExecutionError(
-                    f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused: add "
-                    f"{ns} to the chart's rbac.fioNamespaces (a Role granting pods "
-                    "delete there), or restart it by hand"
+                    f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused: the "
+                    f"chart's targets.rook must name the CephCluster in {ns} (its Role "
+                    "there grants pods delete), or restart it by hand"
                 ) from exc
             raise

@@ -9,23 +9,37 @@ OSDs, so after that no reconcile can put the run's keys back); crimson OSDs are 
 once more after `config rm` (crimson reads its reactor layout only at start); the record
 says restored last. Each mark is kept on the original-spec ConfigMap, so a restarted
 operator goes on where the restore stopped and never runs the cleanup Job twice.
+
+Whose word the restore takes (trusted_original): the original is saved in the operator's
+own namespace, where no run's neighbour writes, and its sha256 is put on the CephCluster
+by the very patch that changes the spec (ORIGINAL_DIGEST, with PATCHED_BY naming the
+run), where only who may write the CephCluster anyway can change it. A saved copy that
+does not match, or is gone, is refused: nothing is applied, a condition and an event say
+why, and the annotations stay so the next run on the cluster refuses too (foreign_patch).
+Even a copy that matches is applied only to RUN_KEYS, the keys the run changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.controller.decide import OsdPod, original_osd_limits, osds_running_with
-from crimsonbench.manifests.cephcluster import restore_patch
+from crimsonbench.manifests.cephcluster import RUN_KEYS, restore_patch
 from crimsonbench.manifests.naming import GROUP
 
 RESTORE_STARTED = f"{GROUP}/restore-started"  # epoch seconds of the restoring patch
 CONFIG_CLEANED = f"{GROUP}/config-cleaned"  # the `config rm` Job's outcome: "done" | "failed: …"
 OSDS_RESTARTED = f"{GROUP}/crimson-osds-restarted"  # {"since": epoch, "uids": [...]} (JSON)
 CONFIG_RESTORED = f"{GROUP}/config-restored"  # the restore is over: CONFIG_CLEANED's value
+
+# On the CephCluster, set by the patch that changes its spec, removed when the restore is
+# over: which run patched it ("namespace/name/uid") and the sha256 of the saved original.
+PATCHED_BY = f"{GROUP}/patched-by"
+ORIGINAL_DIGEST = f"{GROUP}/original-spec-sha256"
 
 
 # ---------------------------------------------------------------- actions
@@ -75,7 +89,83 @@ class Wait:
     message: str
 
 
-Action = PatchSpec | Mark | Condition | CleanConfig | RestartOsds | Wait
+@dataclass(frozen=True)
+class Release:
+    """The restore is over (or there is nothing left to restore): remove the run's
+    annotations from the CephCluster, then delete the saved original."""
+
+
+Action = PatchSpec | Mark | Condition | CleanConfig | RestartOsds | Wait | Release
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """The saved original cannot be trusted: apply nothing. `reason` and `message` go into
+    the ClusterRestored condition and a Warning event."""
+
+    reason: str
+    message: str
+
+
+# ---------------------------------------------------------------- whose word is taken
+
+
+def digest(saved: str) -> str:
+    """What ORIGINAL_DIGEST holds for a saved original (its exact text)."""
+    return hashlib.sha256(saved.encode()).hexdigest()
+
+
+def trusted_original(
+    saved: str | None, annotations: Mapping[str, str], holder: str, where: str
+) -> Mapping[str, Any] | Refuse | None:
+    """The original spec to restore, a Refuse, or None when this run has no patch on the
+    cluster (never patched, or the restore is over: nothing to apply).
+
+    saved: the saved copy's text (None: there is none); annotations: the CephCluster's;
+    holder: the run ("namespace/name/uid"); where: the cluster as messages name it."""
+    if annotations.get(PATCHED_BY) != holder:
+        return None
+    expected = annotations.get(ORIGINAL_DIGEST, "")
+    by_hand = (
+        f"nothing was applied: {where} keeps the run's cephConfig and resources; put them "
+        f"back by hand, then remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST} "
+        "from the CephCluster (until then every run on it is refused)"
+    )
+    if saved is None:
+        return Refuse(
+            "OriginalMissing",
+            f"the saved original spec of {where} is gone (deleted from the operator's "
+            f"namespace); {by_hand}",
+        )
+    if digest(saved) != expected:
+        return Refuse(
+            "OriginalMismatch",
+            f"the saved original spec of {where} does not match the sha256 recorded on the "
+            f"CephCluster when it was taken ({ORIGINAL_DIGEST}: {expected[:16] or 'none'}, "
+            f"saved copy: {digest(saved)[:16]}): it was changed after it was saved; {by_hand}",
+        )
+    try:
+        original = json.loads(saved)
+    except ValueError:
+        original = None
+    if not isinstance(original, dict):
+        return Refuse("OriginalMismatch", f"the saved original spec of {where} is not a JSON "
+                                          f"object; {by_hand}")  # fmt: skip
+    return original
+
+
+def foreign_patch(annotations: Mapping[str, str], holder: str, where: str) -> str | None:
+    """Why a run must not patch the cluster: another run's patch is still on it (its
+    restore was refused or never finished), so the spec found is not an original."""
+    other = annotations.get(PATCHED_BY)
+    if not other or other == holder:
+        return None
+    return (
+        f"{where} still carries the patch of BenchmarkRun {other.rsplit('/', 1)[0]} "
+        f"(annotation {PATCHED_BY}): its restore did not finish, so its spec is not an "
+        "original to record; see that run's ClusterRestored condition, put the cluster back "
+        f"by hand if needed, then remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST}"
+    )
 
 
 # ---------------------------------------------------------------- what was observed
@@ -95,18 +185,21 @@ class RestoreView:
 
 def next_actions(seen: RestoreView) -> list[Action]:
     """The restore's actions for this tick, in order; [] when there is nothing to do (never
-    patched, restored already, or the CephCluster was deleted meanwhile). Ends with Wait
-    when Rook must act first, with CleanConfig when the cleanup Job's outcome decides the
-    rest, or with the CONFIG_RESTORED mark when the restore is over."""
+    patched). Ends with Wait when Rook must act first, with CleanConfig when the cleanup
+    Job's outcome decides the rest, or with Release when the restore is over (after the
+    CONFIG_RESTORED mark; alone when restored already or the CephCluster was deleted)."""
     marks = seen.marks
-    if seen.original is None or marks.get(CONFIG_RESTORED) or seen.cluster_spec is None:
+    if seen.original is None:
         return []
+    if marks.get(CONFIG_RESTORED) or seen.cluster_spec is None:
+        return [Release()]
     if CONFIG_CLEANED not in marks:
         actions: list[Action] = []
         # Until `config rm` ran: the spec back (again, if someone changed it meanwhile),
         # then Rook's rollback. After it, neither is looked at again: a crimson OSD's
-        # restart below must not read as a rollback undone.
-        patch = restore_patch(seen.original, seen.cluster_spec)
+        # restart below must not read as a rollback undone. Only the keys the run changed.
+        ours = dict.fromkeys(RUN_KEYS)
+        patch = restore_patch(seen.original, seen.cluster_spec, ours=ours)
         if patch:
             actions.append(PatchSpec(patch))
         since = float(marks.get(RESTORE_STARTED) or seen.now)
@@ -118,9 +211,9 @@ def next_actions(seen: RestoreView) -> list[Action]:
         return [*actions, CleanConfig()]  # its Job is deleted once done: never run it twice
     done = Mark(CONFIG_RESTORED, marks[CONFIG_CLEANED])
     if not seen.crimson:
-        return [done]
+        return [done, Release()]
     restarts = crimson_restarts(seen)
-    return restarts if isinstance(restarts[-1], Wait) else [*restarts, done]
+    return restarts if isinstance(restarts[-1], Wait) else [*restarts, done, Release()]
 
 
 def rollback(seen: RestoreView, original: Mapping[str, Any], *, waited_s: float) -> list[Action]:

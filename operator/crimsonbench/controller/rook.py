@@ -1,5 +1,11 @@
 """The Rook side of a run: record the CephCluster exactly, patch it for the plan, wait for
-Rook to roll OSDs out, and put it back byte for byte afterwards."""
+Rook to roll OSDs out, and put it back byte for byte afterwards.
+
+The recorded original lives in the operator's own namespace (a ConfigMap named by the
+run's uid), never beside the run: whoever may write ConfigMaps in a run's namespace must
+not decide what the restore writes into a CephCluster. The patch that changes the spec
+also puts the run's name and the original's sha256 on the CephCluster; the restore applies
+the saved copy only when it matches (restore_steps.trusted_original)."""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from crimsonbench.controller import decide, osd_restarts, restore_steps
+from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
 from crimsonbench.manifests.cephcluster import (
@@ -22,18 +29,26 @@ from crimsonbench.manifests.cephcluster import (
     restore_cleanup_commands,
 )
 from crimsonbench.manifests.maintenance import ceph_commands_job
-from crimsonbench.manifests.naming import GROUP, LABEL_RUN, label_value
+from crimsonbench.manifests.naming import APP, GROUP, LABEL_NAME, LABEL_RUN, label_value
 from crimsonbench.manifests.results import run_configmap_name
 from crimsonbench.manifests.rook_objects import cephblockpool
 from crimsonbench.plan.types import HostPlan, RunPlan
 from crimsonbench.spec.models import Flavor
 
 ORIGINAL_KEY = "cephcluster-spec.json"
+LABEL_RUN_NAMESPACE = f"{GROUP}/run-namespace"
 _TAG_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?)")
 
 
 def original_name(ctx: RunContext) -> str:
-    return f"{ctx.name}-original-cephcluster"[:253]
+    """The saved original's ConfigMap, in the operator's namespace: named by the run's uid
+    (runs of one name in two namespaces never share it)."""
+    return f"crimsonbench-original-{ctx.uid}"[:253]
+
+
+def _annotations(cluster: dict[str, Any]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in
+            ((cluster.get("metadata") or {}).get("annotations") or {}).items()}  # fmt: skip
 
 
 def _rook(ctx: RunContext) -> tuple[str, str]:
@@ -64,24 +79,41 @@ def ceph_version(ctx: RunContext) -> str | None:
     return m.group(1) if m else None
 
 
-def recorded_original(ctx: RunContext, cluster: dict[str, Any]) -> dict[str, Any]:
-    """The spec as found before our first patch. First write wins, so a restarted operator
-    never records its own patched spec as 'original'."""
-    where = "/".join(_rook(ctx)) if ctx.target.kind == "rook" else ""
+def record_original(ctx: RunContext, cluster: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """The spec as found before the run's patch and its saved text, kept in the operator's
+    namespace. Until the run's patch is on the cluster (PATCHED_BY), the spec as it is now
+    is the original and is saved again; after it, the saved copy is read back and checked
+    against the digest the patch put on the cluster, so a restarted operator never records
+    its own patched spec as 'original'."""
+    annotations, where = _annotations(cluster), ctx.target.where
+    foreign = restore_steps.foreign_patch(annotations, ctx.holder, where)
+    if foreign:
+        raise ExecutionError(foreign)
+    ns, name = ctx.settings.operator_namespace, original_name(ctx)
+    if annotations.get(PATCHED_BY) == ctx.holder:  # an earlier tick patched, then stopped
+        text = (ctx.kube.get_configmap(ns, name) or {}).get(ORIGINAL_KEY)
+        found = restore_steps.trusted_original(text, annotations, ctx.holder, where)
+        if not isinstance(found, dict) or text is None:
+            raise ExecutionError(getattr(found, "message", f"no saved original of {where}"))
+        return found, text
+    text = json.dumps(cluster.get("spec") or {})
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": original_name(ctx),
-            "namespace": ctx.namespace,
-            "labels": {LABEL_RUN: label_value(ctx.name)},
-            "annotations": {f"{GROUP}/cephcluster": where},
-            "ownerReferences": [ctx.owner_reference()],
+            "name": name,
+            "namespace": ns,
+            "labels": {
+                LABEL_NAME: APP,
+                LABEL_RUN: label_value(ctx.name),
+                LABEL_RUN_NAMESPACE: label_value(ctx.namespace),
+            },
+            "annotations": {f"{GROUP}/cephcluster": where, f"{GROUP}/run": ctx.holder},
         },
-        "data": {ORIGINAL_KEY: json.dumps(cluster.get("spec") or {})},
+        "data": {ORIGINAL_KEY: text},
     }
-    data = ctx.kube.ensure_configmap(ctx.namespace, body)
-    return dict(json.loads(data[ORIGINAL_KEY]))
+    ctx.kube.replace_configmap(ns, body)
+    return dict(json.loads(text)), text
 
 
 def check_consent(ctx: RunContext, hosts: Sequence[HostPlan], cephconfig: Any) -> None:
@@ -114,10 +146,20 @@ def check_consent_now(ctx: RunContext, hosts: Sequence[HostPlan], *, early: bool
     check_consent(ctx, hosts, cephconfig)
 
 
+def check_not_patched(ctx: RunContext) -> None:
+    """Before anything runs: the CephCluster carries no other run's patch."""
+    if ctx.target.kind != "rook":
+        return
+    foreign = restore_steps.foreign_patch(_annotations(_cluster(ctx)), ctx.holder,
+                                          ctx.target.where)  # fmt: skip
+    if foreign:
+        raise ExecutionError(foreign)
+
+
 def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
     ns, cluster_name = _rook(ctx)
     cluster = _cluster(ctx)
-    original = recorded_original(ctx, cluster)
+    original, saved = record_original(ctx, cluster)
     check_consent(ctx, plan.hosts, original.get("cephConfig"))
     desired = cephcluster_patch({**cluster, "spec": original}, plan)
     if (
@@ -130,8 +172,21 @@ def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
             {str(p.osd_id): p.incarnation for p in pods
              if p.osd_id in planned and not p.terminating}))  # fmt: skip
     patch = merge_patch(cluster.get("spec") or {}, desired)
+    # One patch: the spec changes only together with the marks that let the restore check
+    # the saved copy, and only if the CephCluster is still the one just recorded.
+    marks = {PATCHED_BY: ctx.holder, ORIGINAL_DIGEST: restore_steps.digest(saved)}
+    body: dict[str, Any] = {"metadata": {"annotations": marks}}
+    version = (cluster.get("metadata") or {}).get("resourceVersion")
+    if version:  # a precondition: 409 if anyone changed it since it was read
+        body["metadata"]["resourceVersion"] = version
     if patch:
-        ctx.kube.merge_patch_cephcluster(ns, cluster_name, {"spec": patch})
+        body["spec"] = patch
+    try:
+        ctx.kube.merge_patch_cephcluster(ns, cluster_name, body)
+    except Exception as exc:
+        if getattr(exc, "status", None) == 409:
+            raise NotReady(f"{ctx.target.where} changed while it was patched; again") from exc
+        raise
     generation = int(_cluster(ctx)["metadata"].get("generation", 0))
     ctx.set(patchedGeneration=generation, rolloutSince=time.time())
     ctx.condition(
@@ -202,26 +257,39 @@ def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
     raise NotReady(message)
 
 
-def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
+def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> bool:
     """Put the CephCluster spec back exactly, wait for Rook to roll the OSDs back, then
     `ceph config rm` what Rook leaves in the mon database, then (crimson) restart the
     planned OSDs so they start without the run's layout (restore_steps decides, in that
-    order; this carries it out). NotReady until all is done."""
+    order; this carries it out). NotReady until all is done. False when the saved
+    original was refused (nothing applied; the ClusterRestored condition and a Warning
+    event say why), True otherwise."""
     if ctx.target.kind != "rook":
-        return
+        return True
     ns, cluster_name = _rook(ctx)
-    name = original_name(ctx)
-    saved = ctx.kube.get_configmap(ctx.namespace, name)
-    if not saved or ORIGINAL_KEY not in saved:
-        return  # never patched
-    marks = dict(ctx.kube.configmap_annotations(ctx.namespace, name) or {})
-    if marks.get(restore_steps.CONFIG_RESTORED):
-        return  # restored earlier
+    op_ns, name = ctx.settings.operator_namespace, original_name(ctx)
+    saved = ctx.kube.get_configmap(op_ns, name)
     cluster = ctx.kube.get_cephcluster(ns, cluster_name)
-    original = json.loads(saved[ORIGINAL_KEY])
+    if cluster is None:  # deleted meanwhile: nothing to put back
+        ctx.kube.delete_configmap(op_ns, name)
+        return True
+    found = restore_steps.trusted_original(
+        None if saved is None else saved.get(ORIGINAL_KEY),
+        _annotations(cluster), ctx.holder, ctx.target.where,
+    )  # fmt: skip
+    if found is None:  # the run's patch is not on it: never patched, or restored already
+        if saved is not None:
+            ctx.kube.delete_configmap(op_ns, name)
+        return True
+    if isinstance(found, restore_steps.Refuse):
+        ctx.condition("ClusterRestored", False, found.reason, found.message)
+        ctx.warn(found.reason, found.message)
+        return False
+    marks = dict(ctx.kube.configmap_annotations(op_ns, name) or {})
+    original = dict(found)
     view = restore_steps.RestoreView(
         original=original,
-        cluster_spec=None if cluster is None else cluster.get("spec") or {},
+        cluster_spec=cluster.get("spec") or {},
         marks=marks,
         placement=[int(k) for k in ctx.get("osdPlacement") or {}],
         pods=ctx.kube.list_osd_pods(ns),
@@ -237,7 +305,7 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
                     ctx.kube.merge_patch_cephcluster(ns, cluster_name, {"spec": patch})
                     view = replace(view, cluster_spec=apply_merge_patch(view.cluster_spec, patch))
                 case restore_steps.Mark(key=key, value=value):
-                    ctx.kube.annotate_configmap(ctx.namespace, name, {key: value})
+                    ctx.kube.annotate_configmap(op_ns, name, {key: value})
                     view = replace(view, marks={**view.marks, key: value})
                 case restore_steps.Condition(type=type_, ok=ok, reason=reason, message=message):
                     ctx.condition(type_, ok, reason, message)
@@ -248,10 +316,17 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> None:
                 case restore_steps.CleanConfig():
                     result = _config_cleanup(ctx, plan, original.get("cephConfig") or {})
                     mark = {restore_steps.CONFIG_CLEANED: result}
-                    ctx.kube.annotate_configmap(ctx.namespace, name, mark)
+                    ctx.kube.annotate_configmap(op_ns, name, mark)
                     view = replace(view, marks={**view.marks, **mark})
+                case restore_steps.Release():
+                    unmark = {
+                        "metadata": {"annotations": {PATCHED_BY: None, ORIGINAL_DIGEST: None}}
+                    }
+                    ctx.kube.merge_patch_cephcluster(ns, cluster_name, unmark)
+                    ctx.kube.delete_configmap(op_ns, name)
+                    return True
         if not actions or not isinstance(actions[-1], restore_steps.CleanConfig):
-            return  # over, or nothing to do (Wait raised above)
+            return True  # nothing to do (Wait raised above)
         # asked again with the cleanup's outcome: the crimson restarts and the last mark
 
 

@@ -9,8 +9,9 @@ from typing import Any
 
 from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.settings import Settings
+from crimsonbench.errors import InvalidSpec
 from crimsonbench.manifests.naming import LABEL_RUN, label_value
-from crimsonbench.plan.target import KubeTarget, kube_target
+from crimsonbench.plan.target import KubeTarget, kube_target, target_refusal
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.api import API_VERSION, KIND
 from crimsonbench.spec.models import BenchmarkRunSpec
@@ -36,12 +37,19 @@ class RunContext:
     annotations: dict[str, str] = field(default_factory=dict)
     annotation_changes: dict[str, str] = field(default_factory=dict)
     plan: RunPlan | None = None  # made once per tick (it reads the topology cache and Rook)
+    # Warning events to post on the run with the status: (reason, message)
+    events: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def target(self) -> KubeTarget:
         """Where the run acts (namespaces, the CephCluster, the lease): executors read this,
         never spec.target."""
         return kube_target(self.spec, self.namespace)
+
+    @property
+    def refusal(self) -> InvalidSpec | None:
+        """Why this run may not act on its target (the chart's targets), or None."""
+        return target_refusal(self.target, self.namespace, self.settings.target_policy())
 
     @property
     def holder(self) -> str:
@@ -73,6 +81,12 @@ class RunContext:
 
     def annotate(self, key: str, value: str) -> None:
         self.annotation_changes[key] = value
+
+    def warn(self, reason: str, message: str) -> None:
+        """A Warning event on the run (posted with the status; logged here too, which the
+        delete handler's kopf posts as an event itself)."""
+        self.events.append((reason, message))
+        self.logger.warning("%s: %s", reason, message)
 
     def condition(self, type_: str, ok: bool, reason: str, message: str) -> None:
         """Set a standard condition; lastTransitionTime changes only when status flips."""

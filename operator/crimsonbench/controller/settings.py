@@ -4,12 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from crimsonbench.manifests.fio import FIO_PORT
 from crimsonbench.manifests.pods import PodOptions
 from crimsonbench.plan.build import DEFAULT_GRACE_S
+from crimsonbench.plan.target import DEFAULT_ROOK_TARGETS, RookGrant, TargetPolicy
+
+
+class RookTargetValue(BaseModel):
+    """One entry of the chart's targets.rook, as the chart passes it (JSON)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cephCluster: str  # noqa: N815 (the chart's spelling)
+    allowedNamespaces: list[str] = Field(default_factory=list)  # noqa: N815
+
+    def grant(self) -> RookGrant:
+        return RookGrant.parse(self.cephCluster, self.allowedNamespaces)
+
+
+_DEFAULT_TARGETS = [
+    RookTargetValue(cephCluster=g.ref, allowedNamespaces=list(g.allowed_namespaces))
+    for g in DEFAULT_ROOK_TARGETS
+]
 
 
 class Settings(BaseSettings):
@@ -56,6 +74,29 @@ class Settings(BaseSettings):
     finished_run_ttl_seconds: int = Field(
         default=86400, ge=60, description="Drop a finished run's metric series after this."
     )
+
+    rook_targets: list[RookTargetValue] = Field(
+        default_factory=lambda: list(_DEFAULT_TARGETS),
+        description="JSON list of {cephCluster: namespace/name, allowedNamespaces: [...]}: "
+        "the Rook clusters the operator may act on and which namespaces' runs may target "
+        "each (the cluster's own always may). The chart's targets.rook.",
+    )
+    external_namespaces: list[str] = Field(
+        default_factory=list,
+        description="JSON list: namespaces whose runs may target external clusters. The "
+        "chart's targets.externalNamespaces.",
+    )
+
+    @model_validator(mode="after")
+    def _policy_is_valid(self) -> Settings:
+        self.target_policy()  # ValueError (names the entry) at startup, not at the first run
+        return self
+
+    def target_policy(self) -> TargetPolicy:
+        return TargetPolicy(
+            rook=tuple(t.grant() for t in self.rook_targets),
+            external_namespaces=tuple(self.external_namespaces),
+        )
 
     def pod_options(self) -> PodOptions:
         """What every Job builder takes from the operator's settings."""

@@ -128,6 +128,7 @@ def stage_lease(ctx: RunContext) -> str:
             "this run starts when it finishes",
         )
         raise NotReady("cluster busy")
+    rook.check_not_patched(ctx)  # a run before left it patched: that is not an original
     ctx.condition("ClusterFree", True, "LeaseAcquired", "this run has the cluster to itself")
     ctx.set(phase=Phase.PREPARING.value, startedAt=ctx.get("startedAt") or now())
     return "observe"
@@ -226,24 +227,34 @@ def cleanup(ctx: RunContext) -> None:
     """Leave the cluster as it was found: restore, delete children, release the lease.
     Raises NotReady until done (Rook rolling the OSDs back, the config cleanup Job, Rook
     removing the pool and the cephx user, external images removed, the pods gone); each
-    call goes on where the last one stopped."""
+    call goes on where the last one stopped.
+
+    A run whose target the chart does not allow, or that never held the cluster (it was
+    waiting for the lease), touches nothing outside the operator's namespace: the Jobs
+    and objects there named after it belong to another run of the same name."""
+    if ctx.refusal is not None or ctx.get("stage") in (None, "lease"):
+        ctx.kube.release_lease(ctx.settings.operator_namespace, ctx.target.lease_name,
+                               ctx.holder)  # fmt: skip
+        return
     ns = jobs_namespace(ctx)
     # every Job but the cleanup ones, which must outlive the fio servers they wait for
     keep = f"{LABEL_ROLE}!={ROLE_RBD_CLEANUP},{LABEL_ROLE}!={ROLE_CEPH_CLEANUP}"
     ctx.kube.delete_jobs(ns, f"{ctx.selector},{keep}")
-    if ctx.target.kind == "rook":
-        rook.restore_cluster(ctx, _plan_or_none(ctx))
+    restored = rook.restore_cluster(ctx, _plan_or_none(ctx))
     external.remove_images(ctx, _plan_or_none(ctx))  # as the run's user: before it goes
     rook.remove_pool_and_user(ctx, _plan_or_none(ctx))
-    # nothing of the run left in the Jobs' namespace: Jobs, their pods, the job files
+    # nothing of the run left in the Jobs' namespace: Jobs and their pods
     ctx.kube.delete_jobs(ns, ctx.selector)
-    # job-file ConfigMaps of a run begun by an operator from before the fio driver
-    ctx.kube.delete_configmaps(ns, f"{ctx.selector},{LABEL_ROLE} in (fio,prefill)")
     pods = ctx.kube.pod_names(ns, ctx.selector)
     if pods:
         raise NotReady(f"waiting for {len(pods)} pod(s) of the run to go: {', '.join(pods[:5])}")
     ctx.kube.release_lease(ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder)
-    ctx.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
+    if restored:
+        ctx.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
+        return
+    refused = next(c for c in ctx.get("conditions") if c["type"] == "ClusterRestored")
+    failure = ctx.get("failure")
+    ctx.set(failure=(f"{failure}; " if failure else "") + f"not restored: {refused['message']}")
 
 
 def _plan_or_none(ctx: RunContext) -> RunPlan | None:
@@ -265,8 +276,30 @@ STAGES: dict[str, Callable[[RunContext], str]] = {
 }
 
 
+def refuse_target(ctx: RunContext) -> None:
+    """A target the chart does not allow this run's namespace: failed at once, naming the
+    field and the chart value, with nothing touched (InvalidSpec). Checked every tick, so a
+    target removed from the chart mid-run is left alone from then on (the CephCluster
+    keeps the run's patch and the annotations naming it)."""
+    refused = ctx.refusal
+    if refused is None:
+        return
+    touched = ORDER.index(ctx.get("stage") or "lease") >= ORDER.index("patch")
+    message = str(refused) + (
+        "; the operator no longer acts on it: what the run changed stays" if touched else ""
+    )
+    ctx.kube.release_lease(ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder)
+    ctx.set(phase=Phase.FAILED.value, message=message, stage="done", finishedAt=now())
+    ctx.condition("Succeeded", False, "TargetNotAllowed", message)
+    ctx.warn("TargetNotAllowed", message)
+    raise refused
+
+
 def tick(ctx: RunContext) -> None:
     """Advance as far as possible in one tick; stop at the first stage that must wait."""
+    if ctx.get("stage") == "done":
+        return
+    refuse_target(ctx)
     stage = ctx.get("stage") or "lease"
     while stage in STAGES:
         try:
@@ -279,8 +312,10 @@ def tick(ctx: RunContext) -> None:
                 raise  # cannot restore: the handler retries and reports it
             if ORDER.index(stage) < ORDER.index("patch"):
                 # Nothing touched yet: remove the probe/facts Jobs, let go, fail at once.
+                # (At the lease it made none: Jobs of its name are another run's.)
                 for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
-                    ctx.kube.delete_jobs(ns, ctx.selector)
+                    if stage != "lease":
+                        ctx.kube.delete_jobs(ns, ctx.selector)
                 ctx.kube.release_lease(
                     ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder
                 )

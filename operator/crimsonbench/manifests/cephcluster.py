@@ -49,6 +49,11 @@ from crimsonbench.plan.ceph_options import COUNT_OPTIONS, CPU_SET_OPTIONS, CRIMS
 from crimsonbench.plan.types import OsdCpus, RunPlan
 from crimsonbench.spec.cpuset import parse_cpuset
 
+# The spec's top-level keys a run changes (cephcluster_patch writes nothing else). The
+# restore writes these and nothing else either: whatever the saved original holds, it
+# cannot reach the image, dataDirHostPath, cleanupPolicy, storage or placement.
+RUN_KEYS = ("cephConfig", "resources")
+
 # The log collector sidecar (logrotate every period) in every Ceph pod. Only set when the
 # original has no limits for it, so a user's own sizing stays.
 LOGCOLLECTOR_RESOURCES = {"cpu": "100m", "memory": "128Mi"}
