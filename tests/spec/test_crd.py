@@ -4,6 +4,7 @@ operator tests)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import yaml
 from crimsonbench.spec import models
 from crimsonbench.spec.crd import build_crd, render_crd
 from crimsonbench.spec.rules import Rule
+from crimsonbench.spec.workload import OPTION_FORMATS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,16 +66,21 @@ def test_every_rule_is_in_the_crd() -> None:
             models.SWEEP_RULES,
             models.WORKLOAD_RULES,
             models.RUN_RULES,
+            models.EDGE_RULES,
         )
         for r in group
     }
     assert declared == crd_rules
 
 
-def _cel(rule: Rule, obj: dict[str, Any]) -> bool:
+@functools.cache
+def _program(cel: str) -> Any:
     env = celpy.Environment()
-    program = env.program(env.compile(rule.cel))
-    return bool(program.evaluate({"self": celpy.json_to_cel(obj)}))
+    return env.program(env.compile(cel))
+
+
+def _cel(rule: Rule, obj: dict[str, Any]) -> bool:
+    return bool(_program(rule.cel).evaluate({"self": celpy.json_to_cel(obj)}))
 
 
 def _agree(rules: tuple[Rule, ...], model: type[Any], combos: list[dict[str, Any]]) -> int:
@@ -170,3 +177,78 @@ def test_crd_loads_as_yaml_with_printer_columns() -> None:
     for wanted in ("Phase", "Progress", "Backend", "Reactors", "Policy", "Peak IOPS", "Age"):
         assert wanted in cols
     assert doc["spec"]["names"]["shortNames"] == ["br"]
+
+
+# ---- the spec's edge (issue 26): the same answers from CEL (cel-python) and Python
+
+NAMES = ["a", "quick-crimson", "a" * 50, "a" * 51, "A", "a.b", "a/b", ".", "..", "-a", "a-",
+         "a\nb", "a\0b", "qu\u00efck", ""]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NAMES, ids=[repr(n)[:20] for n in NAMES])
+def test_name_rule_cel_and_python_agree(name: str) -> None:
+    from crimsonbench.spec.names import NAME_RULE
+
+    assert _cel(NAME_RULE, {"metadata": {"name": name}}) == NAME_RULE.check(name)
+
+
+def test_option_rules_cel_and_python_agree() -> None:
+    values = ["0", "1", "70", "100", "101", "150", "yes", "4k", "64m", "1g", "10%", "100%",
+              "101%", "5k,1k", "100m,,", ",", "10us", "2ms", "soon", "4q", "1.5", "-1"]  # fmt: skip
+    names = [n for names, _, _ in OPTION_FORMATS for n in names]
+    combos = [
+        {"name": "w", "rw": "read", "bs": "4k", "options": {k: v}} for k in names for v in values
+    ]
+    combos.append({"name": "w", "rw": "read", "bs": "4k", "options": {}})
+    assert _agree(models.OPTION_RULES, models.WorkloadSpec, combos) == len(combos) * 7
+
+
+def test_map_key_rules_cel_and_python_agree() -> None:
+    keys = ["role", "node-role.kubernetes.io/fio", "a b", "../n1", "n1.example.com", "N1",
+            "x" * 64, "x" * 63, "a/b/c", "osd_op_num_shards", "osd op", "Osd", "1x",
+            "a\nb"]  # fmt: skip
+    clients = [{"node_selector": {k: "v"}, "node_cpu_sets": {k: "0"}} for k in keys]
+    assert _agree(models.CLIENT_KEY_RULES, models.ClientSpec, clients) == len(keys) * 2
+    osds = [{"ceph_config": {k: "1"}} for k in keys]
+    assert _agree(models.OSD_KEY_RULES, models.OsdSpec, osds) == len(keys)
+
+
+@pytest.mark.parametrize(
+    ("workloads", "repeats", "iodepths", "images", "processes"),
+    [(4, 1, 10, 32, 4), (4, 1, 7, 1024, 32), (4, 1, 8, 1024, 32), (32, 20, 64, 1024, 64),
+     (1, 1, 1, 1, 1), (4, 2, 10, 1000, 12), (4, 2, 10, 1000, 13)],
+)  # fmt: skip
+def test_bound_rule_cel_and_python_agree(
+    workloads: int, repeats: int, iodepths: int, images: int, processes: int
+) -> None:
+    w = [models.WorkloadSpec(name=f"w{i}", rw="read", bs="4k") for i in range(workloads)]
+    fields = {
+        "target": models.TargetSpec(local=models.LocalTarget()),
+        "workloads": w,
+        "sweep": models.SweepSpec.model_construct(
+            **{
+                **models.SweepSpec().__dict__,
+                "repeats": repeats,
+                "iodepths": list(range(1, iodepths + 1)),
+            }  # fmt: skip
+        ),
+        "client": models.ClientSpec.model_construct(
+            **{
+                **models.ClientSpec().__dict__,
+                "images": images,
+                "processes_per_image": processes,
+            }  # fmt: skip
+        ),
+    }
+    assert _agree(models.BOUND_RULES, models.BenchmarkRunSpec, [fields]) == 1
+    expected = workloads * repeats * iodepths * images * processes <= models.MAX_STEP_JOBS
+    assert (
+        models.BOUND_RULES[0].check(models.BenchmarkRunSpec.model_construct(**fields)) == expected
+    )
+
+
+def test_bound_rule_reads_the_defaults_when_fields_are_missing() -> None:
+    rule = models.BOUND_RULES[0]
+    assert _cel(rule, {"target": {"local": {}}})  # defaults: 4 x 1 x 10 x 32 x 1
+    assert not _cel(rule, {"client": {"images": 1024, "processesPerImage": 64}})
+    assert _cel(rule, {"client": {"images": 1024, "processesPerImage": 24}})  # 983,040

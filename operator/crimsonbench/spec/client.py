@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import re
 
 from pydantic import Field
 
-from crimsonbench.spec.base import BlockSizeStr, CpuSetStr, NodeName, RuledModel, SizeStr
-from crimsonbench.spec.rules import Rule
+from crimsonbench.spec.base import (
+    DNS_SUBDOMAIN_PATTERN,
+    LABEL_KEY_PATTERN,
+    STEP_JOBS_NOTE,
+    BlockSizeStr,
+    CephxUser,
+    CpuSetStr,
+    LabelValue,
+    NodeName,
+    RuledModel,
+    SizeStr,
+)
+from crimsonbench.spec.rules import Rule, cel_regex
 
 CLIENT_RULES = (
     Rule(
@@ -26,28 +37,72 @@ CLIENT_RULES = (
     ),
 )
 
+# Map keys: the structural schema cannot constrain them, so CEL does (and Python the same).
+CLIENT_KEY_RULES = (
+    Rule(
+        cel="!has(self.nodeSelector) || self.nodeSelector.all(k, size(k) <= 316 && "
+        f"k.matches({cel_regex(LABEL_KEY_PATTERN)}))",
+        message="nodeSelector keys must be label keys: [prefix/]name, the name at most 63 "
+        "letters, digits, '-', '_' and '.', starting and ending with a letter or digit, the "
+        "prefix a DNS subdomain (e.g. node-role.kubernetes.io/fio)",
+        field="nodeSelector",
+        check=lambda c: all(
+            len(k) <= 316 and re.fullmatch(LABEL_KEY_PATTERN, k) for k in c.node_selector
+        ),
+    ),
+    Rule(
+        cel="!has(self.nodeCpuSets) || self.nodeCpuSets.all(k, size(k) <= 253 && "
+        f"k.matches({cel_regex(DNS_SUBDOMAIN_PATTERN)}))",
+        message="nodeCpuSets keys must be node names: lower case letters, digits, '-' and "
+        "'.', starting and ending with a letter or digit, at most 253 characters",
+        field="nodeCpuSets",
+        check=lambda c: all(
+            len(k) <= 253 and re.fullmatch(DNS_SUBDOMAIN_PATTERN, k) for k in c.node_cpu_sets
+        ),
+    ),
+)
+
 
 class ClientSpec(RuledModel):
-    RULES = CLIENT_RULES
+    RULES = CLIENT_RULES + CLIENT_KEY_RULES
 
     cpu_set: CpuSetStr | None = Field(
         default=None,
         description="CPUs reserved for fio on every client (local: shared equally by count "
         "clients); must not overlap osd.cpuSet. Default: the CPUs the OSDs do not use.",
     )
-    pool: str = Field(default="rbd", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    pool: str = Field(
+        default="rbd",
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$",
+        description="The benchmark pool: letters, digits, '_', '.' and '-', not starting "
+        "with '.' or '-'.",
+    )
     pg_num: int = Field(default=128, ge=1, le=65536)
-    images: int = Field(default=32, ge=1, le=1024, description="Number of RBD images.")
-    image_size: SizeStr = Field(default="2Gi", description="Size of each RBD image.")
-    processes_per_image: int = Field(default=1, ge=1, le=64, description="fio processes per image.")
+    images: int = Field(
+        default=32,
+        ge=1,
+        le=1024,
+        description="Number of RBD images" + STEP_JOBS_NOTE,
+    )
+    image_size: SizeStr = Field(
+        default="2Gi", description="Size of each RBD image (below 1000Ti), e.g. 2Gi."
+    )
+    processes_per_image: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="fio processes (job files) per image and step" + STEP_JOBS_NOTE,
+    )
     num_jobs: int = Field(default=1, ge=1, le=64, description="fio numjobs per process.")
     prefill: bool = Field(default=True, description="Write every image once, 64K sequential.")
     prefill_block_size: BlockSizeStr = Field(default="64k")
-    user: str = Field(default="admin", min_length=1, description="cephx client for fio.")
-    image_prefix: str = Field(default="fio_test_", pattern=r"^[A-Za-z0-9_.-]{1,48}$")
-    node: str | None = Field(
-        default=None, max_length=253, description="The node fio runs on (operator)."
+    user: CephxUser = Field(
+        default="admin",
+        description="cephx user fio runs as, without 'client.' (letters, digits, '_', '.', "
+        "'-'). On Rook the run makes its own (<name>-fio) and this is not used.",
     )
+    image_prefix: str = Field(default="fio_test_", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,47}$")
+    node: NodeName | None = Field(default=None, description="The node fio runs on (operator).")
     nodes: list[NodeName] = Field(
         default_factory=list,
         max_length=1024,
@@ -55,7 +110,7 @@ class ClientSpec(RuledModel):
         description="Client nodes (operator): one fio client on each, started together; "
         "the images are spread over them.",
     )
-    node_selector: dict[str, Annotated[str, Field(max_length=63)]] = Field(
+    node_selector: dict[str, LabelValue] = Field(
         default_factory=dict,
         max_length=16,
         description="Client nodes by label (operator): the first `count` matching nodes by "

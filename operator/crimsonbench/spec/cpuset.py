@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-# Same grammar the kernel accepts in cpuset.cpus: comma separated ids or ascending ranges.
-CPUSET_PATTERN = r"^\s*\d+(\s*-\s*\d+)?(\s*,\s*\d+(\s*-\s*\d+)?)*\s*$"
+# Same grammar the kernel accepts in cpuset.cpus: comma separated ids or ascending ranges,
+# spaces allowed around them. ASCII only: \d and \s would also take other scripts' digits
+# and line breaks (in pydantic's Rust regex and in Python's re), and a CPU list is written
+# into ceph.conf and fio job files.
+CPUSET_PATTERN = r"^ *[0-9]+( *- *[0-9]+)?( *, *[0-9]+( *- *[0-9]+)?)* *$"
 _CPUSET_RE = re.compile(CPUSET_PATTERN)
 MAX_CPU_ID = 8191  # Linux NR_CPUS upper bound; guards against "0-99999999" eating memory
 

@@ -13,6 +13,8 @@ import yaml
 
 from crimsonbench.spec.api import GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION
 from crimsonbench.spec.models import BenchmarkRunSpec
+from crimsonbench.spec.names import NAME_RULE
+from crimsonbench.spec.rules import cel_rules
 from crimsonbench.spec.status import BenchmarkRunStatus
 
 # JSON-schema keywords a structural Kubernetes schema does not accept.
@@ -104,10 +106,17 @@ def build_crd() -> dict[str, Any]:
                             "type": "object",
                             "description": "A CPU-pinned fio sweep against Ceph OSDs.",
                             "required": ["spec"],
+                            # the root may read metadata.name (only it): the run's name
+                            **cel_rules((NAME_RULE,)),
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
+                                # declared so NAME_RULE's fieldPath names it (the
+                                # root schema may restrict metadata's name only)
+                                "metadata": {
+                                    "type": "object",
+                                    "properties": {"name": {"type": "string"}},
+                                },
                                 "spec": spec_schema,
                                 "status": status_schema,
                             },

@@ -21,7 +21,10 @@ from crimsonbench.errors import InvalidSpec
 from crimsonbench.spec.api import API_VERSION, KIND
 from crimsonbench.spec.base import (
     BLOCK_SIZE_PATTERN,
+    MAX_STEP_JOBS,
+    PATTERN_HINTS,
     SIZE_PATTERN,
+    STEP_JOBS_NOTE,
     BlockSizeStr,
     CpuSetStr,
     NodeName,
@@ -29,11 +32,14 @@ from crimsonbench.spec.base import (
     SizeStr,
     block_size_bytes,
     rule_error,
+    short,
     size_bytes,
 )
-from crimsonbench.spec.client import CLIENT_RULES, ClientSpec
+from crimsonbench.spec.client import CLIENT_KEY_RULES, CLIENT_RULES, ClientSpec
 from crimsonbench.spec.cpuset import CPUSET_PATTERN, format_cpuset, parse_cpuset
+from crimsonbench.spec.names import MAX_RUN_NAME, NAME_RULE, validate_name
 from crimsonbench.spec.osd import (
+    OSD_KEY_RULES,
     OSD_RULES,
     CpuPolicy,
     Flavor,
@@ -65,10 +71,12 @@ from crimsonbench.spec.target import (
 )
 from crimsonbench.spec.workload import (
     FIO_OPTION_ALLOWLIST,
+    OPTION_RULES,
     PRESETS,
     WORKLOAD_RULES,
     WorkloadSpec,
 )
+from crimsonbench.spec.yamlload import MAX_SPEC_BYTES, load_yaml
 
 RUN_RULES = (
     Rule(
@@ -106,10 +114,61 @@ RUN_RULES = (
 )
 
 
+# The whole run's size: fio job runs, one per step, image and process. The reference sweep
+# (4 workloads x 10 iodepths x 32 images x 4 processes) is 5,120; a long one (4 x 3 repeats
+# x 20 x 1024 images x 4) is 983,040. Each factor alone allowed 2.7 billion. Job files are
+# rendered when their step starts, so this bounds the run's work and what it records, not
+# the plan's memory (that grows with steps + jobs, each bounded by its fields).
+
+
+def _or(path: str, default: int, size: bool = False) -> str:
+    """CEL: self.<path> (its size() when `size`), or the default the API server fills in
+    when the object does not carry it yet (rules also run against defaults as written)."""
+    parts = path.split(".")
+    guards = " && ".join(f"has(self.{'.'.join(parts[: i + 1])})" for i in range(len(parts)))
+    value = f"self.{path}.size()" if size else f"self.{path}"
+    return f"({guards} ? {value} : {default})"
+
+
+def step_jobs(s: BenchmarkRunSpec) -> int:
+    """Job files the whole sweep runs: workloads x repeats x iodepths x images x processes."""
+    c = s.client
+    sweep = len(s.workloads) * s.sweep.repeats * len(s.sweep.iodepths)
+    return sweep * c.images * c.processes_per_image
+
+
+_CLIENT_DEFAULTS = ClientSpec()
+BOUND_RULES = (
+    Rule(
+        cel=" * ".join(
+            (
+                _or("workloads", len(PRESETS), size=True),
+                _or("sweep.repeats", 1),
+                _or("sweep.iodepths", len(DEFAULT_IODEPTHS), size=True),
+                _or("client.images", _CLIENT_DEFAULTS.images),
+                _or("client.processesPerImage", _CLIENT_DEFAULTS.processes_per_image),
+            )
+        )
+        + f" <= {MAX_STEP_JOBS}",
+        message="the sweep runs too many fio jobs: workloads x sweep.repeats x "
+        "sweep.iodepths x client.images x client.processesPerImage must be at most "
+        f"{MAX_STEP_JOBS:,} (the reference sweep is 4 x 1 x 10 x 32 x 4 = 5,120); split it "
+        "into several runs",
+        field="",
+        check=lambda s: step_jobs(s) <= MAX_STEP_JOBS,
+    ),
+)
+
+
+# The rules added at the spec's edge (names, map keys, option formats, bounds): with the
+# groups above, every CEL rule of the CRD.
+EDGE_RULES = (NAME_RULE, *CLIENT_KEY_RULES, *OSD_KEY_RULES, *OPTION_RULES, *BOUND_RULES)
+
+
 class BenchmarkRunSpec(RuledModel):
     """spec of a BenchmarkRun: what to benchmark, where, and how to sweep it."""
 
-    RULES = RUN_RULES
+    RULES = RUN_RULES + BOUND_RULES
 
     target: TargetSpec
     # `default: {}` in the CRD makes the API server fill nested defaults, so
@@ -126,6 +185,7 @@ class BenchmarkRunSpec(RuledModel):
         min_length=1,
         max_length=32,
         json_schema_extra={"default": [{"preset": p} for p in PRESETS]},
+        description="What fio does, one sweep each" + STEP_JOBS_NOTE,
     )
     sweep: SweepSpec = Field(default_factory=SweepSpec, json_schema_extra={"default": {}})
     keep_images: bool = Field(default=False, description="Keep the pool and images afterwards.")
@@ -149,18 +209,38 @@ class BenchmarkRunSpec(RuledModel):
                 )
 
 
+# Map fields: what follows them in an error's location is a key the user wrote, not a field.
+_MAP_FIELDS = frozenset(
+    {"options", "ceph_config", "cephConfig", "node_selector", "nodeSelector", "node_cpu_sets",
+     "nodeCpuSets"}
+)  # fmt: skip
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_./-]{1,64}")
+
+
 def _field_path(loc: tuple[int | str, ...]) -> str:
     parts: list[str] = []
+    after_map = False
     for item in loc:
+        if item == "[key]":  # the key itself is wrong (not a string): the map is at fault
+            after_map = False
+            continue
+        if after_map:  # a key of a map, as written (quoted when it is not plain)
+            key = str(item)
+            parts.append(key if _PLAIN_KEY.fullmatch(key) else f"[{short(key, 40)}]")
+            after_map = False
+            continue
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
         else:
+            after_map = item in _MAP_FIELDS
             parts.append(to_camel(item) if "_" in item else item)
-    return ".".join(p for p in parts if p)
+    return ".".join(p for p in parts if p).replace(".[", "[")
 
 
 def validate_spec(data: dict[str, Any]) -> BenchmarkRunSpec:
     """Parse a spec dict; raise InvalidSpec naming every bad camelCase field and its fix."""
+    if not isinstance(data, dict):
+        raise InvalidSpec("spec", f"must be a mapping of fields, not {type(data).__name__}")
     try:
         return BenchmarkRunSpec.model_validate(data)
     except ValidationError as exc:
@@ -180,9 +260,10 @@ def validate_spec(data: dict[str, Any]) -> BenchmarkRunSpec:
 
 _PATTERN_HINTS = {
     CPUSET_PATTERN: "is not a CPU list; write ids and ranges like '0-3,8,10-11'",
-    SIZE_PATTERN: "is not a size; write a whole number with Mi, Gi or Ti",
-    BLOCK_SIZE_PATTERN: "is not a block size; write e.g. 4k, 64k or 1m",
+    **PATTERN_HINTS,
 }
+_TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+               dict: "a mapping", list: "a list", type(None): "null"}  # fmt: skip
 
 
 def _friendly(err: Any) -> str:
@@ -191,21 +272,26 @@ def _friendly(err: Any) -> str:
         allowed = err["ctx"]["pattern"].strip("^$()").split("|")
         if hint is None and all(re.fullmatch(r"[a-z0-9]+", a) for a in allowed):
             hint = "must be one of: " + ", ".join(allowed)
-        return f"{err['input']!r} {hint}" if hint else err["msg"]
+        return f"{short(err['input'])} {hint}" if hint else err["msg"]
     if err["type"] == "extra_forbidden":
         return "is not a field of BenchmarkRun; check the spelling (fields are camelCase)"
+    if err["type"] in ("int_type", "float_type", "bool_type", "string_type"):
+        # strict types, as the API server checks them: `true` is no iodepth, "8" no count
+        given = _TYPE_NAMES.get(type(err["input"]), type(err["input"]).__name__)
+        return f"{err['msg']}, not {given} ({short(err['input'])})"
+    if err["type"] == "finite_number":
+        return f"{err['msg']} ({short(err['input'])}: infinity and NaN are no limit)"
     return re.sub(r"^Value error, ", "", err["msg"])
 
 
 def load_spec(path: str | Path) -> tuple[str, BenchmarkRunSpec]:
     """Read a BenchmarkRun YAML (the same file kubectl would apply). Returns (name, spec).
-    Every problem is an InvalidSpec naming the line or the field."""
+    Every problem is an InvalidSpec naming the line or the field. Bounded: a file over
+    MAX_SPEC_BYTES is refused before it is parsed, and so are YAML aliases, deep nesting,
+    duplicate keys and huge integers (crimsonbench.spec.yamlload)."""
+    text = _read_bounded(Path(path))
     try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidSpec(str(path), f"cannot read the file: {exc}") from None
-    try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as exc:
         raise InvalidSpec(str(path), _yaml_problem(exc)) from None
     if not isinstance(doc, dict):
@@ -213,22 +299,53 @@ def load_spec(path: str | Path) -> tuple[str, BenchmarkRunSpec]:
             str(path),
             "is not a BenchmarkRun manifest: expected a YAML mapping with kind, metadata and spec",
         )
+    unknown = sorted(str(k) for k in doc if k not in _MANIFEST_KEYS)
+    if unknown:
+        raise InvalidSpec(
+            short(unknown[0], 40).strip("'\""),
+            f"is not a field of a BenchmarkRun manifest (it has {', '.join(_MANIFEST_KEYS)}); "
+            "check the spelling",
+        )
     if doc.get("kind") != KIND:
-        found = f"kind {doc['kind']!r}" if "kind" in doc else "no kind"
+        found = f"kind {short(doc['kind'])}" if "kind" in doc else "no kind"
         raise InvalidSpec("kind", f"{path} has {found}; a BenchmarkRun manifest says kind: {KIND}")
     if doc.get("apiVersion") not in (None, API_VERSION):
         raise InvalidSpec(
-            "apiVersion", f"{doc['apiVersion']!r} is not served; write apiVersion: {API_VERSION}"
+            "apiVersion",
+            f"{short(doc['apiVersion'])} is not served; write apiVersion: {API_VERSION}",
         )
-    name = (
-        (doc.get("metadata") or {}).get("name") if isinstance(doc.get("metadata"), dict) else None
-    )
-    if not name:
+    metadata = doc.get("metadata")
+    if not isinstance(metadata, dict):
         raise InvalidSpec("metadata.name", "give the run a name (metadata: {name: ...})")
-    spec = doc.get("spec") or {}
+    name = validate_name(metadata.get("name"))
+    spec = doc.get("spec")
+    if spec is None:
+        spec = {}
     if not isinstance(spec, dict):
         raise InvalidSpec("spec", f"must be a mapping of fields, not {type(spec).__name__}")
-    return str(name), validate_spec(spec)
+    return name, validate_spec(spec)
+
+
+_MANIFEST_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
+
+
+def _read_bounded(path: Path) -> str:
+    """The file's text, refused before parsing when it is over MAX_SPEC_BYTES."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        raise InvalidSpec(str(path), f"cannot read the file: {exc}") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise InvalidSpec(
+            str(path),
+            f"is larger than {MAX_SPEC_BYTES // 2**20} MiB ({MAX_SPEC_BYTES:,} bytes), the "
+            "most a BenchmarkRun spec may be; a real one is a few hundred bytes",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidSpec(str(path), f"is not UTF-8 text: {exc}") from None
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
@@ -241,11 +358,20 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 __all__ = [
     "BLOCK_SIZE_PATTERN",
+    "BOUND_RULES",
+    "CLIENT_KEY_RULES",
     "CLIENT_RULES",
     "DEFAULT_IODEPTHS",
+    "EDGE_RULES",
     "EXTERNAL_RULES",
     "LOCAL_RULES",
     "FIO_OPTION_ALLOWLIST",
+    "MAX_RUN_NAME",
+    "MAX_SPEC_BYTES",
+    "MAX_STEP_JOBS",
+    "NAME_RULE",
+    "OPTION_RULES",
+    "OSD_KEY_RULES",
     "OSD_RULES",
     "PRESETS",
     "RECORDED_PERCENTILES",
@@ -280,5 +406,7 @@ __all__ = [
     "block_size_bytes",
     "load_spec",
     "size_bytes",
+    "step_jobs",
+    "validate_name",
     "validate_spec",
 ]

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import Field
 
-from crimsonbench.spec.base import CpuSetStr, RuledModel
-from crimsonbench.spec.rules import Rule
+from crimsonbench.spec.base import DEVICE_PATTERN, CpuSetStr, RuledModel, hinted
+from crimsonbench.spec.rules import Rule, cel_regex
+
+# ceph.conf option names as Ceph defines them (lower case, digits, '_'). Ceph would also
+# read spaces or dashes for '_', but a key is printed as `ceph config set osd KEY VALUE`
+# and written as a ceph.conf line: one spelling, nothing a shell or ini parser splits.
+CEPH_OPTION_PATTERN = r"^[a-z0-9][a-z0-9_]*$"
+# ceph.conf values: numbers, sizes, names, lists (a,b), key=value lists (rocksdb options),
+# paths, CPU sets; never a line break, '[', ']', '#', ';', quotes, '$' or a backslash.
+CEPH_VALUE_PATTERN = hinted(
+    r"^[A-Za-z0-9 _.:,=/+%@*~-]*$",
+    "is not a ceph.conf value we accept: letters, digits, spaces and _ . : , = / + % @ * ~ - "
+    "only (no line breaks, brackets, '#', ';', quotes or '$')",
+)
 
 
 class Flavor(StrEnum):
@@ -83,13 +96,29 @@ OSD_RULES = (
     ),
 )
 
+OSD_KEY_RULES = (
+    Rule(
+        cel="!has(self.cephConfig) || self.cephConfig.all(k, size(k) <= 128 && "
+        f"k.matches({cel_regex(CEPH_OPTION_PATTERN)}))",
+        message="cephConfig keys must be Ceph option names: lower case letters, digits and "
+        "'_' (e.g. osd_op_num_shards), at most 128 characters",
+        field="cephConfig",
+        check=lambda o: all(
+            len(k) <= 128 and re.fullmatch(CEPH_OPTION_PATTERN, k) for k in o.ceph_config
+        ),
+    ),
+)
+
 
 class OsdSpec(RuledModel):
-    RULES = OSD_RULES
+    RULES = OSD_RULES + OSD_KEY_RULES
 
-    flavor: Flavor = Field(default=Flavor.CRIMSON, description="crimson or classic ceph-osd.")
+    flavor: Flavor = Field(
+        default=Flavor.CRIMSON, strict=False, description="crimson or classic ceph-osd."
+    )
     object_store: ObjectStore = Field(
         default=ObjectStore.BLUESTORE,
+        strict=False,
         description="crimson: cyanstore|seastore|bluestore; classic: bluestore|memstore.",
     )
     count: int = Field(default=1, ge=1, le=128, description="Number of OSDs.")
@@ -99,12 +128,15 @@ class OsdSpec(RuledModel):
     cpus_per_osd: int | None = Field(
         default=None, ge=1, le=1024, description="CPUs per classic OSD (default: an equal share)."
     )
-    cpu_policy: CpuPolicy = Field(default=CpuPolicy.DEFAULT, description="Reactor placement.")
+    cpu_policy: CpuPolicy = Field(
+        default=CpuPolicy.DEFAULT, strict=False, description="Reactor placement."
+    )
     cpu_set: CpuSetStr | None = Field(
         default=None, description="CPUs the OSDs may use; default: all CPUs not given to fio."
     )
     hyper_threads: HyperThreads = Field(
         default=HyperThreads.DUAL,
+        strict=False,
         description="physical: one reactor per core; dual: both siblings host a reactor.",
     )
     alien_threads: int | None = Field(
@@ -117,18 +149,28 @@ class OsdSpec(RuledModel):
         default=None, description="CPUs for alien threads; default: allowed CPUs left by reactors."
     )
     option_naming: OptionNaming = Field(
-        default=OptionNaming.AUTO, description="Crimson option names; auto picks by Ceph version."
+        default=OptionNaming.AUTO,
+        strict=False,
+        description="Crimson option names; auto picks by Ceph version.",
     )
     ceph_version: str | None = Field(
         default=None,
-        pattern=r"^\d+\.\d+(\.\d+)?$",
+        pattern=r"^[0-9]{1,4}\.[0-9]{1,4}(\.[0-9]{1,6})?$",
         description="Ceph version if it cannot be detected, e.g. 19.2.1.",
     )
-    devices: list[Annotated[str, Field(max_length=256)]] = Field(
-        default_factory=list, max_length=128, description="Block devices, one per OSD (seastore)."
+    devices: list[Annotated[str, Field(max_length=256, pattern=DEVICE_PATTERN)]] = Field(
+        default_factory=list,
+        max_length=128,
+        description="Block devices, one per OSD (seastore): absolute paths, e.g. /dev/nvme0n1.",
     )
-    ceph_config: dict[str, Annotated[str, Field(max_length=1024)]] = Field(
-        default_factory=dict, max_length=128, description="Extra options for the [osd] section."
+    ceph_config: dict[str, Annotated[str, Field(max_length=1024, pattern=CEPH_VALUE_PATTERN)]] = (
+        Field(
+            default_factory=dict,
+            max_length=128,
+            description="Extra options for the [osd] section: option names as Ceph spells "
+            "them (osd_op_num_shards), values without line breaks, brackets, '#', ';', "
+            "quotes or '$'.",
+        )
     )
 
     @property

@@ -26,6 +26,13 @@ class Rule:
         return out
 
 
+def cel_regex(pattern: str) -> str:
+    """A regex as a CEL raw string literal (no escape processing: `\\.` stays `\\.`)."""
+    if "'" in pattern or "\n" in pattern:
+        raise ValueError(f"{pattern!r} cannot be a CEL raw string literal")
+    return f"r'{pattern}'"
+
+
 def cel_rules(rules: tuple[Rule, ...]) -> dict[str, Any]:
     """json_schema_extra for a model carrying these rules."""
     return {"x-kubernetes-validations": [r.schema() for r in rules]}

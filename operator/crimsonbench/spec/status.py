@@ -71,7 +71,7 @@ class ResultsRef(SpecModel):
 
 
 class BenchmarkRunStatus(SpecModel):
-    phase: Phase = Phase.PENDING
+    phase: Phase = Field(default=Phase.PENDING, strict=False)
     message: str = ""
     observed_generation: int | None = None
     conditions: list[Condition] = Field(default_factory=list, max_length=32)

@@ -6,11 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
-from crimsonbench.spec.base import RuledModel, SpecModel
+from crimsonbench.spec.base import STEP_JOBS_NOTE, RuledModel, SpecModel
 from crimsonbench.spec.rules import Rule
 
 DEFAULT_IODEPTHS = (1, 2, 4, 8, 16, 24, 32, 40, 52, 64)
 RECORDED_PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99)  # what every step records
+MAX_LATENCY_MS = 3_600_000.0  # an hour: any latency limit above it is a typo
 
 
 class EarlyExit(SpecModel):
@@ -23,7 +24,10 @@ class EarlyExit(SpecModel):
         default=0.5, gt=0, le=100, description="Stop when clat stddev/mean reaches this."
     )
     mean_latency_ms_limit: float | None = Field(
-        default=None, gt=0, description="Stop when mean clat (ms) exceeds this."
+        default=None,
+        gt=0,
+        le=MAX_LATENCY_MS,
+        description="Stop when mean clat (ms) exceeds this (at most an hour).",
     )
 
 
@@ -33,7 +37,11 @@ class LatencyTarget(SpecModel):
         json_schema_extra={"enum": list(RECORDED_PERCENTILES)},
         description="fio clat percentile (the ones every step records).",
     )
-    latency_ms: float = Field(gt=0, description="The latency that percentile must stay under.")
+    latency_ms: float = Field(
+        gt=0,
+        le=MAX_LATENCY_MS,
+        description="The latency that percentile must stay under (ms, at most an hour).",
+    )
     stop_when_exceeded: bool = Field(default=True, description="End the sweep once it is missed.")
 
     @field_validator("percentile")
@@ -48,7 +56,9 @@ class KneeSearch(SpecModel):
     """Run only the iodepths needed to find the knee: the most throughput whose latency
     stays under latencyMs (bisecting the iodepth list, stopping past saturation)."""
 
-    latency_ms: float = Field(gt=0, description="The latency limit of the knee (ms).")
+    latency_ms: float = Field(
+        gt=0, le=MAX_LATENCY_MS, description="The latency limit of the knee (ms, at most an hour)."
+    )
     metric: Literal["mean", "p50", "p90", "p99", "p99.9", "p99.99"] = Field(
         default="p99", description="Which completion latency the limit is on."
     )
@@ -104,11 +114,16 @@ class SweepSpec(RuledModel):
         min_length=1,
         max_length=64,
         json_schema_extra={"x-kubernetes-list-type": "set", "default": list(DEFAULT_IODEPTHS)},
-        description="The iodepth per step, in order (the response curve).",
+        description="The iodepth per step, in order (the response curve)" + STEP_JOBS_NOTE,
     )
     runtime_seconds: int = Field(default=300, ge=1, le=86400)
     ramp_seconds: int = Field(default=10, ge=0, le=3600)
-    repeats: int = Field(default=1, ge=1, le=20, description="Run each step this many times.")
+    repeats: int = Field(
+        default=1,
+        ge=1,
+        le=20,
+        description="Run each step this many times" + STEP_JOBS_NOTE,
+    )
     sample_interval_seconds: float = Field(default=1.0, ge=0.1, le=60)
     early_exit: EarlyExit = Field(default_factory=EarlyExit, json_schema_extra={"default": {}})
     latency_target: LatencyTarget | None = Field(

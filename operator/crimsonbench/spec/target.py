@@ -6,13 +6,35 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from crimsonbench.spec.base import NodeName, RuledModel, SizeStr, SpecModel
+from crimsonbench.spec.base import (
+    DNS_LABEL_PATTERN,
+    DNS_SUBDOMAIN_PATTERN,
+    MON_HOST_PATTERN,
+    SECRET_KEY_PATTERN,
+    CephxUser,
+    NodeName,
+    PathStr,
+    RuledModel,
+    SizeStr,
+    SpecModel,
+)
 from crimsonbench.spec.rules import Rule
 
 
 class SecretKeyRef(SpecModel):
-    name: str = Field(min_length=1, description="Secret in the BenchmarkRun's namespace.")
-    key: str = Field(default="keyring", min_length=1, description="Key holding the keyring.")
+    name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Secret in the BenchmarkRun's namespace.",
+    )
+    key: str = Field(
+        default="keyring",
+        min_length=1,
+        max_length=253,
+        pattern=SECRET_KEY_PATTERN,
+        description="Key holding the keyring.",
+    )
 
 
 LOCAL_RULES = (
@@ -32,7 +54,7 @@ class LocalTarget(RuledModel):
 
     RULES = LOCAL_RULES
 
-    work_dir: str | None = Field(
+    work_dir: PathStr | None = Field(
         default=None, description="Cluster and results directory; default: a fresh one."
     )
     bluestore_backing: Literal["file", "loop"] = Field(
@@ -47,21 +69,18 @@ class LocalTarget(RuledModel):
     force_ssd: bool = Field(
         default=True, description="Apply SSD tunables even if the disk reports rotational."
     )
-    crimson_binary: str | None = Field(
+    crimson_binary: PathStr | None = Field(
         default=None,
-        max_length=4096,
         description="Path of crimson-osd (inside cephRoot when set); default: search PATH.",
     )
-    ceph_root: str | None = Field(
+    ceph_root: PathStr | None = Field(
         default=None,
-        max_length=4096,
         description="A Ceph root filesystem to run every Ceph and fio program from (chroot, "
         "as root), e.g. the crimson one e2e/crimson/build-ceph-root.sh builds; default: "
         "this machine's packages.",
     )
-    ceph_bin_dir: str | None = Field(
+    ceph_bin_dir: PathStr | None = Field(
         default=None,
-        max_length=4096,
         description="A Ceph build's bin directory (vstart.sh's build/bin, libraries from "
         "build/lib): its programs first, the rest from this machine.",
     )
@@ -69,8 +88,19 @@ class LocalTarget(RuledModel):
 
 
 class RookTarget(SpecModel):
-    cluster_name: str = Field(min_length=1, description="Name of the Rook CephCluster.")
-    namespace: str = Field(default="rook-ceph", min_length=1)
+    cluster_name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Name of the Rook CephCluster.",
+    )
+    namespace: str = Field(
+        default="rook-ceph",
+        min_length=1,
+        max_length=63,
+        pattern=DNS_LABEL_PATTERN,
+        description="Namespace of the CephCluster.",
+    )
     osd_nodes: list[NodeName] = Field(
         default_factory=list,
         max_length=1024,
@@ -105,10 +135,16 @@ class ExternalTarget(RuledModel):
 
     RULES = EXTERNAL_RULES
 
-    mon_host: str = Field(min_length=1, description="mon_host as in ceph.conf.")
-    user: str = Field(default="admin", min_length=1, description="cephx user without 'client.'.")
+    mon_host: str = Field(
+        min_length=1,
+        max_length=1024,
+        pattern=MON_HOST_PATTERN,
+        description="mon_host as in ceph.conf: addresses and names separated by ',' or ' ' "
+        "(e.g. [v2:10.0.0.1:3300,v1:10.0.0.1:6789]).",
+    )
+    user: CephxUser = Field(default="admin", description="cephx user without 'client.'.")
     keyring_secret: SecretKeyRef | None = Field(default=None, description="For the operator.")
-    keyring_file: str | None = Field(default=None, description="For the local CLI.")
+    keyring_file: PathStr | None = Field(default=None, description="For the local CLI.")
 
 
 TARGET_RULES = (
