@@ -16,14 +16,16 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from crimsonbench.errors import CrimsonBenchError, InvalidSpec
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.topology import parse_lscpu_json
-from crimsonbench.plan.types import RunPlan, Topology
+from crimsonbench.plan.types import Topology
+from crimsonbench.progress import ceph_lines, plan_table
 from crimsonbench.results.store import NotAResultsDirectory, ResultStore
-from crimsonbench.spec.models import BenchmarkRunSpec, Flavor, load_spec
+from crimsonbench.spec.models import BenchmarkRunSpec, Flavor, load_spec, validate_name
+from crimsonbench.spec.names import validate_namespace
 
 app = typer.Typer(
     add_completion=False,
@@ -61,9 +63,11 @@ def _guard() -> Iterator[None]:
 
 
 def _error(message: str, code: int) -> None:
+    # The message quotes the user's own text (a name, a value, a path): printed literally,
+    # never read as rich markup ("[/bold]" in a value, brackets in a mon_host).
     for i, line in enumerate(message.splitlines() or [message]):
-        prefix = "[bold red]error:[/] " if i == 0 else "       "
-        console.print(prefix + line, highlight=False, soft_wrap=True)
+        prefix = Text("error:", style="bold red") + " " if i == 0 else Text("       ")
+        console.print(prefix + Text(line), highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -82,30 +86,6 @@ def _store(path: Path) -> ResultStore:
     store = ResultStore(path)
     store.check_readable()
     return store
-
-
-def plan_table(plan: RunPlan) -> Table:
-    first = plan.hosts[0].cpu
-    table = Table(title=f"CPU plan ({first.policy}, hyper-threads {first.hyper_threads})")
-    table.add_column("node")
-    table.add_column("who")
-    table.add_column("reactors / affinity")
-    table.add_column("count", justify="right")
-    table.add_column("alien")
-    for host in plan.hosts:
-        for osd in host.cpu.osds:
-            table.add_row(
-                host.node or "this machine",
-                f"osd.{osd.osd_id}",
-                osd.cpuset,
-                str(len(osd.reactors)),
-                osd.alien_cpuset or "-",
-            )
-    for client in plan.clients:
-        images = f"{len(client.images)} images"
-        table.add_row(client.node or "this machine", f"fio {client.name}", client.cpuset,
-                      str(len(client.cpus)), images)  # fmt: skip
-    return table
 
 
 def _stdout() -> Console:
@@ -146,11 +126,8 @@ def plan(
         run_plan = build_plan(name, spec, _topology(lscpu_json), ceph_version=ceph_version)
     out = _stdout()
     out.print(plan_table(run_plan))
-    for section, options in run_plan.ceph.config.items():
-        for key, value in options.items():
-            out.print(f"ceph config set {section} {key} {value}", highlight=False)
-    for cmd in run_plan.ceph.commands:
-        out.print("ceph " + " ".join(cmd), highlight=False)
+    for line in ceph_lines(run_plan):
+        out.print(line, markup=False, highlight=False)
     per_step = len(run_plan.fio.jobs) * run_plan.fio_numjobs
     step_s = spec.sweep.runtime_seconds + spec.sweep.ramp_seconds
     out.print(
@@ -190,7 +167,7 @@ def _metrics(port: int | None, results_dir: Path) -> Iterator[None]:
         server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
     except OSError as exc:
         raise BadInput(f"--metrics-port {port}: {exc.strerror}") from exc
-    console.print(f"metrics: http://127.0.0.1:{server.server_port}/metrics")
+    console.print(f"metrics: http://127.0.0.1:{server.server_port}/metrics", markup=False)
     try:
         yield
     finally:
@@ -243,7 +220,8 @@ def run(
                 outcome = runner.execute()
     if outcome.results:
         paths = write_report(outcome.results_dir)
-        console.print(f"report: {outcome.results_dir / 'report'} ({len(paths)} files)")
+        report_dir = outcome.results_dir / "report"
+        console.print(f"report: {report_dir} ({len(paths)} files)", markup=False)
         _print_table(ResultStore(outcome.results_dir), output, paths)
     if outcome.phase.value != "Completed":
         raise typer.Exit(130 if "interrupted" in outcome.message else 1)
@@ -306,6 +284,9 @@ def fetch(
     with _guard():
         if "/" in run_name:
             namespace, run_name = run_name.split("/", 1)
+        # Names as the API server allows them: the run's name becomes results/<run>.
+        validate_name(run_name, field="RUN")
+        validate_namespace(namespace, field="--namespace")
         try:
             from kubernetes import client, config
 
@@ -336,8 +317,9 @@ def fetch(
             raise BadInput(f"{target} holds results of another spec; pick another --results")
         write_results_dir(fetched, store)
     if fetched.note:
-        console.print(f"[yellow]warning:[/] {fetched.note}")
-    console.print(f"{len(fetched.results)} steps of {namespace}/{run_name} in {target}")
+        console.print(Text("warning:", style="yellow") + " " + Text(fetched.note))
+    done = f"{len(fetched.results)} steps of {namespace}/{run_name} in {target}"
+    console.print(done, markup=False)
     typer.echo(target)
 
 
