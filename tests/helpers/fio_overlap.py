@@ -26,11 +26,7 @@ class JobSpan:
     job: str  # the write_iops_log name
     first_ms: int  # first sample (end of the first window)
     last_ms: int  # last sample
-    start_ms: int  # first sample - one window: when its I/O started
-
-    @property
-    def end_ms(self) -> int:
-        return self.last_ms
+    start_ms: int  # first sample - one window: when its I/O started (after the ramp)
 
 
 def fio_documents(texts: Iterable[str]) -> list[dict[str, Any]]:
@@ -64,7 +60,7 @@ def job_spans(logs: Mapping[str, str]) -> dict[str, JobSpan]:
 @dataclass(frozen=True)
 class Overlap:
     start_spread_ms: int  # latest job start - earliest
-    end_spread_ms: int  # latest last sample - earliest
+    end_spread_ms: int  # latest job end - earliest (end: start + fio's runtime of the job)
     common_s: float  # seconds every job ran: earliest end - latest start
     total_ios: int  # every job's, every direction, from fio's JSON
     runtimes_ms: tuple[int, ...]  # each job's own runtime (fio's JSON)
@@ -89,10 +85,10 @@ def overlap(docs: list[dict[str, Any]], logs: Mapping[str, str]) -> Overlap:
         (job,) = [j for j in jobs if j["jobname"].endswith(f"-{name}")]
         runtime_of[name] = _runtime_ms(job)
     starts = [s.start_ms for s in spans.values()]
-    ends = [s.end_ms for s in spans.values()]
     # a job's end: its start + the runtime fio reports (its last partial window is not
     # always logged, so the last sample may be up to one window early)
-    common = min(s.start_ms + runtime_of[n] for n, s in spans.items()) - max(starts)
+    ends = [s.start_ms + runtime_of[n] for n, s in spans.items()]
+    common = min(ends) - max(starts)
     runtimes = tuple(runtime_of.values())
     return Overlap(
         start_spread_ms=max(starts) - min(starts),
@@ -106,11 +102,11 @@ def overlap(docs: list[dict[str, Any]], logs: Mapping[str, str]) -> Overlap:
 def assert_ran_together(
     o: Overlap, *, runtime_s: int, step_rate: float, rate_rel: float = 0.01
 ) -> None:
-    """Every job started within a window of the others and logged its last second within
-    a window (+ 10 %) of theirs; each ran the step's runtime (within 2 %); the product's
-    rate for the step is fio's I/Os over the seconds they all ran (within rate_rel)."""
+    """Every job started and ended within a window (1 s) of the others; each ran the
+    step's runtime (within 2 %); the product's rate for the step is fio's I/Os over the
+    seconds they all ran (within rate_rel)."""
     assert o.start_spread_ms <= WINDOW_MS, f"job starts {o.start_spread_ms} ms apart: {o}"
-    assert o.end_spread_ms <= WINDOW_MS * 1.1, f"job ends {o.end_spread_ms} ms apart: {o}"
+    assert o.end_spread_ms <= WINDOW_MS, f"job ends {o.end_spread_ms} ms apart: {o}"
     for r in o.runtimes_ms:
         assert abs(r - runtime_s * 1000) <= runtime_s * 20, f"a job ran {r} ms: {o}"
     assert o.common_s > 0, f"no second in which every job ran: {o}"
