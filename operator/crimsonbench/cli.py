@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
@@ -227,17 +228,41 @@ def run(
         raise typer.Exit(130 if "interrupted" in outcome.message else 1)
 
 
+def _literal_error(message: str, code: int) -> NoReturn:
+    """_error for messages that quote file contents: no markup is read in them."""
+    for i, line in enumerate(message.splitlines() or [message]):
+        console.print(("error: " if i == 0 else "       ") + line, markup=False,
+                      highlight=False, soft_wrap=True)  # fmt: skip
+    raise typer.Exit(code)
+
+
 @app.command()
 def report(
     results_dir: Path = typer.Argument(..., help="A results directory (run or fetch wrote it)."),
     output: Output = typer.Option(Output.PATHS, help="What to print on stdout."),
 ) -> None:
-    """Recompute tables, CSV/JSON and plots from a results directory (no cluster needed)."""
+    """Recompute tables, CSV/JSON and plots from a results directory (no cluster needed).
+    An unusable file in it (each one listed) or a link inside it is refused, exit 2, and
+    nothing is written."""
     from crimsonbench.reports.report import write_report
 
     with _guard():
         store = _store(results_dir)
-        written = write_report(store.root)
+        try:
+            written = write_report(store.root)
+        except NotAResultsDirectory as exc:  # names files and values: printed literally
+            _literal_error(str(exc), EXIT_BAD_INPUT)
+        except OSError as exc:
+            raise BadInput(f"cannot write the report of {store.root}: {exc}") from exc
+        unfinished = store.scan_steps().unfinished
+        if unfinished:
+            console.print(
+                f"note: {len(unfinished)} unfinished step(s) (no result.json) left out: "
+                + ", ".join(unfinished),
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
         _print_table(store, output, written)
 
 
@@ -251,10 +276,19 @@ def compare(
         5.0, min=0.0, help="A regression is worse by more than this many % (and significant)."
     ),
     alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level."),
+    allow_untested: bool = typer.Option(
+        False,
+        help="Let rows that cannot be tested (one repeat and no per-second IOPS series, a "
+        "step only in NEW) pass the gate, listed as such. Missing steps, missing figures "
+        "and regressions still fail, and so does a comparison that tested no row.",
+    ),
 ) -> None:
     """Compare runs with the first (policy vs policy, backend vs backend): peaks side by
-    side, curves overlaid, and a verdict per workload and iodepth. Exits 1 when NEW is
-    worse than BASE beyond --threshold, significantly: a CI job can gate on it."""
+    side, curves overlaid, and a verdict per workload and iodepth. A CI job can gate on
+    it: exit 1, listing every reason, when NEW is worse than BASE beyond --threshold
+    (significantly), lacks a step BASE has, has a figure that is not a number, or has a
+    row that could not be tested; exit 2 (one error naming the files) when a results
+    directory cannot be read."""
     from crimsonbench.reports.report import write_comparison
 
     with _guard():
@@ -263,12 +297,27 @@ def compare(
         stores = [_store(d) for d in results_dirs]
         if out.exists() and not out.is_dir():
             raise BadInput(f"--out {out} is a file, not a directory")
-        done = write_comparison([s.root for s in stores], out, threshold, alpha)
+        try:
+            done = write_comparison([s.root for s in stores], out, threshold, alpha, allow_untested)
+        except NotAResultsDirectory as exc:  # names files and values: printed literally
+            _literal_error(str(exc), EXIT_BAD_INPUT)
+        except OSError as exc:
+            raise BadInput(f"cannot write the comparison into --out {out}: {exc}") from exc
     for path in done.written:
-        console.print(str(path), highlight=False)
+        console.print(str(path), markup=False, highlight=False, soft_wrap=True)
     sys.stdout.write(done.verdicts)
-    if done.regressions:
-        console.print(f"[bold red]{done.regressions} regression(s)[/] beyond {threshold:g} %")
+    if done.allowed:
+        console.print(
+            f"note: {len(done.allowed)} untested row(s) allowed by --allow-untested",
+            markup=False,
+            highlight=False,
+        )
+    if done.failures:
+        console.print(f"[bold red]gate failed[/] ({len(done.failures)}):", soft_wrap=True)
+        for name, failure in done.failures:
+            console.print(
+                f"  {name}: {failure.line()}", markup=False, highlight=False, soft_wrap=True
+            )
         raise typer.Exit(1)
 
 

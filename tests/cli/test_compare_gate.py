@@ -1,15 +1,22 @@
 """`crimsonbench compare` as a CI gate: a verdict per workload and iodepth, exit 1 when
 NEW is significantly worse than BASE beyond the threshold, 0 otherwise.
 
-Steps are built from one real rbd step (tests/fixtures/fio/rbd) with five repeats whose
-IOPS differ by under 1 %, so the decision is clear-cut; the statistics themselves are
-tested in tests/results/test_stats.py and test_verdict.py against published values."""
+The first tests build steps from one real rbd step (tests/fixtures/fio/rbd) with five
+repeats whose IOPS differ by under 1 %, so the decision is clear-cut (Welch). The rest
+use copies of a real single-repeat run (tests/fixtures/results): the gate passes identical
+runs and fails, saying which row and why, on a slower step, missing steps, a step it
+cannot test, a figure that is not a number and a linked steps/. The statistics themselves
+are tested in tests/results/test_stats.py and test_verdict.py against published values."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+from results_fixture import STEP_IDS, copy_run, edit_result, result_path, scale_step
 from typer.testing import CliRunner
 
 from crimsonbench.cli import app
@@ -44,10 +51,15 @@ def write_run(root: Path, name: str, scale: dict[int, float]) -> Path:
     return root
 
 
-def compare(*dirs: Path, out: Path, threshold: str = "5") -> tuple[int, str]:
+def compare(
+    *dirs: Path, out: Path, threshold: str = "5", allow_untested: bool = False
+) -> tuple[int, str]:
+    extra = ["--allow-untested"] if allow_untested else []
     result = CliRunner().invoke(
-        app, ["compare", *map(str, dirs), "--out", str(out), "--threshold", threshold]
+        app, ["compare", *map(str, dirs), "--out", str(out), "--threshold", threshold, *extra]
     )
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"crashed with {result.exception!r}:\n{result.output}")
     return result.exit_code, result.output
 
 
@@ -79,3 +91,129 @@ def test_a_drop_under_the_threshold_or_a_gain_passes(tmp_path: Path) -> None:
     # the same -3 % fails a stricter gate
     code, _ = compare(base, small, out=tmp_path / "cmp2", threshold="2")
     assert code == 1
+
+
+# ------------------------------------------------------- the gate on copies of a real run
+# tests/fixtures/results/gate-1image: a real local run, one repeat per step, fio's
+# per-second IOPS in every result (extra.iops_per_second): the bootstrap decides.
+
+
+def gate_lines(out: str) -> list[str]:
+    """The gate's reasons as the CLI prints them after `gate failed (N):`."""
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("gate failed"))
+    return [ln.strip() for ln in lines[start + 1 :] if ln.startswith("  ")]
+
+
+def test_a_real_run_against_its_copy_passes(tmp_path: Path) -> None:
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    code, out = compare(base, new, out=tmp_path / "cmp")
+    assert code == 0, out
+    rows = [ln for ln in out.splitlines() if ln.startswith(("| randread4k", "| seqwrite64k"))]
+    assert len(rows) == 4
+    assert all("bootstrap (per-second, 4 s vs 4 s)" in r and "| 1.000 |" in r for r in rows), rows
+    assert "Gate: passed" in out and "gate failed" not in out
+
+
+@pytest.mark.parametrize(
+    ("step", "row"),
+    [
+        ("001-randread4k-qd004-r1", "randread4k qd4: regression: iops -30.0 %"),
+        ("003-seqwrite64k-qd004-r1", "seqwrite64k qd4: regression: bw (MiB/s) -30.0 %"),
+    ],
+)
+def test_one_step_30_percent_slower_fails_naming_it(tmp_path: Path, step: str, row: str) -> None:
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    scale_step(new, step, 0.7)
+    code, out = compare(base, new, out=tmp_path / "cmp")
+    assert code == 1, out
+    (line,) = gate_lines(out)
+    assert line.startswith(f"gate-1image (classic/memstore 1osd default) #2: {row}"), line
+    assert "bootstrap (per-second, 4 s vs 4 s)" in line and "worse than -5 %" in line
+    assert "**REGRESSION** (worse)" in (tmp_path / "cmp" / "comparison.md").read_text()
+
+
+def test_a_new_run_without_steps_fails_listing_every_missing_one(tmp_path: Path) -> None:
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    shutil.rmtree(new / "steps")  # 0 of 4 steps: run.json alone
+    code, out = compare(base, new, out=tmp_path / "cmp")
+    assert code == 1, out
+    lines = gate_lines(out)
+    assert [ln.split(": ", 1)[1].split(" (", 1)[0] for ln in lines] == [
+        "randread4k qd1: missing in NEW: BASE has it",
+        "randread4k qd4: missing in NEW: BASE has it",
+        "seqwrite64k qd1: missing in NEW: BASE has it",
+        "seqwrite64k qd4: missing in NEW: BASE has it",
+        "the comparison: nothing tested: no row could be tested, so nothing was compared",
+    ]
+    assert lines[0].endswith("BASE has it (000-randread4k-qd001-r1), NEW has no such step")
+
+
+def test_a_step_that_did_not_finish_in_new_is_missing(tmp_path: Path) -> None:
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    result_path(new, STEP_IDS[2]).unlink()  # its raw files stay: a step cut short
+    code, out = compare(base, new, out=tmp_path / "cmp", allow_untested=True)
+    assert code == 1, out
+    assert gate_lines(out) == [
+        "gate-1image (classic/memstore 1osd default) #2: seqwrite64k qd1: missing in NEW: "
+        "BASE has it (002-seqwrite64k-qd001-r1), NEW has no such step"
+    ]
+
+
+def test_a_step_without_its_per_second_series_is_untested(tmp_path: Path) -> None:
+    """One repeat and no per-second IOPS: nothing to test with. The gate fails naming the
+    step, unless --allow-untested, which lists it and lets the tested rows decide."""
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    scale_step(new, STEP_IDS[1], 0.1)  # -90 %: what passed the gate before
+    edit_result(new, STEP_IDS[1], lambda d: d["extra"].pop("iops_per_second"))
+    code, out = compare(base, new, out=tmp_path / "cmp")
+    assert code == 1, out
+    assert gate_lines(out) == [
+        "gate-1image (classic/memstore 1osd default) #2: randread4k qd4: untested: NEW step "
+        "001-randread4k-qd004-r1 has one repeat and no per-second IOPS series "
+        "(extra.iops_per_second) to test it with"
+    ]
+    code, out = compare(base, new, out=tmp_path / "cmp2", allow_untested=True)
+    assert code == 0, out
+    assert "note: 1 untested row(s) allowed by --allow-untested" in out
+    assert "Untested, allowed by --allow-untested (1):" in out
+
+
+@pytest.mark.parametrize(
+    ("break_it", "words"),
+    [
+        (
+            lambda root: edit_result(root, STEP_IDS[0], lambda d: d["fio"].update(iops=None)),
+            "steps/000-randread4k-qd001-r1/result.json: fio.iops is null, not a number",
+        ),
+        (
+            lambda root: edit_result(
+                root, STEP_IDS[3], lambda d: d["fio"].update(bw_mib_s=float("nan"))
+            ),
+            "steps/003-seqwrite64k-qd004-r1/result.json: NaN is not a number JSON allows",
+        ),
+    ],
+    ids=["iops-null", "bw-nan"],
+)
+def test_a_figure_that_is_not_a_number_is_refused(
+    tmp_path: Path, break_it: Callable[[Path], None], words: str
+) -> None:
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    break_it(new)
+    code, out = compare(base, new, out=tmp_path / "cmp")
+    assert code == 2, out
+    assert out.startswith(f"error: {new}/") and words in out, out
+    assert not (tmp_path / "cmp").exists()  # nothing written
+
+
+def test_a_symlinked_steps_directory_is_refused(tmp_path: Path) -> None:
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    elsewhere = copy_run(tmp_path / "elsewhere")
+    shutil.rmtree(new / "steps")
+    (new / "steps").symlink_to(elsewhere / "steps")
+    code, out = compare(base, new, out=tmp_path / "cmp")
+    assert code == 2, out
+    assert out.startswith(
+        f"error: {new}/steps is a symbolic link (to {elsewhere}/steps); crimsonbench never "
+        "reads or writes through a link inside a results directory"
+    ), out

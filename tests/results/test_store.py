@@ -4,12 +4,19 @@ import json
 import logging
 import math
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from crimsonbench.results.store import ResultStore
+from crimsonbench.results.store import (
+    MARKER_FILE,
+    MARKER_TEXT,
+    CorruptResults,
+    ResultStore,
+    UnsafePath,
+)
 from crimsonbench.results.types import (
     FioSummary,
     ResourceSample,
@@ -96,7 +103,7 @@ def test_interrupted_writes_never_count(tmp_path: Path, caplog: pytest.LogCaptur
     store.write_step(done)
     # 1. killed while writing: only the temporary file exists
     half = store.step_dir("001-randread4k-qd002-r1")
-    full = json.dumps(result("001-randread4k-qd002-r1").to_dict())
+    full = json.dumps(result("001-randread4k-qd002-r1").to_json_dict())
     (half / ".result.json.abc123.tmp").write_text(full[: len(full) // 2])
     # 2. a result.json cut short by something that did not write atomically
     (store.step_dir("002-randread4k-qd004-r1") / "result.json").write_text(full[:100])
@@ -111,6 +118,7 @@ def test_a_failed_rename_leaves_no_result_and_no_temp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = ResultStore(tmp_path)
+    store.create()  # the directory and its marker exist; the step's write is cut
 
     def crash(src: str, dst: str) -> None:
         raise KeyboardInterrupt  # as if the run were stopped at this very moment
@@ -186,3 +194,108 @@ def test_a_relative_results_directory_gives_paths_valid_from_any_cwd(
     assert paths.output.is_absolute() and job.is_absolute()
     monkeypatch.chdir(paths.output.parent)  # where fio runs
     assert job.exists() and paths.output.parent.is_dir()
+
+
+# ---------------------------------------------------------------- paths, links, marker
+
+
+def test_a_new_results_directory_carries_our_marker(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "a" / "b")
+    store.write_spec({"x": 1})
+    assert store.has_marker and (tmp_path / "a" / "b" / MARKER_FILE).read_text() == MARKER_TEXT
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    ResultStore(empty).write_status({})
+    assert ResultStore(empty).has_marker  # an empty directory becomes ours too
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "data.db").write_text("precious")
+    ResultStore(theirs).write_report_file("summary.md", "x")  # `report` into an old dir
+    assert not ResultStore(theirs).has_marker  # a directory with content is not claimed
+
+
+def test_clear_deletes_only_in_a_directory_with_our_marker(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "data.db").write_text("precious")
+    with pytest.raises(UnsafePath, match="has no .crimsonbench-results file"):
+        ResultStore(theirs).clear()
+    assert (theirs / "data.db").read_text() == "precious"
+    # ours: everything goes but the lock and the marker; a link is removed, not followed
+    store = ResultStore(tmp_path / "ours")
+    store.write_step(result("000-x-qd001-r1"))
+    store.lock_path.write_text("pid 1")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("keep")
+    (store.root / "linked").symlink_to(outside, target_is_directory=True)
+    store.clear()
+    assert sorted(p.name for p in store.root.iterdir()) == [MARKER_FILE, ".lock"]
+    assert (outside / "keep").read_text() == "keep"
+
+
+@pytest.mark.parametrize("linked", ["steps", "report", "steps/000-x-qd001-r1"])
+def test_nothing_is_written_through_a_link_in_the_directory(tmp_path: Path, linked: str) -> None:
+    store = ResultStore(tmp_path / "run")
+    store.write_step(result("000-x-qd001-r1"))
+    store.write_report_file("summary.md", "x")
+    outside = tmp_path / "outside"
+    shutil.move(store.root / linked, outside)
+    (store.root / linked).symlink_to(outside, target_is_directory=True)
+    before = sorted(p.name for p in outside.iterdir())
+    with pytest.raises(UnsafePath, match=f"{store.root / linked} is a symbolic link"):
+        if linked == "report":
+            store.write_report_file("summary.md", "y")
+        else:
+            store.write_step(result("000-x-qd001-r1"))
+    if linked != "report":
+        with pytest.raises(UnsafePath, match="is a symbolic link"):
+            store.write_samples("000-x-qd001-r1", [])
+    assert sorted(p.name for p in outside.iterdir()) == before
+    assert store.links() == [store.root / linked]
+
+
+def test_paths_stay_under_the_root(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path / "run")
+    assert store.path("steps", "000-x", "result.json") == tmp_path / "run/steps/000-x/result.json"
+    for bad in ("..", "", ".", "a/b", "x\0y"):
+        with pytest.raises(UnsafePath, match="not a plain file name"):
+            store.path("steps", bad)
+    # the root itself may be a link: the user named it
+    (tmp_path / "run").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "run", target_is_directory=True)
+    ResultStore(tmp_path / "alias").write_spec({"x": 1})
+    assert (tmp_path / "run" / "spec.json").exists()
+
+
+def test_a_broken_step_is_left_out_of_a_resume_and_refused_by_reports(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    good = result("000-randread4k-qd001-r1")
+    store.write_step(good)
+    broken = store.step_dir("001-randread4k-qd002-r1") / "result.json"
+    broken.write_text('{"step_id": 1}')
+    store.step_dir("002-randread4k-qd004-r1")  # started, never finished: not broken
+    assert list(store.completed_steps()) == [good.step_id]  # the run does 001 again
+    scan = store.scan_steps()
+    assert scan.unfinished == ["002-randread4k-qd004-r1"]
+    assert scan.problems == [(broken, "step_id is 1, not a string")]
+    with pytest.raises(CorruptResults) as err:
+        store.read_results()
+    assert str(err.value).startswith(f"{tmp_path}/steps/001-randread4k-qd002-r1/result.json: ")
+
+
+def test_what_the_store_writes_it_reads_back_checked(tmp_path: Path) -> None:
+    """Every field through to_json_dict / from_json_dict, NaN percentiles as null."""
+    store = ResultStore(tmp_path)
+    r = replace(
+        result("000-x-qd001-r1", p999=math.nan),
+        clients={"client-0": result("x").fio},
+        start_skew_ms=12.0,
+        extra={"iops_per_second": [1.0, 2.5], "wall_seconds": 3.0},
+    )
+    store.write_step(r)
+    (back,) = store.read_results()
+    assert math.isnan(back.fio.clat_p999_ms)
+    assert replace(back, fio=replace(back.fio, clat_p999_ms=0.0)) == replace(
+        r, fio=replace(r.fio, clat_p999_ms=0.0)
+    )

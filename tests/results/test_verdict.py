@@ -20,14 +20,16 @@ from crimsonbench.results.types import ResourceSummary, StepResult
 from crimsonbench.results.verdict import (
     BETTER,
     HEADER,
+    MISSING,
     NO_CHANGE,
-    NOT_COMPARED,
-    SINGLE_SAMPLE,
+    NO_FIGURE,
+    UNTESTED,
     WORSE,
     StepFigures,
     Verdict,
     compare,
     figures_from_results,
+    gate,
     holm_adjust,
     regressions,
 )
@@ -121,29 +123,85 @@ def test_one_repeat_uses_the_per_second_log() -> None:
     assert row.ci_high_pct < 0
 
 
-def test_one_repeat_without_a_log_is_never_called() -> None:
-    (row,) = compare([fig(100.0)], [fig(10.0)])
-    assert row.test == SINGLE_SAMPLE
-    assert not row.tested and math.isnan(row.p_value)
-    assert row.verdict == NO_CHANGE and row.change_pct == pytest.approx(-90.0)
-    assert not row.regression(0.0)
+def test_one_repeat_without_a_log_is_untested_and_the_gate_fails_naming_it() -> None:
+    """The case a -90 % run passed before: no test, so no "no change" either."""
+    (row,) = compare([fig(100.0, step_id="000-a")], [fig(10.0, step_id="000-b")])
+    assert row.verdict == UNTESTED and not row.tested and math.isnan(row.p_value)
+    assert row.why == (
+        "BASE step 000-a has one repeat and no per-second IOPS series "
+        "(extra.iops_per_second) to test it with"
+    )
+    assert row.test == f"none: {row.why}"
+    assert row.change_pct == pytest.approx(-90.0) and not row.regression(0.0)
     cells = dict(zip(HEADER, row.cells(), strict=True))
-    assert cells["p"] == "n/a" and cells["95% CI"] == "n/a" and cells["change"] == "-90.0%"
+    assert cells["p"] == "n/a" and cells["95% CI"] == "n/a" and cells["verdict"] == UNTESTED
+    failures, allowed = gate([row], threshold_pct=5.0)
+    assert [f.line() for f in failures] == [
+        f"randread4k qd8: untested: {row.why}",
+        "the comparison: nothing tested: no row could be tested, so nothing was compared",
+    ]
+    assert allowed == []
+    # allowed untested rows pass as rows, but a gate that tested nothing still fails
+    failures, allowed = gate([row], threshold_pct=5.0, allow_untested=True)
+    assert [f.kind for f in failures] == ["nothing tested"]
+    assert [f.kind for f in allowed] == [UNTESTED]
+
+
+def test_a_series_too_short_or_a_zero_base_is_untested() -> None:
+    short = compare([fig(100.0, per_second=(100.0, 100.0))], [fig(50.0, per_second=(50.0,) * 5)])
+    assert short[0].verdict == UNTESTED
+    assert short[0].why.startswith("BASE has 2 per-second IOPS value(s), fewer than the 3")
+    zero = compare([fig(0.0, per_second=(0.0,) * 5)], [fig(5.0, per_second=(5.0,) * 5)])
+    assert zero[0].verdict == UNTESTED and zero[0].why == "BASE iops is 0: no change to measure"
 
 
 def test_steps_on_one_side_only() -> None:
-    rows = compare([fig(1.0, qd=1)], [fig(1.0, qd=2)])
-    assert [(r.iodepth, r.verdict, r.test) for r in rows] == [
-        (1, NOT_COMPARED, "none: only in BASE"),
-        (2, NOT_COMPARED, "none: only in NEW"),
+    rows = compare([fig(1.0, qd=1, step_id="s1")], [fig(1.0, qd=2, step_id="s2")])
+    assert [(r.iodepth, r.verdict, r.why) for r in rows] == [
+        (1, MISSING, "BASE has it (s1), NEW has no such step"),
+        (2, UNTESTED, "only in NEW (s2): BASE has nothing to test it against"),
     ]
+    failures, _ = gate(rows, 5.0, allow_untested=True)
+    assert [(f.iodepth, f.kind) for f in failures] == [(1, MISSING), (0, "nothing tested")]
 
 
-def test_bandwidth_on_one_side_iops_on_the_other_is_an_error() -> None:
-    with pytest.raises(ValueError, match="bandwidth"):
-        compare([fig(1.0, bandwidth=True)], [fig(1.0)])
+def test_a_figure_that_is_not_a_number_fails_the_gate() -> None:
+    series = (100.0, 101.0, 99.0, 100.0)
+    for base, new in (
+        (math.nan, 100.0),
+        (100.0, math.nan),
+        (100.0, math.inf),
+    ):
+        rows = compare(
+            [fig(base, per_second=series, step_id="b1"), fig(100.0, qd=1, per_second=series)],
+            [fig(new, per_second=series, step_id="n1"), fig(100.0, qd=1, per_second=series)],
+        )
+        bad = next(r for r in rows if r.iodepth == 8)
+        assert bad.verdict == NO_FIGURE and not bad.tested
+        side, step, value = ("BASE", "b1", base) if math.isnan(base) else ("NEW", "n1", new)
+        assert bad.why == f"{side} step {step}: iops is {value}"
+        failures, _ = gate(rows, 5.0, allow_untested=True)
+        assert [(f.iodepth, f.kind, f.reason) for f in failures] == [(8, NO_FIGURE, bad.why)]
+
+
+def test_bandwidth_on_one_side_iops_on_the_other_is_not_comparable() -> None:
+    (row,) = compare([fig(1.0, bandwidth=True)], [fig(1.0)])
+    assert row.verdict == NO_FIGURE and "iops on one side, MiB/s on the other" in row.why
     (row,) = compare([fig(1.0, bandwidth=True)], [fig(1.0, bandwidth=True)])
     assert row.metric == "bw (MiB/s)"
+
+
+def test_the_gate_fails_on_regressions_with_the_numbers() -> None:
+    base = [fig(100.0), fig(102.0), fig(98.0)]
+    rows = compare(base, [fig(60.0), fig(61.0), fig(59.0)])
+    failures, _ = gate(rows, threshold_pct=5.0)
+    (f,) = failures
+    assert f.kind == "regression" and f.line().startswith(
+        "randread4k qd8: regression: iops -40.0 %"
+    )
+    assert "welch (3 vs 3 repeats)" in f.reason and "worse than -5 %" in f.reason
+    assert gate(rows, threshold_pct=50.0) == ([], [])  # worse, within the threshold: passes
+    assert gate([], 5.0)[0][0].reason == "neither run has a finished step"
 
 
 # ---------------------------------------------------------------- real sweep

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec
 from crimsonbench.local.cluster import LocalCluster
@@ -27,7 +27,12 @@ from crimsonbench.local.versions import installed_ceph_version, known_options
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan, Step
-from crimsonbench.results.store import ResultStore
+from crimsonbench.results.store import (
+    LOCK_FILE,
+    MARKER_FILE,
+    NotAResultsDirectory,
+    ResultStore,
+)
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.models import BenchmarkRunSpec, Flavor
@@ -37,6 +42,14 @@ log = logging.getLogger(__name__)
 
 
 _KNEE = "skipped: the knee search did not need this iodepth"
+
+
+def _listing(root: Path, most: int = 5) -> str:
+    names = sorted(e.name for e in root.iterdir())
+    shown = ", ".join(names[:most]) + (
+        f" and {len(names) - most} more" if len(names) > most else ""
+    )
+    return shown or "nothing"
 
 
 class Events(Protocol):
@@ -114,6 +127,7 @@ class LocalRun:
         self.fresh = fresh
         self.store = ResultStore(results_dir)
         self.dir = results_dir
+        self._adopt = False  # an old results directory of this spec, marked when run
 
     def plan(self) -> RunPlan:
         # crimson's option names from the programs that will run (the version table only
@@ -144,31 +158,113 @@ class LocalRun:
             started=dt.datetime.now(dt.UTC).isoformat(),
         )
 
+    def preflight(self) -> RunPlan:
+        """Every refusal, before anything is written or deleted: the results directory
+        (ours, or new, or empty; no links in it; not in use; the same spec unless
+        --fresh), then the plan (CPU sets, versions: InvalidSpec). Returns the plan."""
+        self.check_results_dir()
+        plan = self.plan()  # InvalidSpec before anything is started
+        return plan
+
+    def check_results_dir(self) -> None:
+        """The results directory's refusals (InvalidSpec naming --results); reads only."""
+        root = self.store.root
+        if root.is_symlink() and not root.exists():
+            raise InvalidSpec(
+                "--results",
+                f"{root} is a link to {os.readlink(root)}, which does not exist; create that "
+                "directory or pick another --results",
+            )
+        if root.exists() and not root.is_dir():
+            raise InvalidSpec("--results", f"{root} is not a directory; pick another --results")
+        links = self.store.links()
+        if links:
+            raise InvalidSpec(
+                "--results",
+                f"{links[0]} is a symbolic link (to {os.readlink(links[0])}); a run writes "
+                "nothing through links in its results directory: replace it with a real "
+                "directory, or pick another --results",
+            )
+        self._check_not_in_use()
+        if root.is_dir() and any(root.iterdir()) and not self.store.has_marker:
+            self._refuse_unmarked(root)
+        if not self.fresh:
+            self._check_same_spec()
+
+    def _refuse_unmarked(self, root: Path) -> None:
+        """A non-empty directory without our marker: --fresh deletes nothing there, and a
+        run writes there only when it holds our results from before markers existed
+        (spec.json of this very spec), which it then marks."""
+        marker = f"{root / MARKER_FILE}"
+        if self.fresh:
+            raise InvalidSpec(
+                "--results",
+                f"--fresh empties only a results directory crimsonbench created (it has "
+                f"{marker}); {root} has none and holds {_listing(root)}. Check what it is, "
+                "then delete it yourself, or pick another --results directory",
+            )
+        foreign = self.store.foreign_entries()
+        try:
+            found = self.store.read_spec() if not foreign else None
+        except NotAResultsDirectory:
+            found = None
+        if found is None or found != self._spec_json():
+            raise InvalidSpec(
+                "--results",
+                f"{root} is not empty ({_listing(root)}) and is not a crimsonbench results "
+                f"directory of this spec (no {marker}): pick a new or empty --results directory",
+            )
+        self._adopt = True
+
+    def _check_not_in_use(self) -> None:
+        """The lock of a run still going, checked before anything is written (the lock
+        is taken for real once the directory is ours: _exclusive)."""
+        path = self.store.root / LOCK_FILE
+        if not path.is_file() or path.is_symlink():
+            return
+        with path.open("rb") as fh:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = fh.read(200).decode(errors="replace").strip() or "another process"
+                raise InvalidSpec(
+                    "--results",
+                    f"{self.dir} is in use by a run still going ({holder}); "
+                    "wait for it or pick another --results directory",
+                ) from None
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+    def _spec_json(self) -> dict[str, Any]:
+        return self.spec.model_dump(mode="json", by_alias=True)
+
     def _check_same_spec(self) -> None:
-        mine = self.spec.model_dump(mode="json", by_alias=True)
-        found = self.store.read_spec()
-        if found is not None and found != mine:
+        try:
+            found = self.store.read_spec() if self.store.root.is_dir() else None
+        except NotAResultsDirectory as exc:
+            raise InvalidSpec("--results", str(exc)) from None
+        if found is not None and found != self._spec_json():
             raise InvalidSpec(
                 "--results",
                 f"{self.dir} holds results of a different spec; "
                 "pick another directory or pass --fresh to start over",
             )
-        self.store.write_spec(mine)
 
     def execute(self) -> Outcome:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        plan = self.preflight()  # nothing written or deleted before this returns
+        self.store.create()
+        if self._adopt:
+            self.store.adopt()
         with _exclusive(self.store):
-            return self._execute()
+            return self._execute(plan)
 
-    def _execute(self) -> Outcome:
+    def _execute(self, plan: RunPlan) -> Outcome:
         if self.fresh:  # under the lock, so a run still going keeps its results
-            self.store.clear()
-        self._check_same_spec()
-        plan = self._plan = self.plan()  # InvalidSpec before anything is started
+            self.store.clear()  # only with our marker (checked again there)
+        self.store.write_spec(self._spec_json())
+        self._plan = plan
         self.store.write_plan(plan_summary(plan))
         # The report reads the spec from run.json: which workloads are bandwidth, the rules.
-        spec_json = self.spec.model_dump(mode="json", by_alias=True)
-        self.store.write_run_info(self.info(self.version()), {"spec": spec_json})
+        self.store.write_run_info(self.info(self.version()), {"spec": self._spec_json()})
         state = SweepState(plan.sweep, self.store.completed_steps(), plan.bandwidth_workloads)
         outcome = Outcome(Phase.PREPARING, "", self.dir)
         self._write_status(plan, outcome)

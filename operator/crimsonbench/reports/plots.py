@@ -20,6 +20,12 @@ log = logging.getLogger(__name__)
 Series = tuple[str, Sequence[StepResult]]
 
 
+def _plain(text: str) -> str:
+    """Text matplotlib draws as written: a $ would start mathtext (a run named "a$^$b"
+    fails at render time)."""
+    return text.replace("$", r"\$")
+
+
 def _new_figure(width: float = 8.0, height: float = 5.5) -> Figure:
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
@@ -46,7 +52,7 @@ def response_curve(series: Sequence[Series], workload: str, bandwidth: bool) -> 
         ]
         any_repeats = any_repeats or bool(spread)
         ax.errorbar(x, y, yerr=[low, high], xerr=xerr if spread else None, marker="o",
-                    capsize=3, label=label)  # fmt: skip
+                    capsize=3, label=_plain(label))  # fmt: skip
         for r, xi, yi in zip(rows, x, y, strict=True):
             ax.annotate(
                 str(r.iodepth), (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7
@@ -70,8 +76,8 @@ def cpu_per_step(series: Sequence[Series], workload: str) -> Figure:
     for label, results in series:
         rows = sorted(average_repeats(results), key=lambda r: r.iodepth)
         qd = [r.iodepth for r in rows]
-        osd_ax.plot(qd, [r.resources.osd_cpu for r in rows], marker="o", label=label)
-        fio_ax.plot(qd, [r.resources.fio_cpu for r in rows], marker="o", label=label)
+        osd_ax.plot(qd, [r.resources.osd_cpu for r in rows], marker="o", label=_plain(label))
+        fio_ax.plot(qd, [r.resources.fio_cpu for r in rows], marker="o", label=_plain(label))
     for ax, what in ((osd_ax, "OSD"), (fio_ax, "fio")):
         ax.set_xlabel("iodepth")
         ax.set_ylabel(f"{what} CPU (% of one core)")

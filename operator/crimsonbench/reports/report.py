@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from crimsonbench.reports.compare import Run, comparison_markdown, labels, overlay_figures
+from crimsonbench.reports.definitions import definitions_markdown
 from crimsonbench.reports.plots import cpu_per_step, png, response_curve
 from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
 from crimsonbench.reports.verdicts import run_verdicts, verdict_markdown
@@ -23,9 +25,15 @@ from crimsonbench.results.rules import (
     peak,
     should_stop,
 )
-from crimsonbench.results.store import ResultStore, write_atomic
+from crimsonbench.results.store import (
+    CorruptResults,
+    ResultStore,
+    UnsafePath,
+    safe_name,
+    write_atomic,
+)
 from crimsonbench.results.types import RunInfo, StepResult
-from crimsonbench.results.verdict import regressions
+from crimsonbench.results.verdict import GateFailure, gate, regressions
 from crimsonbench.spec.models import SweepSpec, WorkloadSpec
 
 log = logging.getLogger(__name__)
@@ -36,24 +44,35 @@ def write_report(store_dir: Path) -> list[Path]:
 
     The run's spec, when the executor saved it as run.json's extra["spec"], tells which
     workloads are read as bandwidth and the early-exit, knee and latency-target settings.
+    Everything is read and rendered first, and report/ checked: an unusable input file
+    (store.CorruptResults, listing them all) or a linked report/ (store.UnsafePath)
+    stops it before the first file is written.
     """
     store = ResultStore(store_dir)
     info, extra = _run_info(store)
-    results = store.load_results()
+    scan = store.scan_steps()
+    if scan.problems:
+        raise CorruptResults(store.root, scan.problems)
+    results = [r for _, r in sorted(scan.results.items())]
     sweep = _sweep(extra)
     bw = _bandwidth_workloads(extra, {r.workload for r in results})
-    written = [store.write_report_file("results.csv", to_csv(results))]
-    written.append(store.write_report_file("results.json", to_json(results)))
-    parts = [_header(info, results)]
+    files: list[tuple[str, str | bytes]] = [
+        ("results.csv", to_csv(results)),
+        ("results.json", to_json(results)),
+    ]
+    parts = [_header(info, results, scan.unfinished)]
     for workload, rows in by_workload(results).items():
         is_bw = workload in bw
-        curve = response_curve([(info.label, rows)], workload, is_bw)
         kind = "bw" if is_bw else "iops"
+        curve = response_curve([(info.label, rows)], workload, is_bw)
         cpu = cpu_per_step([(info.label, rows)], workload)
-        written.append(store.write_report_file(f"{workload}_{kind}_vs_lat.png", png(curve)))
-        written.append(store.write_report_file(f"{workload}_cpu.png", png(cpu)))
+        files.append((safe_name(f"{workload}_{kind}_vs_lat.png", "report file"), png(curve)))
+        files.append((safe_name(f"{workload}_cpu.png", "report file"), png(cpu)))
         parts.append(_workload_section(workload, rows, is_bw, sweep))
-    written.insert(0, store.write_report_file("summary.md", "\n".join(parts)))
+    parts.append("## Columns\n\n" + definitions_markdown())
+    files.insert(0, ("summary.md", "\n".join(parts)))
+    store.check_report_writable()
+    written = [store.write_report_file(name, data) for name, data in files]
     log.info("report of %d steps in %s", len(results), store.report_dir())
     return written
 
@@ -62,7 +81,7 @@ def final_table(store_dir: Path, fmt: str) -> str:
     """The run's table for stdout: markdown (one table per workload, repeats averaged, in
     the published layout), csv or json (every step, every figure)."""
     store = ResultStore(store_dir)
-    results = store.load_results()
+    results = store.read_results()
     if fmt == "csv":
         return to_csv(results)
     if fmt == "json":
@@ -80,45 +99,83 @@ class Comparison:
     written: list[Path]
     verdicts: str  # markdown: each run against the first
     regressions: int  # rows worse beyond the threshold, significantly
+    # what fails the gate (regressions, missing steps or figures, untested rows), per NEW
+    failures: list[tuple[str, GateFailure]] = field(default_factory=list)
+    allowed: list[tuple[str, GateFailure]] = field(default_factory=list)  # --allow-untested
+
+
+def read_run(path: Path) -> Run:
+    """One results directory for a comparison: its RunInfo and every step, checked
+    (CorruptResults lists every unusable file; UnsafePath names a link)."""
+    store = ResultStore(path)
+    info, _ = _run_info(store)
+    return info, store.read_results()
 
 
 def write_comparison(
-    dirs: Sequence[Path], out: Path, threshold_pct: float = 5.0, alpha: float = 0.05
+    dirs: Sequence[Path],
+    out: Path,
+    threshold_pct: float = 5.0,
+    alpha: float = 0.05,
+    allow_untested: bool = False,
 ) -> Comparison:
-    """comparison.md (peaks side by side, regression verdicts) and overlaid PNGs of 2+
-    results directories, the first as baseline."""
+    """comparison.md (peaks side by side, regression verdicts, the gate) and overlaid
+    PNGs of 2+ results directories, the first as baseline. Every input is read and every
+    output rendered before the first file is written to OUT; file names come from
+    workload names the store has checked, and each lands directly in OUT."""
     runs: list[Run] = []
     bw: set[str] = set()
     for d in dirs:
         store = ResultStore(d)
         info, extra = _run_info(store)
-        results = store.load_results()
+        results = store.read_results()
         runs.append((info, results))
         bw |= _bandwidth_workloads(extra, {r.workload for r in results})
     names = labels(runs)
     verdicts, bad = [], 0
+    failures: list[tuple[str, GateFailure]] = []
+    allowed: list[tuple[str, GateFailure]] = []
     for new, name in zip(runs[1:], names[1:], strict=True):
         rows = run_verdicts(runs[0], new, bw, alpha)
         bad += len(regressions(rows, threshold_pct, alpha))
-        verdicts.append(verdict_markdown(names[0], name, rows, threshold_pct, alpha))
+        fail, ok = gate(rows, threshold_pct, alpha, allow_untested)
+        failures += [(name, f) for f in fail]
+        allowed += [(name, f) for f in ok]
+        verdicts.append(verdict_markdown(names[0], name, rows, threshold_pct, alpha, fail, ok))
     text = comparison_markdown(runs, bw) + "\n## Verdicts\n\n" + "\n".join(verdicts)
-    # a comparison is not a results directory: its files go to OUT, each written whole
-    written: list[Path] = []
+    files: list[tuple[str, bytes | str]] = []
     sections = []
     for workload, (curve, cpu) in overlay_figures(runs, bw).items():
         kind = "bw" if workload in bw else "iops"
-        curve_png = write_atomic(out / f"{workload}_{kind}_vs_lat.png", png(curve))
-        cpu_png = write_atomic(out / f"{workload}_cpu.png", png(cpu))
-        written += [curve_png, cpu_png]
-        sections.append(f"![{workload}]({curve_png.name})\n![{workload} CPU]({cpu_png.name})\n")
+        curve_name = safe_name(f"{workload}_{kind}_vs_lat.png", "comparison file")
+        cpu_name = safe_name(f"{workload}_cpu.png", "comparison file")
+        files += [(curve_name, png(curve)), (cpu_name, png(cpu))]
+        sections.append(f"![{workload}]({curve_name})\n![{workload} CPU]({cpu_name})\n")
     text += "\n## Plots\n\n" + "\n".join(sections)
-    written.insert(0, write_atomic(out / "comparison.md", text))
-    return Comparison(written, "\n".join(verdicts), bad)
+    files.insert(0, ("comparison.md", text))
+    # a comparison is not a results directory: its files go straight into OUT
+    targets = [_out_file(out, name) for name, _ in files]
+    out.mkdir(parents=True, exist_ok=True)
+    written = [write_atomic(t, data) for t, (_, data) in zip(targets, files, strict=True)]
+    return Comparison(written, "\n".join(verdicts), bad, failures, allowed)
+
+
+def _out_file(out: Path, name: str) -> Path:
+    """OUT/name, refused unless it resolves to a file directly in OUT (no link there)."""
+    path = out / safe_name(name, "comparison file")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise UnsafePath(
+            f"{path} exists and is not a regular file; remove it or pick another --out"
+        )
+    real_out = os.path.realpath(out)
+    if os.path.dirname(os.path.realpath(path)) != real_out:
+        raise UnsafePath(f"{path} would be written outside {real_out}")
+    return path
 
 
 def _run_info(store: ResultStore) -> tuple[RunInfo, dict[str, Any]]:
     try:
-        return store.read_run_info(), store.read_run_extra()
+        return store.read_run()
     except FileNotFoundError:
         # a run that died before writing run.json still has results worth reading
         log.warning("%s has no run.json; labelling the run by its directory", store.root)
@@ -129,6 +186,16 @@ def _run_info(store: ResultStore) -> tuple[RunInfo, dict[str, Any]]:
 def _spec(extra: dict[str, Any]) -> dict[str, Any]:
     spec = extra.get("spec")
     return spec if isinstance(spec, dict) else {}
+
+
+def _workload_entries(extra: dict[str, Any]) -> list[Any]:
+    raw = _spec(extra).get("workloads")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        log.warning("run.json spec.workloads is not a list; workloads are read by name")
+        return []
+    return raw
 
 
 def _sweep(extra: dict[str, Any]) -> SweepSpec | None:
@@ -145,7 +212,7 @@ def _sweep(extra: dict[str, Any]) -> SweepSpec | None:
 def _bandwidth_workloads(extra: dict[str, Any], names: set[str]) -> set[str]:
     """Workloads read as MiB/s: from the saved spec where possible, else by name."""
     known: dict[str, bool] = {}
-    for raw in _spec(extra).get("workloads") or []:
+    for raw in _workload_entries(extra):
         try:
             w = WorkloadSpec.model_validate(raw)
         except ValidationError as exc:
@@ -155,7 +222,7 @@ def _bandwidth_workloads(extra: dict[str, Any], names: set[str]) -> set[str]:
     return {n for n in names if known.get(n, is_bandwidth_workload(n))}
 
 
-def _header(info: RunInfo, results: Sequence[StepResult]) -> str:
+def _header(info: RunInfo, results: Sequence[StepResult], unfinished: Sequence[str]) -> str:
     lines = [
         f"# {info.label}\n",
         f"- flavor: {info.flavor}, object store: {info.object_store}, OSDs: {info.osds}, "
@@ -164,15 +231,18 @@ def _header(info: RunInfo, results: Sequence[StepResult]) -> str:
         f"- Ceph: {info.ceph_version or 'unknown'}, host: {info.host or 'unknown'}, "
         f"started: {info.started or 'unknown'}",
         f"- completed steps: {len(results)}",
+    ]
+    if unfinished:
+        lines.append(
+            "- unfinished steps (a directory without result.json, not in the tables): "
+            + ", ".join(unfinished)
+        )
+    lines += [
         "",
-        "Rows with repeats show the mean of the repeats (errors summed). `iops`/`bw` are "
-        "summed over all fio jobs; clat is the I/O-weighted mean and pooled stddev (ms); "
-        "usr/sys\\_cpu are fio's per-job figures averaged; OSD\\_cpu and FIO\\_cpu are % of "
-        "one core summed over processes, OSD\\_mem is RSS in MiB. Percentiles come from "
-        "fio's latency histograms of every job merged (exact); a ~ marks an approximation "
-        "(results from plain fio JSON: the I/O-weighted mean of the jobs' percentiles). "
-        "With repeats, ±ci95 is the half width of the 95 % Student-t interval over them. "
-        "Full precision: results.csv.",
+        "Rows with repeats show the mean of the repeats (errors summed). What each column "
+        "is, and where the published tables' tool computes it differently: see Columns at "
+        "the end (usr/sys\\_cpu are summed over fio jobs, as published; bw\\_pub is the "
+        "published tables' bw). Full precision: results.csv.",
         "",
     ]
     return "\n".join(lines)

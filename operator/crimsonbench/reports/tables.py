@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import fields
 from typing import Any
 
+from crimsonbench.reports.definitions import PUBLISHED_BW_PER_MIB
 from crimsonbench.results.repeats import RepeatSpread, repeat_spread
 from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload
 from crimsonbench.results.types import FioSummary, ResourceSummary, StepResult
@@ -28,6 +29,8 @@ PUBLISHED_COLUMNS = (
     "OSD\\_mem",
     "FIO\\_cpu",
 )
+# Bandwidth tables: the published tables' "bw" (KiB/s / 1000) next to ours (MiB/s)
+PUBLISHED_BW_COLUMN = "bw\\_pub"
 PERCENTILE_COLUMNS = ("clat\\_p99\\_ms", "clat\\_p99.9\\_ms")
 # With repeats: the sample stddev and the 95 % interval's half width of the throughput and
 # of the mean clat, over the repeats.
@@ -44,6 +47,8 @@ ROW_FIELDS: tuple[str, ...] = (
         f.name for f in fields(ResourceSummary) if f.name not in ("samples", "reactor_util_osd")
     )
     + ("resource_samples",)
+    # the published tables' definitions (reports.definitions): sums over jobs, KiB/s / 1000
+    + ("usr_cpu_sum", "sys_cpu_sum", "bw_published")
 )
 
 
@@ -58,7 +63,7 @@ def markdown_table(
     spread = repeat_spread(results, {rows[0].workload} if bandwidth and rows else ())
     header = list(PUBLISHED_COLUMNS)
     if bandwidth:
-        header[1] = "bw"
+        header[1:2] = ["bw", PUBLISHED_BW_COLUMN]
     if percentiles:
         header.extend(PERCENTILE_COLUMNS)
     reactors = any(r.resources.reactor_util is not None for r in rows)
@@ -98,13 +103,14 @@ def _spread_cells(s: RepeatSpread | None) -> list[str]:
 
 def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
     f, res = r.fio, r.resources
+    usr_sum, sys_sum = published_cpu(f)
     values = [
-        f.bw_mib_s if bandwidth else f.iops,
+        *((f.bw_mib_s, published_bw(f)) if bandwidth else (f.iops,)),
         f.total_ios,
         f.clat_mean_ms,
         f.clat_stdev_ms,
-        f.usr_cpu,
-        f.sys_cpu,
+        usr_sum,
+        sys_sum,
         *_sampled(res),
     ]
     cells = [str(r.iodepth)] + [_fmt(v) for v in values]
@@ -113,6 +119,17 @@ def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
         mark = "" if f.percentiles_exact else "~"
         cells += [mark + _fmt(v) for v in (f.clat_p99_ms, f.clat_p999_ms)]
     return cells
+
+
+def published_cpu(f: FioSummary) -> tuple[float, float]:
+    """usr_cpu and sys_cpu as the published tables give them: summed over the jobs (ours
+    are means per job; reports.definitions)."""
+    return f.usr_cpu * f.jobs, f.sys_cpu * f.jobs
+
+
+def published_bw(f: FioSummary) -> float:
+    """The published tables' "MiB/s": fio's KiB/s / 1000."""
+    return f.bw_mib_s * PUBLISHED_BW_PER_MIB
 
 
 def _sampled(res: ResourceSummary) -> tuple[float, float, float]:
@@ -170,6 +187,8 @@ def flat_rows(results: Sequence[StepResult]) -> list[dict[str, Any]]:
             reactor_util_max=r.resources.reactor_util_max,
             resource_samples=r.resources.samples,
         )
+        usr_sum, sys_sum = published_cpu(r.fio)
+        row.update(usr_cpu_sum=usr_sum, sys_cpu_sum=sys_sum, bw_published=published_bw(r.fio))
         out.append(row)
     return out
 

@@ -10,6 +10,7 @@ from crimsonbench.results.iops_log import IOPS_PER_SECOND
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.results.verdict import (
     HEADER,
+    GateFailure,
     StepFigures,
     Verdict,
     compare,
@@ -32,14 +33,23 @@ def run_verdicts(
 
 
 def verdict_markdown(
-    base_label: str, new_label: str, rows: Sequence[Verdict], threshold_pct: float, alpha: float
+    base_label: str,
+    new_label: str,
+    rows: Sequence[Verdict],
+    threshold_pct: float,
+    alpha: float,
+    failures: Sequence[GateFailure] = (),
+    allowed: Sequence[GateFailure] = (),
 ) -> str:
+    """The verdict table of NEW vs BASE, then the gate: every reason it fails (and the
+    untested rows let through by --allow-untested)."""
     bad = regressions(rows, threshold_pct, alpha)
     lines = [
         f"### {new_label} vs {base_label}\n",
         f"Regression: worse by more than {threshold_pct:g} % and significant at "
         f"alpha {alpha:g} (Holm-adjusted over the rows). Tests: Welch's t over repeats; with "
-        "one repeat, a block bootstrap over fio's per-second IOPS (within-run noise only).\n",
+        "one repeat, a block bootstrap over fio's per-second IOPS (within-run noise only). "
+        "A row that cannot be tested says why, and fails the gate.\n",
         "| " + " | ".join(HEADER) + " |",
         "| " + " | ".join("---" for _ in HEADER) + " |",
     ]
@@ -50,4 +60,12 @@ def verdict_markdown(
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(f"{len(bad)} regression(s)" if bad else "no regression beyond the threshold")
+    if failures:
+        lines += ["", f"Gate: FAILED ({len(failures)}):"]
+        lines += [f"- {f.line()}" for f in failures]
+    else:
+        lines += ["", "Gate: passed"]
+    if allowed:
+        lines += ["", f"Untested, allowed by --allow-untested ({len(allowed)}):"]
+        lines += [f"- {f.line()}" for f in allowed]
     return "\n".join(lines) + "\n"

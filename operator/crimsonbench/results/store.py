@@ -1,13 +1,16 @@
 """The results directory: everything a report needs, as JSON files, so a run can resume
-and reports can be recomputed from the files alone. This module owns every file name in
-it; the local runner, `crimsonbench fetch` (a Kubernetes run), the metrics collector and
-the reports all go through ResultStore.
+and reports can be recomputed from the files alone. The local runner, `crimsonbench
+fetch` (a Kubernetes run), the metrics collector and the reports all go through
+ResultStore; results.results_dir names every file and keeps paths under the root,
+results.safe_files reads and writes them.
 
     <root>/spec.json                      the BenchmarkRun spec the results belong to
     <root>/plan.json                      what the planner decided (CPU sets, options, steps)
     <root>/run.json                       RunInfo and the executor's extra dict
     <root>/status.json                    phase, progress, current step (as the operator's)
     <root>/.lock                          held by the one run writing here
+    <root>/.crimsonbench-results          our marker: crimsonbench created this directory
+                                          (`run --fresh` empties no directory without it)
     <root>/steps/<step_id>/result.json    StepResult.to_dict(); present = step complete
     <root>/steps/<step_id>/fio-<client>.json  fio's raw output, one per fio client
     <root>/steps/<step_id>/fio-<client>.eta   fio's status lines (live IOPS while it runs)
@@ -18,182 +21,299 @@ the reports all go through ResultStore.
 
 Every file is written to a temporary name and renamed into place, so a run killed
 mid-write never leaves a half-written result.json that would count as complete.
+
+A results directory is also input from elsewhere (copied, fetched, edited by hand): every
+path the store reads or writes is a plain name joined under the root, no symbolic link
+below the root is followed (a linked `steps/` or `report/` is refused, naming it), and
+what it reads is checked field by field (results.checked_json). `read_results` refuses a
+directory with any unusable step and lists them all; `completed_steps` (what a resumed
+run skips) leaves them out with a warning, so the run does them again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import json
 import logging
 import os
-import re
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from crimsonbench.results import checked_json as cj
+from crimsonbench.results.results_dir import (
+    AFFINITY_FILE,
+    LOCK_FILE,
+    MARKER_FILE,
+    MARKER_TEXT,
+    PLAN_FILE,
+    REPORT_DIR,
+    RESULT_FILE,
+    RUN_FILE,
+    SAMPLES_FILE,
+    SPEC_FILE,
+    STATUS_FILE,
+    STEPS_DIR,
+    VIOLATIONS_KEY,
+    ResultsDir,
+)
+from crimsonbench.results.safe_files import (
+    MAX_JSON_BYTES,
+    NotAResultsDirectory,
+    UnsafePath,
+    is_safe_name,
+    read_json,
+    reason,
+    safe_name,
+    write_atomic,
+    write_json,
+)
 from crimsonbench.results.types import ResourceSample, RunInfo, StepResult
+
+# Names other modules take from here (the store is their one entry point).
+__all__ = [
+    "LOCK_FILE",
+    "MARKER_FILE",
+    "MARKER_TEXT",
+    "MAX_JSON_BYTES",
+    "REPORT_DIR",
+    "CorruptResults",
+    "FioPaths",
+    "NotAResultsDirectory",
+    "ResultStore",
+    "StepScan",
+    "UnsafePath",
+    "read_json",
+    "safe_name",
+    "write_atomic",
+]
 
 log = logging.getLogger(__name__)
 
-RUN_FILE = "run.json"
-SPEC_FILE = "spec.json"
-PLAN_FILE = "plan.json"
-STATUS_FILE = "status.json"
-LOCK_FILE = ".lock"
-STEPS_DIR = "steps"
-RESULT_FILE = "result.json"
-SAMPLES_FILE = "samples.json"
-AFFINITY_FILE = "affinity.json"
-REPORT_DIR = "report"  # what `crimsonbench report` derives from the rest
-VIOLATIONS_KEY = "violations"  # the list of CPU-affinity violations in affinity.json
 
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+class CorruptResults(NotAResultsDirectory):
+    """Files of a results directory that cannot be used: every one, each with why."""
 
-
-class NotAResultsDirectory(ValueError):
-    """The directory holds no results (the message says what it lacks)."""
-
-
-class ResultStore:
-    def __init__(self, root: Path) -> None:
-        # absolute: fio runs with its step directory as working directory (its IOPS logs
-        # land there), so a relative --output would be resolved twice and not be found
-        self.root = Path(root).absolute()
-
-    def check_readable(self) -> None:
-        """Raise NotAResultsDirectory unless this looks like a results directory."""
-        if not self.root.is_dir():
-            raise NotAResultsDirectory(f"{self.root} is not a directory")
-        if not os.access(self.root, os.R_OK | os.X_OK):
-            raise NotAResultsDirectory(f"{self.root} is not readable (permissions)")
-        if not (self.root / RUN_FILE).exists() and not (self.root / STEPS_DIR).is_dir():
-            raise NotAResultsDirectory(
-                f"{self.root} is not a results directory: it has neither {RUN_FILE} nor "
-                f"{STEPS_DIR}/ (give the directory `crimsonbench run` or `fetch` wrote)"
+    def __init__(self, root: Path, problems: Sequence[tuple[Path, str]]) -> None:
+        self.root = root
+        self.problems = list(problems)
+        lines = [f"{_rel(root, p)}: {why}" for p, why in self.problems]
+        if len(lines) == 1:
+            text = f"{root}/{lines[0]}"
+        else:
+            text = f"{root}: {len(lines)} files cannot be used:\n" + "\n".join(
+                f"  {ln}" for ln in lines
             )
+        steps = [p for p, _ in self.problems if _rel(root, p).startswith(STEPS_DIR + "/")]
+        if steps:
+            text += (
+                f"\n{len(steps)} step(s) would be left out; nothing was written. Move those "
+                f"step directories out of {STEPS_DIR}/ (or run the steps again) to use the rest."
+            )
+        super().__init__(text)
 
-    def clear(self) -> None:
-        """Delete every result (the lock stays: its holder is the caller)."""
-        if not self.root.is_dir():
-            return
-        for entry in self.root.iterdir():
-            if entry.name != LOCK_FILE:
-                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
 
-    @property
-    def lock_path(self) -> Path:
-        return self.root / LOCK_FILE
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+@dataclass(frozen=True)
+class StepScan:
+    """What steps/ holds: the usable results, the unusable files (each with why) and the
+    step directories without a result.json (a step that did not finish)."""
+
+    results: dict[str, StepResult]
+    problems: list[tuple[Path, str]]
+    unfinished: list[str]
+
+
+class ResultStore(ResultsDir):
+    """Reads and writes the files of a results directory (ResultsDir: where they are)."""
 
     # ------------------------------------------------------------ spec, plan, status
 
     def write_spec(self, spec: Mapping[str, Any]) -> Path:
-        return _write_json(self.root / SPEC_FILE, dict(spec))
+        self.create()
+        return write_json(self.path(SPEC_FILE), dict(spec))
 
     def read_spec(self) -> dict[str, Any] | None:
         """The spec the results belong to, or None when none was written yet."""
-        return _read_optional(self.root / SPEC_FILE)
+        return self._read_optional(SPEC_FILE)
 
     def write_plan(self, summary: Mapping[str, Any]) -> Path:
-        return _write_json(self.root / PLAN_FILE, dict(summary))
+        self.create()
+        return write_json(self.path(PLAN_FILE), dict(summary))
 
     def read_plan(self) -> dict[str, Any] | None:
-        return _read_optional(self.root / PLAN_FILE)
+        return self._read_optional(PLAN_FILE)
 
     def write_status(self, status: Mapping[str, Any]) -> Path:
-        return _write_json(self.root / STATUS_FILE, dict(status))
+        self.create()
+        return write_json(self.path(STATUS_FILE), dict(status))
 
     def read_status(self) -> dict[str, Any]:
         """status.json, or {} while none was written (or it is being replaced)."""
-        return _read_optional(self.root / STATUS_FILE) or {}
+        return self._read_optional(STATUS_FILE) or {}
+
+    def _read_optional(self, name: str) -> dict[str, Any] | None:
+        """A top-level JSON object, or None when missing or unusable (logged)."""
+        try:
+            data = read_json(self.path(name))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring %s: %s", self.root / name, exc)
+            return None
+        return data if isinstance(data, dict) else None
 
     # ------------------------------------------------------------ the run
 
     def write_run_info(self, info: RunInfo, extra: Mapping[str, Any] | None = None) -> Path:
         """extra: anything the reports may use, e.g. {"spec": spec.model_dump(...)}."""
-        return _write_json(self.root / RUN_FILE, {"info": asdict(info), "extra": dict(extra or {})})
+        self.create()
+        return write_json(self.path(RUN_FILE), {"info": asdict(info), "extra": dict(extra or {})})
 
     def read_run_info(self) -> RunInfo:
-        raw = self._read_run()["info"]
-        known = {f.name for f in fields(RunInfo)}
-        # files from newer versions may carry more keys; older ones fewer (defaults apply)
-        return RunInfo(**{k: v for k, v in raw.items() if k in known})
+        """run.json's info; FileNotFoundError when there is none, CorruptResults (naming
+        the file and the field) when it cannot be used."""
+        return self.read_run()[0]
 
     def read_run_extra(self) -> dict[str, Any]:
-        return dict(self._read_run().get("extra") or {})
+        return self.read_run()[1]
 
-    def _read_run(self) -> dict[str, Any]:
-        data = json.loads((self.root / RUN_FILE).read_text())
-        if not isinstance(data, dict) or not isinstance(data.get("info"), dict):
-            raise ValueError(f"{self.root / RUN_FILE} has no 'info' object")
-        return data
+    def read_run(self) -> tuple[RunInfo, dict[str, Any]]:
+        path = self.path(RUN_FILE)
+        try:
+            data = cj.obj(read_json(path), "run.json")
+            info = RunInfo.from_json_dict(cj.required(data, "info", ""))
+            extra = data.get("extra")
+            return info, {} if extra is None else dict(cj.obj(extra, "extra"))
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise CorruptResults(self.root, [(path, reason(exc))]) from None
 
     # ------------------------------------------------------------ steps
 
     def step_dir(self, step_id: str) -> Path:
         """The step's directory, created if needed."""
-        path = self.root / STEPS_DIR / _safe(step_id, "step id")
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return self._dir(STEPS_DIR, safe_name(step_id, "step id"))
+
+    def _step_path(self, step_id: str, *parts: str) -> Path:
+        return self.path(STEPS_DIR, safe_name(step_id, "step id"), *parts)
 
     def write_step(self, result: StepResult) -> Path:
         """Mark the step complete; write its raw files first."""
-        path = self.step_dir(result.step_id) / RESULT_FILE
-        return _write_json(path, result.to_json_dict())
+        self.step_dir(result.step_id)
+        return write_json(self._step_path(result.step_id, RESULT_FILE), result.to_json_dict())
+
+    def scan_steps(self) -> StepScan:
+        """Every entry of steps/: usable results, unusable files, unfinished steps.
+        Raises UnsafePath when steps/ itself is a link."""
+        results: dict[str, StepResult] = {}
+        problems: list[tuple[Path, str]] = []
+        unfinished: list[str] = []
+        steps = self.path(STEPS_DIR)
+        if not steps.exists():
+            return StepScan(results, problems, unfinished)
+        if not steps.is_dir():
+            return StepScan(results, [(steps, "is a file, not the steps directory")], [])
+        for entry in sorted(steps.iterdir()):
+            if entry.is_symlink():
+                problems.append(
+                    (entry, f"is a symbolic link (to {os.readlink(entry)}); not followed")
+                )
+            elif not entry.is_dir():
+                problems.append((entry, "is not a step directory"))
+            elif not is_safe_name(entry.name):
+                problems.append((entry, "is not a step id (letters, digits, . _ -)"))
+            else:
+                path = entry / RESULT_FILE
+                if not path.exists() and not path.is_symlink():
+                    unfinished.append(entry.name)
+                    continue
+                try:
+                    result = _read_result(path)
+                except (OSError, ValueError) as exc:
+                    problems.append((path, reason(exc)))
+                    continue
+                results[result.step_id] = result
+        return StepScan(results, problems, unfinished)
 
     def completed_steps(self) -> dict[str, StepResult]:
-        """step_id -> result of every step whose result.json is whole and consistent."""
-        out: dict[str, StepResult] = {}
-        steps = self.root / STEPS_DIR
-        if not steps.is_dir():
-            return out
-        for path in sorted(steps.glob(f"*/{RESULT_FILE}")):
-            result = _read_result(path)
-            if result is not None:
-                out[result.step_id] = result
-        return out
+        """step_id -> result of every step whose result.json is whole and consistent; an
+        unusable one is left out with a warning (a resumed run does that step again)."""
+        try:
+            scan = self.scan_steps()
+        except UnsafePath as exc:
+            log.warning("no steps read: %s", exc)
+            return {}
+        for path, why in scan.problems:
+            log.warning("ignoring %s: %s", path, why)
+        return scan.results
 
     def load_results(self) -> list[StepResult]:
+        """completed_steps in step order (lenient: for a run and its metrics)."""
         return [r for _, r in sorted(self.completed_steps().items())]
+
+    def read_results(self) -> list[StepResult]:
+        """Every step result, in step order, for reports and comparisons: CorruptResults
+        listing every unusable file when there is any, UnsafePath for a linked steps/."""
+        scan = self.scan_steps()
+        if scan.problems:
+            raise CorruptResults(self.root, scan.problems)
+        return [r for _, r in sorted(scan.results.items())]
 
     # ------------------------------------------------------------ raw files
 
     def write_fio_output(self, step_id: str, name: str, text: str) -> Path:
         """fio's stdout as captured (possibly with notes before the JSON)."""
-        path = self.step_dir(step_id) / f"fio-{_safe(name, 'fio job name')}.json"
+        self.step_dir(step_id)
+        path = self._step_path(step_id, f"fio-{safe_name(name, 'fio job name')}.json")
         write_atomic(path, text)
         return path
 
     def fio_outputs(self, step_id: str) -> list[Path]:
-        return sorted((self.root / STEPS_DIR / _safe(step_id, "step id")).glob("fio-*.json"))
+        return self._glob(step_id, "fio-*.json")
+
+    def _glob(self, step_id: str, pattern: str) -> list[Path]:
+        """Regular files of a step matching pattern (links left out)."""
+        d = self._step_path(step_id)
+        return sorted(p for p in d.glob(pattern) if not p.is_symlink() and p.is_file())
 
     def fio_paths(self, step_id: str, client: str) -> FioPaths:
         """Where the fio of one client keeps its output and status lines in a step."""
-        d = self.step_dir(step_id)
-        name = _safe(client, "fio client name")
+        self.step_dir(step_id)
+        name = safe_name(client, "fio client name")
         return FioPaths(
-            output=d / f"fio-{name}.json",
-            stderr=d / f"fio-{name}.stderr",
-            eta=d / f"fio-{name}.eta",
+            output=self._step_path(step_id, f"fio-{name}.json"),
+            stderr=self._step_path(step_id, f"fio-{name}.stderr"),
+            eta=self._step_path(step_id, f"fio-{name}.eta"),
         )
 
     def write_job_file(self, step_id: str, job: str, text: str) -> Path:
         """The job file fio runs (kept: it says exactly what ran)."""
-        path = self.step_dir(step_id) / f"{_safe(job, 'fio job name')}.fio"
+        self.step_dir(step_id)
+        path = self._step_path(step_id, f"{safe_name(job, 'fio job name')}.fio")
         write_atomic(path, text)
         return path
 
     def iops_logs(self, step_id: str) -> list[Path]:
         """fio's per-job IOPS logs of a step (<job>_iops.<n>.log[.<host>])."""
-        return sorted((self.root / STEPS_DIR / _safe(step_id, "step id")).glob("*_iops.*.log*"))
+        return self._glob(step_id, "*_iops.*.log*")
 
     def eta_tails(self, step_id: str, size: int = 4096) -> list[str]:
         """The last `size` bytes of every fio status-line file of a step (live IOPS)."""
-        out = []
-        for path in sorted((self.root / STEPS_DIR / _safe(step_id, "step id")).glob("fio-*.eta")):
+        out: list[str] = []
+        try:
+            paths = self._glob(step_id, "fio-*.eta")
+        except (UnsafePath, ValueError):
+            return out
+        for path in paths:
             try:
                 with path.open("rb") as fh:
                     fh.seek(max(path.stat().st_size - size, 0))
@@ -203,47 +323,69 @@ class ResultStore:
         return out
 
     def write_samples(self, step_id: str, samples: Sequence[ResourceSample]) -> Path:
-        return _write_json(self.step_dir(step_id) / SAMPLES_FILE, [asdict(s) for s in samples])
+        self.step_dir(step_id)
+        path = self._step_path(step_id, SAMPLES_FILE)
+        return write_json(path, [asdict(s) for s in samples])
 
     def read_samples(self, step_id: str) -> list[ResourceSample]:
-        path = self.root / STEPS_DIR / _safe(step_id, "step id") / SAMPLES_FILE
-        return [ResourceSample(**s) for s in json.loads(path.read_text())]
+        path = self._step_path(step_id, SAMPLES_FILE)
+        return [ResourceSample(**s) for s in read_json(path)]
 
     def write_affinity(
         self, step_id: str, observed: Mapping[str, Any], violations: Sequence[str]
     ) -> Path:
+        self.step_dir(step_id)
         record = {**observed, VIOLATIONS_KEY: list(violations)}
-        return _write_json(self.step_dir(step_id) / AFFINITY_FILE, record)
+        return write_json(self._step_path(step_id, AFFINITY_FILE), record)
 
     def read_affinity(self, step_id: str) -> dict[str, Any]:
-        path = self.root / STEPS_DIR / _safe(step_id, "step id") / AFFINITY_FILE
-        return _read_optional(path) or {}
+        try:
+            path = self._step_path(step_id, AFFINITY_FILE)
+            data = read_json(path)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            log.warning("ignoring the affinity record of step %s: %s", step_id, exc)
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def affinity_violations(self) -> bool:
         """True when any step saw an OSD and a fio thread share CPUs (or leave their sets)."""
-        for path in self.root.glob(f"{STEPS_DIR}/*/{AFFINITY_FILE}"):
-            if (_read_optional(path) or {}).get(VIOLATIONS_KEY):
-                return True
-        return False
+        return any(self.read_affinity(step_id).get(VIOLATIONS_KEY) for step_id in self._step_ids())
+
+    def _step_ids(self) -> list[str]:
+        """Names of the real step directories (links and odd names left out)."""
+        steps = self.root / STEPS_DIR
+        if steps.is_symlink() or not steps.is_dir():
+            return []
+        return sorted(
+            e.name
+            for e in steps.iterdir()
+            if e.is_dir() and not e.is_symlink() and is_safe_name(e.name)
+        )
 
     def report_dir(self) -> Path:
-        return self.root / REPORT_DIR
+        return self.path(REPORT_DIR)
 
     def write_report_file(self, name: str, data: str | bytes) -> Path:
         """A file of the run's report (summary, tables, PNG curves), written atomically."""
-        return write_atomic(self.report_dir() / _safe(name, "report file"), data)
+        self._dir(REPORT_DIR)
+        return write_atomic(self.path(REPORT_DIR, safe_name(name, "report file")), data)
 
     def running_step(self) -> str:
         """The id of the step status.json says is running, if its result is not in yet."""
         current = str(self.read_status().get("currentStep") or "")
-        if not current or not _SAFE_NAME.match(current):
+        if not current or not is_safe_name(current):
             return ""
         done = (self.root / STEPS_DIR / current / RESULT_FILE).exists()
         return "" if done else current
 
     def last_progress(self) -> float:
         """Unix time of the newest of: a finished step's result, status.json's updatedAt."""
-        times = [p.stat().st_mtime for p in self.root.glob(f"{STEPS_DIR}/*/{RESULT_FILE}")]
+        times = []
+        for step_id in self._step_ids():
+            with contextlib.suppress(OSError):
+                times.append((self.root / STEPS_DIR / step_id / RESULT_FILE).stat().st_mtime)
         with contextlib.suppress(KeyError, TypeError, ValueError):
             times.append(dt.datetime.fromisoformat(self.read_status()["updatedAt"]).timestamp())
         return max(times, default=0.0)
@@ -256,69 +398,16 @@ class FioPaths:
     eta: Path
 
 
-def _read_optional(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        log.warning("ignoring %s: %s", path, exc)
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _read_result(path: Path) -> StepResult | None:
-    try:
-        data = json.loads(path.read_text())
-        result = StepResult.from_json_dict(data)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        log.warning("ignoring %s: not a complete step result (%s)", path, exc)
-        return None
+def _read_result(path: Path) -> StepResult:
+    """One result.json, checked; ValueError (or OSError) says why it cannot be used."""
+    result = StepResult.from_json_dict(read_json(path))
     if result.step_id != path.parent.name:
-        log.warning("ignoring %s: it is the result of step %s", path, result.step_id)
-        return None
+        raise cj.ResultFormatError(
+            f"step_id is {result.step_id!r}, not {path.parent.name!r} (its directory)"
+        )
+    if not is_safe_name(result.workload):
+        raise cj.ResultFormatError(
+            f"workload {result.workload!r} is not a plain name (letters, digits, . _ -): "
+            "reports name files after it"
+        )
     return result
-
-
-def _safe(name: str, what: str) -> str:
-    if not _SAFE_NAME.match(name) or ".." in name:
-        raise ValueError(f"{what} {name!r} is not a safe file name (letters, digits, . _ -)")
-    return name
-
-
-def _write_json(path: Path, data: Any) -> Path:
-    # allow_nan=False: the files stay strict JSON for jq and other tools
-    write_atomic(path, json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    return path
-
-
-def write_atomic(path: Path, data: str | bytes) -> Path:
-    """PATH holds DATA whole or keeps what it held: a temporary file, fsync, rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-    return path
-
-
-def _fsync_dir(path: Path) -> None:
-    # makes the rename itself survive a power cut; not every filesystem allows it
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

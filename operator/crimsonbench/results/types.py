@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from crimsonbench.results import checked_json as cj
+from crimsonbench.results.iops_log import IOPS_PER_SECOND
 from crimsonbench.spec.models import BenchmarkRunSpec
 
 
@@ -82,38 +84,110 @@ class StepResult:
         return d
 
     @classmethod
-    def from_json_dict(cls, d: dict[str, Any]) -> StepResult:
-        """The inverse of to_json_dict (older files without clients/skew read too)."""
-        clients = {k: _none_to_nan(v) for k, v in (d.get("clients") or {}).items()}
-        return cls.from_dict({**d, "fio": _none_to_nan(d["fio"]), "clients": clients})
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StepResult:
+    def from_json_dict(cls, d: Any) -> StepResult:
+        """The inverse of to_json_dict, for files this or an older version wrote (older
+        files lack clients, skew and the json+ percentiles). Input is untrusted: every
+        field is checked for its type and range, and ResultFormatError names the first
+        one that is wrong; keys it does not know are ignored (a newer version's)."""
+        d = cj.obj(d, "the step result")
+        extra = d.get("extra")
+        extra = {} if extra is None else dict(cj.obj(extra, "extra"))
+        if IOPS_PER_SECOND in extra:
+            extra[IOPS_PER_SECOND] = _series(extra[IOPS_PER_SECOND], f"extra.{IOPS_PER_SECOND}")
+        clients = d.get("clients")
+        clients = {} if clients is None else cj.obj(clients, "clients")
         skew = d.get("start_skew_ms")
         return cls(
-            step_id=d["step_id"],
-            workload=d["workload"],
-            iodepth=int(d["iodepth"]),
-            repeat=int(d["repeat"]),
-            fio=FioSummary(**d["fio"]),
-            resources=ResourceSummary(**d["resources"]),
-            extra=dict(d.get("extra") or {}),
-            clients={k: FioSummary(**v) for k, v in (d.get("clients") or {}).items()},
-            start_skew_ms=None if skew is None else float(skew),
+            step_id=cj.text(cj.required(d, "step_id", ""), "step_id", max_len=200),
+            workload=cj.text(cj.required(d, "workload", ""), "workload", max_len=200),
+            iodepth=cj.integer(cj.required(d, "iodepth", ""), "iodepth", minimum=1),
+            repeat=cj.integer(cj.required(d, "repeat", ""), "repeat", minimum=0),
+            fio=_fio_summary(cj.required(d, "fio", ""), "fio"),
+            resources=_resource_summary(cj.required(d, "resources", ""), "resources"),
+            extra=extra,
+            clients={
+                cj.text(k, "clients key"): _fio_summary(v, f"clients.{k}")
+                for k, v in clients.items()
+            },
+            start_skew_ms=None if skew is None else cj.number(skew, "start_skew_ms", minimum=0),
         )
 
 
-_FIO_FLOATS = frozenset(f.name for f in fields(FioSummary) if f.type == "float")
+# FioSummary fields fio may leave unreported (null in JSON, NaN in memory)
+_NULLABLE_FIO = frozenset(
+    {"clat_p50_ms", "clat_p90_ms", "clat_p99_ms", "clat_p999_ms", "clat_p9999_ms", "clat_max_ms"}
+)
+# Figures that can only be >= 0 (counts, rates, times)
+_NON_NEGATIVE_FIO = frozenset(
+    {"iops", "bw_mib_s", "total_ios", "clat_mean_ms", "clat_stdev_ms", "runtime_s", "jobs",
+     "errors", "usr_cpu", "sys_cpu"} | _NULLABLE_FIO
+)  # fmt: skip
+
+
+def _fio_summary(raw: Any, where: str) -> FioSummary:
+    d = cj.obj(raw, where)
+    values: dict[str, Any] = {}
+    for f in fields(FioSummary):
+        at = f"{where}.{f.name}"
+        if f.name not in d:
+            if f.default is MISSING:
+                raise cj.ResultFormatError(f"{at} is missing")
+            continue  # an older file: the default (NaN / False / 0) applies
+        v = d[f.name]
+        minimum = 0 if f.name in _NON_NEGATIVE_FIO else None
+        if f.type == "bool":
+            values[f.name] = cj.boolean(v, at)
+        elif f.type == "int":
+            values[f.name] = cj.integer(v, at, minimum=minimum)
+        else:
+            nullable = f.name in _NULLABLE_FIO
+            values[f.name] = cj.number(v, at, nullable=nullable, minimum=minimum)
+    return FioSummary(**values)
+
+
+def _resource_summary(raw: Any, where: str) -> ResourceSummary:
+    d = cj.obj(raw, where)
+
+    def opt(key: str) -> float | None:
+        v = d.get(key)
+        return None if v is None else cj.number(v, f"{where}.{key}")
+
+    per_osd = d.get("reactor_util_osd")
+    return ResourceSummary(
+        osd_cpu=cj.number(cj.required(d, "osd_cpu", f"{where}."), f"{where}.osd_cpu"),
+        osd_mem_mib=cj.number(
+            cj.required(d, "osd_mem_mib", f"{where}."), f"{where}.osd_mem_mib", minimum=0
+        ),
+        fio_cpu=cj.number(cj.required(d, "fio_cpu", f"{where}."), f"{where}.fio_cpu"),
+        samples=cj.integer(cj.required(d, "samples", f"{where}."), f"{where}.samples", minimum=0),
+        reactor_util=opt("reactor_util"),
+        reactor_util_max=opt("reactor_util_max"),
+        reactor_util_osd=None
+        if per_osd is None
+        else {
+            cj.text(k, f"{where}.reactor_util_osd key"): cj.number(
+                v, f"{where}.reactor_util_osd.{k}"
+            )
+            for k, v in cj.obj(per_osd, f"{where}.reactor_util_osd").items()
+        },
+    )
+
+
+MAX_SERIES = 1_000_000  # seconds of per-second IOPS in one step: 11 days
+
+
+def _series(raw: Any, where: str) -> list[float]:
+    if not isinstance(raw, list):
+        raise cj.ResultFormatError(f"{where} is not a list of numbers")
+    if len(raw) > MAX_SERIES:
+        raise cj.ResultFormatError(f"{where} has {len(raw)} values, more than {MAX_SERIES}")
+    return [cj.number(v, f"{where}[{i}]", minimum=0) for i, v in enumerate(raw)]
 
 
 def _nan_to_none(fio: dict[str, Any]) -> dict[str, Any]:
     return {
         k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in fio.items()
     }
-
-
-def _none_to_nan(fio: dict[str, Any]) -> dict[str, Any]:
-    return {k: (math.nan if v is None and k in _FIO_FLOATS else v) for k, v in fio.items()}
 
 
 @dataclass(frozen=True)
@@ -144,6 +218,24 @@ class RunInfo:
             hyper_threads=o.hyper_threads.value,
             **extra,
         )
+
+    @classmethod
+    def from_json_dict(cls, raw: Any) -> RunInfo:
+        """run.json's "info", checked: strings without control characters, counts as
+        integers; keys from newer versions are ignored, missing optional ones default."""
+        d = cj.obj(raw, "info")
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            at = f"info.{f.name}"
+            if f.name not in d:
+                if f.default is MISSING:
+                    raise cj.ResultFormatError(f"{at} is missing")
+                continue
+            if f.type == "int":
+                values[f.name] = cj.integer(d[f.name], at, minimum=0, maximum=1_000_000)
+            else:
+                values[f.name] = cj.text(d[f.name], at)
+        return cls(**values)
 
     @property
     def label(self) -> str:

@@ -6,10 +6,16 @@ per-repeat throughputs go through Welch's t-test (no equal-variance assumption, 
 CBT's tools/is-regression.py, which also needs 3+ samples and has no effect-size
 threshold; CBT's compare.py checks single values against fixed ratios). With one repeat,
 fio's per-second IOPS log of each side is compared by a seeded block bootstrap, which
-sees within-run noise only and says so in the row. With neither, the row says
-"none: single sample" and is never called a regression. Many rows are compared at once
+sees within-run noise only and says so in the row. Many rows are compared at once
 (workloads x iodepths): Holm's step-down adjustment keeps the chance of any false
 "worse" at alpha for the whole table.
+
+A row that cannot be judged says why instead of passing for "no change": MISSING (BASE
+has the step, NEW none), NO_FIGURE (a throughput that is NaN, or iops on one side and
+MiB/s on the other), UNTESTED (no test possible: one repeat and no per-second series, too
+short a series, a zero base, a step only in NEW). gate() turns rows into the failures a
+CI gate exits non-zero on: regressions, missing steps and missing figures always,
+untested rows unless the caller allows them, and a comparison that tested nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +30,10 @@ from crimsonbench.results.types import StepResult
 BETTER = "better"
 WORSE = "worse"
 NO_CHANGE = "no significant change"
-NOT_COMPARED = "not compared"
+NOT_COMPARED = "not compared"  # kept for old callers; rows now say MISSING or UNTESTED
+MISSING = "missing in NEW"
+NO_FIGURE = "no figure"
+UNTESTED = "untested"
 
 SINGLE_SAMPLE = "none: single sample"
 MIN_SERIES = 3  # per-second values per side below which a bootstrap means nothing
@@ -47,6 +56,7 @@ class StepFigures:
     p99_latency_ms: float = math.nan
     per_second: tuple[float, ...] = ()
     bandwidth: bool = False
+    step_id: str = ""  # where the figures come from (named in the reasons of a row)
 
     @classmethod
     def from_result(
@@ -64,6 +74,7 @@ class StepFigures:
             p99_latency_ms=f.clat_p99_ms,
             per_second=tuple(per_second),
             bandwidth=bandwidth,
+            step_id=result.step_id,
         )
 
 
@@ -88,6 +99,7 @@ class Verdict:
     p_adjusted: float
     alpha: float
     verdict: str
+    why: str = ""  # MISSING / NO_FIGURE / UNTESTED: the reason, naming the steps
 
     @property
     def tested(self) -> bool:
@@ -195,12 +207,10 @@ def _row(
     workload, iodepth = key
     sides = [s for s in (base, new) if s]
     bandwidth = {f.bandwidth for s in sides for f in s}
-    if len(bandwidth) > 1:
-        raise ValueError(f"{workload} qd{iodepth}: iops on one side, bandwidth on the other")
     metric = "bw (MiB/s)" if bandwidth == {True} else "iops"
 
     def avg(figs: Sequence[StepFigures], attr: str) -> float:
-        vals = [getattr(f, attr) for f in figs if not math.isnan(getattr(f, attr))]
+        vals = [getattr(f, attr) for f in figs if math.isfinite(getattr(f, attr))]
         return stats.mean(vals) if vals else math.nan
 
     mb, mn = avg(base, "throughput"), avg(new, "throughput")
@@ -221,11 +231,24 @@ def _row(
         alpha=alpha,
         verdict=NO_CHANGE,
     )
-    if not base or not new:
-        return replace(row, test=f"none: only in {'NEW' if new else 'BASE'}", verdict=NOT_COMPARED)
-    result = _test(base, new, level, seed)
+    if not new:
+        why = f"BASE has it ({_steps(base)}), NEW has no such step"
+        return replace(row, test="none: missing in NEW", verdict=MISSING, why=why)
+    if not base:
+        why = f"only in NEW ({_steps(new)}): BASE has nothing to test it against"
+        return replace(row, test="none: only in NEW", verdict=UNTESTED, why=why)
+    if len(bandwidth) > 1:
+        why = "iops on one side, MiB/s on the other: not the same figure"
+        return replace(row, test="none: not comparable", verdict=NO_FIGURE, why=why)
+    bad = [(side, f) for side, figs in (("BASE", base), ("NEW", new)) for f in figs
+           if not math.isfinite(f.throughput)]  # fmt: skip
+    if bad:
+        why = "; ".join(f"{side} {_name(f)}: {metric} is {f.throughput}" for side, f in bad)
+        return replace(row, test="none: no figure", verdict=NO_FIGURE, why=why)
+    result, untested = _test(base, new, level, seed)
     if result is None or mb == 0:
-        return row
+        why = untested or f"BASE {metric} is 0: no change to measure"
+        return replace(row, test=f"none: {why}", verdict=UNTESTED, why=why)
     _, low, high = result.relative()
     return replace(
         row,
@@ -238,16 +261,42 @@ def _row(
     )
 
 
+def _name(f: StepFigures) -> str:
+    return f"step {f.step_id}" if f.step_id else f"{f.workload} qd{f.iodepth}"
+
+
+def _steps(figs: Sequence[StepFigures]) -> str:
+    named = [f.step_id for f in figs if f.step_id]
+    if not named:
+        return f"{len(figs)} step(s)"
+    return ", ".join(named)
+
+
 def _test(
     base: Sequence[StepFigures], new: Sequence[StepFigures], level: float, seed: int
-) -> stats.TestResult | None:
+) -> tuple[stats.TestResult | None, str]:
+    """The test that fits the data, or None and why none does."""
     if len(base) >= 2 and len(new) >= 2:
-        return stats.welch([f.throughput for f in base], [f.throughput for f in new], level)
+        return stats.welch([f.throughput for f in base], [f.throughput for f in new], level), ""
+    for side, figs in (("BASE", base), ("NEW", new)):
+        lacking = [f for f in figs if not f.per_second]
+        if lacking:
+            return None, (
+                f"{side} {', '.join(_name(f) for f in lacking)} has one repeat and no "
+                "per-second IOPS series (extra.iops_per_second) to test it with"
+            )
+        bad = [f for f in figs if not all(math.isfinite(v) for v in f.per_second)]
+        if bad:
+            return None, f"{side} {_name(bad[0])}: its per-second IOPS series is not all numbers"
+        count = sum(len(f.per_second) for f in figs)
+        if count < MIN_SERIES:
+            return None, (
+                f"{side} has {count} per-second IOPS value(s), fewer than the {MIN_SERIES} a "
+                "bootstrap needs (a longer runtimeSeconds gives more)"
+            )
     sb = [f.per_second for f in base]
     sn = [f.per_second for f in new]
-    if all(sb + sn) and sum(map(len, sb)) >= MIN_SERIES and sum(map(len, sn)) >= MIN_SERIES:
-        return stats.bootstrap_compare(sb, sn, level=level, seed=seed)
-    return None
+    return stats.bootstrap_compare(sb, sn, level=level, seed=seed), ""
 
 
 def _verdict(p: float, change_pct: float, alpha: float) -> str:
@@ -281,6 +330,54 @@ def regressions(
 ) -> list[Verdict]:
     """The rows a CI gate fails on (exit non-zero when not empty)."""
     return [r for r in rows if r.regression(threshold_pct, alpha)]
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    """One reason a CI gate fails: a row (workload, iodepth) and what is wrong with it."""
+
+    workload: str
+    iodepth: int
+    kind: str  # "regression", MISSING, NO_FIGURE, UNTESTED, or "nothing tested"
+    reason: str
+
+    def line(self) -> str:
+        where = f"{self.workload} qd{self.iodepth}" if self.workload else "the comparison"
+        return f"{where}: {self.kind}: {self.reason}"
+
+
+def gate(
+    rows: Sequence[Verdict],
+    threshold_pct: float,
+    alpha: float | None = None,
+    allow_untested: bool = False,
+) -> tuple[list[GateFailure], list[GateFailure]]:
+    """(failures, allowed): what fails a CI gate, and the untested rows let through
+    because allow_untested. Regressions, missing steps and missing figures always fail,
+    and so does a comparison in which no row was tested at all."""
+    failures: list[GateFailure] = []
+    allowed: list[GateFailure] = []
+    for r in rows:
+        if r.regression(threshold_pct, alpha):
+            ci = "" if math.isnan(r.ci_low_pct) else (
+                f", CI [{r.ci_low_pct:+.1f} %, {r.ci_high_pct:+.1f} %]"
+            )  # fmt: skip
+            reason = (
+                f"{r.metric} {r.change_pct:+.1f} %{ci}, p = {_fmt_p(r.p_adjusted)} "
+                f"({r.test}): worse than -{threshold_pct:g} %"
+            )
+            failures.append(GateFailure(r.workload, r.iodepth, "regression", reason))
+        elif r.verdict in (MISSING, NO_FIGURE):
+            failures.append(GateFailure(r.workload, r.iodepth, r.verdict, r.why))
+        elif r.verdict == UNTESTED:
+            failure = GateFailure(r.workload, r.iodepth, UNTESTED, r.why)
+            (allowed if allow_untested else failures).append(failure)
+    if not any(r.tested for r in rows):
+        why = "neither run has a finished step" if not rows else (
+            "no row could be tested, so nothing was compared"
+        )  # fmt: skip
+        failures.append(GateFailure("", 0, "nothing tested", why))
+    return failures, allowed
 
 
 def figures_from_results(
