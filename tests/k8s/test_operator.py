@@ -1126,3 +1126,47 @@ def test_the_restore_takes_only_the_original_the_operator_saved(
         for ns, name in ((RUN_NS, planted), (OP_NS, record)):
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_config_map(name, ns)
+
+
+def test_a_run_an_older_operator_patched_is_not_restored_from_beside_the_run(
+    control_plane: ControlPlane, admin: Any, cephcluster: dict[str, Any]
+) -> None:
+    """An operator from before the saved-original check kept the original beside the run:
+    after an upgrade mid-run that copy is not applied; the run says so (condition, event)
+    instead of passing for restored."""
+    import logging
+
+    from crimsonbench.controller import rook
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.spec.models import validate_spec
+
+    core = kubernetes.client.CoreV1Api(admin)
+    legacy = rook.LEGACY_ORIGINAL.format(run="older")
+    evil = {**cephcluster["spec"], "dataDirHostPath": "/etc"}
+    record = {"metadata": {"name": legacy}, "data": {rook.ORIGINAL_KEY: json.dumps(evil)}}
+    core.create_namespaced_config_map(RUN_NS, record)
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    spec = validate_spec(run_body("older")["spec"])
+    try:
+        with control_plane.api_client(token) as op:
+
+            def run() -> RunContext:  # as the patch stage left it: generation 2 patched
+                return RunContext("older", RUN_NS, "uid-o", spec, {"patchedGeneration": 2},
+                                  Kube(op), Settings(operator_namespace=OP_NS),
+                                  logging.getLogger("t"))  # fmt: skip
+
+            ctx = run()
+            assert rook.restore_cluster(ctx, None) is False
+            cond = {c["type"]: c for c in ctx.get("conditions")}["ClusterRestored"]
+            assert cond["reason"] == "OriginalUntrusted" and legacy in cond["message"]
+            assert [r for r, _ in ctx.events] == ["OriginalUntrusted"]
+            assert get_cluster(admin)["spec"] == cephcluster["spec"]  # nothing applied
+            # restored already (no record of either kind): nothing said
+            core.delete_namespaced_config_map(legacy, RUN_NS)
+            done = run()
+            assert rook.restore_cluster(done, None) is True and not done.events
+    finally:
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_config_map(legacy, RUN_NS)

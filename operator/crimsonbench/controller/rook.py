@@ -280,6 +280,8 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> bool:
     if found is None:  # the run's patch is not on it: never patched, or restored already
         if saved is not None:
             ctx.kube.delete_configmap(op_ns, name)
+        elif ctx.get("patchedGeneration") is not None:
+            return _patched_by_an_older_operator(ctx)
         return True
     if isinstance(found, restore_steps.Refuse):
         ctx.condition("ClusterRestored", False, found.reason, found.message)
@@ -328,6 +330,27 @@ def restore_cluster(ctx: RunContext, plan: RunPlan | None) -> bool:
         if not actions or not isinstance(actions[-1], restore_steps.CleanConfig):
             return True  # nothing to do (Wait raised above)
         # asked again with the cleanup's outcome: the crimson restarts and the last mark
+
+
+LEGACY_ORIGINAL = "{run}-original-cephcluster"  # beside the run: operators before 8323010
+
+
+def _patched_by_an_older_operator(ctx: RunContext) -> bool:
+    """A run patched by an operator from before the saved-original check keeps its original
+    beside the run, where whoever writes ConfigMaps there could have changed it: it is
+    not applied. False (with the condition and an event) when such a record is there."""
+    legacy = LEGACY_ORIGINAL.format(run=ctx.name)
+    if ctx.kube.get_configmap(ctx.namespace, legacy) is None:
+        return True  # restored already (the saved copy goes last)
+    message = (
+        f"this run patched {ctx.target.where} under an operator older than the saved-original "
+        f"check, which kept the original beside the run (ConfigMap {ctx.namespace}/{legacy}) "
+        "where it cannot be trusted; nothing was applied: compare it with what the cluster "
+        "had and put cephConfig and resources back by hand"
+    )
+    ctx.condition("ClusterRestored", False, "OriginalUntrusted", message)
+    ctx.warn("OriginalUntrusted", message)
+    return False
 
 
 def _config_cleanup(ctx: RunContext, plan: RunPlan | None, original_cephconfig: Any) -> str:
