@@ -273,6 +273,10 @@ CASES = [
          ("is not UTF-8 text",)),
     Case("unknown-top-level-key", BASE_TEXT.replace("spec:", "specs:"), "specs",
          ("is not a field of a BenchmarkRun manifest",)),
+    Case("unknown-field-with-markup", doc(("spec.x\n[/bold]", 1)), "spec['x\\n[/bold]']",
+         ("is not a field of BenchmarkRun",)),
+    Case("ceph-config-key-integer", doc(("spec.osd.cephConfig", {1: "x"})),
+         "spec.osd.cephConfig.1", ("valid string, not an integer (1)",)),
     Case("kind-megabyte", doc(("kind", "x" * 100_000)), "kind",
          ("(100000 characters)", "a BenchmarkRun manifest says kind: BenchmarkRun")),
     # ---- 5. bounds on values: types as the API server checks them, finite numbers, sizes

@@ -231,10 +231,12 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
             continue
         if isinstance(item, int):
             parts[-1:] = [f"{parts[-1]}[{item}]"] if parts else [f"[{item}]"]
+        elif not _PLAIN_KEY.fullmatch(item):  # an unknown field the user wrote: quoted
+            parts.append(f"[{short(item, 40)}]")
         else:
             after_map = item in _MAP_FIELDS
             parts.append(to_camel(item) if "_" in item else item)
-    return ".".join(p for p in parts if p).replace(".[", "[")
+    return ".".join(p for p in parts if p)
 
 
 def validate_spec(data: dict[str, Any]) -> BenchmarkRunSpec:
@@ -250,10 +252,10 @@ def validate_spec(data: dict[str, Any]) -> BenchmarkRunSpec:
             if err["type"] == "spec_rule":
                 for inner, message in err["ctx"]["problems"]:
                     path = ".".join(p for p in ("spec", outer, inner) if p)
-                    problems.append((path, message))
+                    problems.append((path.replace(".[", "["), message))
             else:
                 path = ".".join(p for p in ("spec", outer) if p)
-                problems.append((path, _friendly(err)))
+                problems.append((path.replace(".[", "["), _friendly(err)))
         (field, message), *more = problems
         raise InvalidSpec(field, message, more=tuple(more)) from None
 
