@@ -201,3 +201,26 @@ def test_lscpu_json_that_is_not_lscpu_names_the_fix(tmp_path: Path) -> None:
     code, out = _run("plan", "--lscpu-json", str(bad), str(spec))
     assert code != 0 and "Traceback" not in out
     assert "lscpu" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        # NS/RUN: namespace "..", run "../etc"
+        (["fetch", "../../etc"], ["error: RUN: '../etc' may not contain '.', '/'"]),
+        (["fetch", "/abs"], ["error: --namespace: '' is not a valid name"]),
+        (["fetch", "ns/a" + "b" * 60], ["error: RUN: ", "more than 50"]),
+        (["fetch", "-n", "Bad NS", "run"], ["error: --namespace: 'Bad NS' is not a valid name"]),
+    ],
+    ids=["run-climbs", "empty-namespace", "run-too-long", "namespace-upper"],
+)
+def test_fetch_refuses_names_the_api_server_would_not_have(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], words: list[str]
+) -> None:
+    """The run's name becomes results/<run>: refused before any path or cluster is used."""
+    monkeypatch.chdir(tmp_path)
+    code, out = _run(*args)
+    assert code == 2, out
+    for word in words:
+        assert word in out, out
+    assert list(tmp_path.iterdir()) == []
