@@ -192,15 +192,27 @@ def test_a_step_start_sends_each_server_one_job_file_with_every_job_of_it() -> N
                     "--client=ip:10.0.0.2,8765", "./client-b.fio"]  # fmt: skip
 
 
-def test_step_files_too_large_for_one_exec_name_the_field() -> None:
-    doc = bluestore_8x5("osd")
-    doc["client"].update(images=1024, processesPerImage=16)
-    _, plan = plan_of(RUN, doc)
-    servers = {NODE: "10.0.0.7:8765"}
+def test_step_files_too_large_for_one_exec_are_refused_when_planned() -> None:
+    doc = bluestore_8x5("socket")
+    nodes = ["client-a", "client-b", "client-c", "client-d"]
+    doc["client"] = {**doc["client"], "nodes": nodes, "images": 1024, "processesPerImage": 8}
+    del doc["client"]["node"]
+    _, plan = plan_of(RUN, doc)  # 4 x 2048 jobs: each fio within its limit
     with pytest.raises(InvalidSpec) as err:
-        fio_driver.start_command(plan.steps[0].id, fio.client_job_files(plan, plan.steps[0]),
-                                 servers, deadline_s=1)  # fmt: skip
+        fio_driver.check_fits_one_exec(plan)
     assert err.value.field == "spec.client.images"
+    assert "more than one exec carries" in str(err.value)
+    _, small = two_client_plan()
+    fio_driver.check_fits_one_exec(small)  # the usual shape fits
+
+
+def test_more_jobs_than_one_fio_runs_is_refused_by_the_planner() -> None:
+    doc = bluestore_8x5("osd")
+    doc["client"].update(images=1024, processesPerImage=4, numJobs=2)
+    with pytest.raises(InvalidSpec) as err:
+        plan_of(RUN, doc)
+    assert err.value.field == "spec.client.processesPerImage"
+    assert "would run 8,192 jobs in one fio" in str(err.value)
 
 
 def test_the_driver_keeps_the_last_stored_steps(tmp_path: Path) -> None:
@@ -254,7 +266,7 @@ def test_seastore_reference_plan_server() -> None:
     _, plan = plan_of("seastore-1osd-56reactor", SEASTORE_56)
     job = fio.fio_server_job("s", plan.clients[0], plan, rook_access(), OPTS)
     assert job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "56"
-    assert len(plan.steps[-1].jobs) == 32
+    assert len(plan.fio.jobs) == 32
 
 
 # ---------------------------------------------------------------- access

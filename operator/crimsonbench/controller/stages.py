@@ -36,6 +36,7 @@ from crimsonbench.errors import (
     NotReady,
     ParseError,
 )
+from crimsonbench.manifests import fio_driver
 from crimsonbench.manifests.maintenance import (
     ROLE_CEPH_CLEANUP,
     ROLE_RBD_CLEANUP,
@@ -157,6 +158,7 @@ def stage_observe(ctx: RunContext) -> str:
         ctx.set(optionFamily=family or "none")
     rook.check_consent_now(ctx, hosts)  # the OSDs are what the spec says: may it re-provision?
     plan = plan_for(ctx)  # InvalidSpec here names the field (e.g. cpuSet vs a node)
+    fio_driver.check_fits_one_exec(plan)  # a step's job files travel in one exec
     _record_run_info(ctx, plan)
     ctx.set(stepsTotal=len(plan.steps), progress=f"0/{len(plan.steps)}")
     where = ", ".join(f"{h.node}: osd {list(h.osd_ids)}" for h in plan.hosts) or "none"

@@ -29,9 +29,16 @@ from typing import Any
 
 from crimsonbench.errors import InvalidSpec, ParseError
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
-from crimsonbench.manifests.fio import FIO_OUTPUT, checked_name, client_args, job_file_name
+from crimsonbench.manifests.fio import (
+    FIO_OUTPUT,
+    checked_name,
+    client_args,
+    client_job_files,
+    job_file_name,
+)
 from crimsonbench.manifests.naming import dns_name, labels
 from crimsonbench.manifests.pods import PodOptions, ScriptJob, script_job
+from crimsonbench.plan.types import RunPlan
 
 ROLE_DRIVER = "fio-driver"
 STEPS_ROOT = "/results/steps"
@@ -219,6 +226,15 @@ def start_command(
             f"carries ({EXEC_ARGS_LIMIT}); use fewer images or processesPerImage",
         )
     return argv
+
+
+def check_fits_one_exec(plan: RunPlan) -> None:
+    """InvalidSpec (naming the field) when a step's job files are more than one exec
+    carries: found when the run is planned, not when its first step starts."""
+    if plan.steps:
+        servers = {c.name: "255.255.255.255:65535" for c in plan.clients}
+        start_command(plan.steps[0].id, client_job_files(plan, plan.steps[0]), servers,
+                      deadline_s=plan.timing.deadline_s)  # fmt: skip
 
 
 def poll_command(key: str, *, wait_s: int = 0, root: str = STEPS_ROOT) -> list[str]:

@@ -30,6 +30,8 @@ RBD_CLIENT_OPTIONS = {"rbd_cache": "false", "rbd_io_scheduler": "none"}
 # that the jobs of a step overlapped; its samples -> the spread of a step with one repeat.
 IOPS_LOG_MSEC = 1000
 PREFILL_IODEPTH = 16
+# fio runs at most this many jobs (threads) in one process (fio.h: REAL_MAX_JOBS, 3.33)
+FIO_MAX_JOBS = 4096
 
 # What the planner decides; a workload's options may not set any of it (the spec's
 # allow-list refuses them first; this refuses them again where the file is written).
@@ -82,6 +84,16 @@ def fio_plan(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str) -
         for image in client.images
         for proc in range(c.processes_per_image)
     )
+    for client in clients:
+        threads = len(client.images) * c.processes_per_image * c.num_jobs
+        if threads > FIO_MAX_JOBS:
+            raise InvalidSpec(
+                "spec.client.processesPerImage",
+                f"fio client {client.name} would run {threads:,} jobs in one fio ("
+                f"{len(client.images)} images x processesPerImage {c.processes_per_image} x "
+                f"numJobs {c.num_jobs}); fio runs at most {FIO_MAX_JOBS:,}: use fewer, or "
+                "more clients",
+            )
     prefill = {**rbd, "rw": "write", "bs": c.prefill_block_size, "iodepth": PREFILL_IODEPTH,
                "numjobs": 1}  # fmt: skip
     return FioPlan(jobs, step, workloads, prefill)
