@@ -6,6 +6,12 @@
 - our two images (fio runner, operator) from ./Dockerfile via e2e/build-images.sh.
 
 Everything is cached outside the repository, under ~/.cache/crimsonbench/images.
+
+A failed build of our own image files (./Dockerfile, e2e/build-images.sh, the images under
+e2e/) is a failure, whatever its output says (ImageBuildFailed; a mirror we cannot reach
+is no excuse: the CI machine reaches Debian's). The one exception, a skip with the reason
+printed: a registry that refuses to serve a third-party image (registry_pull_refusal);
+no registry is reachable on our machines.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -47,7 +54,42 @@ func main() {
 
 
 class ImagesUnavailable(RuntimeError):
-    """An image cannot be built on this machine (the message says what is missing)."""
+    """An image cannot be built on this machine (the message says what is missing): a tool
+    missing without root to install it, or a registry refusing a third-party image."""
+
+
+class ImageBuildFailed(Exception):
+    """A build of our own image files failed: the test fails. Not a RuntimeError, so no
+    `except RuntimeError` + environmental() can turn it into a skip."""
+
+
+# podman/buildah pulling an image: "initializing source docker://REF: <why>" (also
+# "reading manifest TAG in REF: <why>"); the registry unreachable or refusing.
+_PULL = re.compile(
+    r"(?:initializing source (?:docker://)?(?P<ref>\S+)"
+    r"|reading manifest \S+ in (?P<ref2>\S+)):\s+(?P<why>[^\n]*)"
+)
+_REFUSED = ("pinging container registry", "dial tcp", "no such host", "connection refused",
+            "i/o timeout", "TLS handshake timeout", "403 Forbidden", "401 Unauthorized",
+            "unauthorized", "denied", "toomanyrequests")  # fmt: skip
+
+
+def ours(ref: str) -> bool:
+    """An image this repository builds: every one of them is named localhost/... (ours are
+    never pulled: a pull of one is a broken build script)."""
+    name = ref.removeprefix("docker://").removeprefix("containers-storage:")
+    return name.startswith("localhost/") or "crimsonbench" in name
+
+
+def registry_pull_refusal(stderr: str) -> str:
+    """'' unless `stderr` proves a registry refused (or could not be reached) to pull a
+    third-party image; then why, for the skip message. Anything else from a build of our
+    files is ours to fix."""
+    for m in _PULL.finditer(stderr):
+        ref, why = m["ref"] or m["ref2"], m["why"]
+        if not ours(ref) and any(r in why for r in _REFUSED):
+            return f"the registry refused the third-party image {ref}: {why.strip()[:300]}"
+    return ""
 
 
 def cache_dir() -> Path:
@@ -126,10 +168,12 @@ def product_archives(timeout: float = 45 * 60) -> tuple[Path, Path]:
         check=False,
     )
     if proc.returncode != 0:
-        raise ImagesUnavailable(
-            f"e2e/build-images.sh failed (rc={proc.returncode}):\n{proc.stderr[-3000:]}"
-        )
+        msg = f"e2e/build-images.sh failed (rc={proc.returncode}):\n{proc.stderr[-3000:]}"
+        refused = registry_pull_refusal(proc.stderr)
+        if refused:
+            raise ImagesUnavailable(f"{refused}\n{msg}")
+        raise ImageBuildFailed(msg)
     paths = [Path(line) for line in proc.stdout.split() if line.endswith(".tar")]
     if len(paths) != 2:
-        raise ImagesUnavailable(f"e2e/build-images.sh printed {proc.stdout!r}, not two archives")
+        raise ImageBuildFailed(f"e2e/build-images.sh printed {proc.stdout!r}, not two archives")
     return paths[0], paths[1]

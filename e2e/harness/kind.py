@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from harness.controlplane import ENVIRONMENTAL, REPO, cache_root
+from harness.images import registry_pull_refusal
 from harness.kind_cpus import declared_cpu_mounts
 
 KIND_DIR = REPO / "e2e" / "kind"
@@ -104,10 +105,11 @@ def _environmental(text: str) -> bool:
     return any(marker in text for marker in (*ENVIRONMENTAL, *_MIRROR_DOWN))
 
 
-def _script(name: str, env: dict[str, str], timeout: float) -> str:
+def _script(name: str, env: dict[str, str], timeout: float, image: bool = False) -> str:
     """Run e2e/kind/NAME (relative to e2e/kind); its last stdout line. A failure is ours
     (RuntimeError: the test fails) unless its output names an environmental cause
-    (KindUnavailable: a skip)."""
+    (KindUnavailable: a skip). image: it builds our node image (files of ours): a failure
+    whatever its output says, unless a registry refused a third-party image."""
     try:
         proc = subprocess.run(
             ["bash", str(KIND_DIR / name)],
@@ -121,7 +123,10 @@ def _script(name: str, env: dict[str, str], timeout: float) -> str:
         raise RuntimeError(f"e2e/kind/{name} timed out after {timeout}s") from exc
     if proc.returncode != 0:
         msg = f"e2e/kind/{name} failed (rc={proc.returncode}):\n{proc.stderr[-4000:]}"
-        if _environmental(proc.stderr):
+        refused = registry_pull_refusal(proc.stderr) if image else ""
+        if refused:
+            raise KindUnavailable(f"{refused}\n{msg}")
+        if not image and _environmental(proc.stderr):
             raise KindUnavailable(msg)
         raise RuntimeError(msg)
     lines = proc.stdout.split()
@@ -487,7 +492,7 @@ def kind_cluster(
         kind_bin = Path(_script("build-kind.sh", dockerd.env, 1200))
         timings["kind_cli_s"] = time.monotonic() - t
         t = time.monotonic()
-        node_image = _script("build-node-image.sh", dockerd.env, 3 * 3600)
+        node_image = _script("build-node-image.sh", dockerd.env, 3 * 3600, image=True)
         timings["node_image_s"] = time.monotonic() - t
         bin_dir = Path(_script("../build-k8s-binaries.sh", dockerd.env, 3600))  # cached
         labels = json.loads(

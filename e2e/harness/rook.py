@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from harness.controlplane import ENVIRONMENTAL, REPO
+from harness.images import registry_pull_refusal
 
 ROOK_VERSION = "v1.17.8"
 # Ceph in the image e2e/rook/build-image.sh builds: reef from Debian trixie (Rook v1.17
@@ -119,7 +120,8 @@ def crimson_rook_image_archive(timeout: float = 30 * 60) -> Path:
             f"once with `{BUILD_CRIMSON_ROOT}` (~2 h cold on 2 cores; it can run in the "
             "background)"
         )
-    return _run_build(BUILD_CRIMSON_ROOK_IMAGE, "building the crimson Rook image", timeout)
+    return _run_build(BUILD_CRIMSON_ROOK_IMAGE, "building the crimson Rook image", timeout,
+                      image=True)  # fmt: skip
 
 
 def crimson_fio_archive(timeout: float = 30 * 60) -> Path:
@@ -132,9 +134,11 @@ def crimson_fio_archive(timeout: float = 30 * 60) -> Path:
     return archive
 
 
-def _run_build(script: Path, what: str, timeout: float) -> Path:
+def _run_build(script: Path, what: str, timeout: float, image: bool = False) -> Path:
     """Run a build script that prints its result path last; RookUnavailable for failures the
-    machine causes, RuntimeError (a real failure) for anything else."""
+    machine causes, RuntimeError (a real failure) for anything else. image: it builds one
+    of our images (files of ours): a failure whatever its output says, unless a registry
+    refused a third-party image (harness.images.registry_pull_refusal)."""
     try:
         proc = subprocess.run(
             ["bash", str(script)], capture_output=True, text=True, timeout=timeout, check=False
@@ -143,6 +147,11 @@ def _run_build(script: Path, what: str, timeout: float) -> Path:
         raise RookUnavailable(f"{what} took over {timeout:.0f}s on this machine") from exc
     if proc.returncode != 0:
         msg = f"{script.relative_to(REPO)} failed (rc={proc.returncode}):\n{proc.stderr[-4000:]}"
+        if image:
+            refused = registry_pull_refusal(proc.stderr)
+            if refused:
+                raise RookUnavailable(f"{refused}\n{msg}")
+            raise RuntimeError(msg)
         if any(m in proc.stderr for m in ENVIRONMENTAL_BUILD):
             raise RookUnavailable(msg)
         raise RuntimeError(msg)
@@ -159,4 +168,4 @@ def rook_image_archive(timeout: float = 90 * 60) -> Path:
     cold ≈ 10 min, unchanged → seconds)."""
     if os.geteuid() != 0:
         raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
-    return _run_build(BUILD_ROOK_IMAGE, "building the Rook image", timeout)
+    return _run_build(BUILD_ROOK_IMAGE, "building the Rook image", timeout, image=True)
