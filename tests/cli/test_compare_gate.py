@@ -217,3 +217,28 @@ def test_a_symlinked_steps_directory_is_refused(tmp_path: Path) -> None:
         f"error: {new}/steps is a symbolic link (to {elsewhere}/steps); crimsonbench never "
         "reads or writes through a link inside a results directory"
     ), out
+
+
+def test_compare_writes_only_into_out_and_never_through_a_link(tmp_path: Path) -> None:
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    out = tmp_path / "cmp"
+    code, _ = compare(base, new, out=out)
+    assert code == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.md",
+        "randread4k_cpu.png",
+        "randread4k_iops_vs_lat.png",
+        "seqwrite64k_bw_vs_lat.png",
+        "seqwrite64k_cpu.png",
+    ]
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me\n")
+    (out / "comparison.md").unlink()
+    (out / "comparison.md").symlink_to(precious)
+    code, text = compare(base, new, out=out)
+    assert code == 2, text
+    assert text == (
+        f"error: {out}/comparison.md is a symbolic link (to {precious}); a comparison is "
+        "never written through one: remove it or pick another --out\n"
+    )
+    assert precious.read_text() == "keep me\n"

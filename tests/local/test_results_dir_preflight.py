@@ -127,3 +127,18 @@ def test_fresh_deletes_nothing_when_the_plan_is_refused(tmp_path: Path) -> None:
                            fresh=True))  # fmt: skip
     assert err.field == "spec.osd.cpuSet" and "not on this machine" in err.message
     assert tree(res) == before
+
+
+def test_a_resumed_run_refuses_a_step_it_cannot_read(tmp_path: Path) -> None:
+    """Its report would fail after the whole run: refused first, naming the file."""
+    store = ResultStore(tmp_path / "res")
+    store.write_spec(spec().model_dump(mode="json", by_alias=True))
+    bad = store.step_dir("000-randread4k-qd001-r1") / "result.json"
+    bad.write_text('{"step_id": ')
+    before = tree(store.root)
+    err = refused(LocalRun("x", spec(), store.root, QuietEvents()))
+    assert err.message.startswith(
+        f"{bad}: not valid JSON (Expecting value: line 1 column 13)\n1 step(s) would be left out"
+    )
+    assert err.message.endswith("Or pass --fresh to start over.")
+    assert tree(store.root) == before

@@ -30,6 +30,7 @@ from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.store import (
     LOCK_FILE,
     MARKER_FILE,
+    CorruptResults,
     NotAResultsDirectory,
     ResultStore,
 )
@@ -190,6 +191,20 @@ class LocalRun:
             self._refuse_unmarked(root)
         if not self.fresh:
             self._check_same_spec()
+            self._check_steps_usable()
+
+    def _check_steps_usable(self) -> None:
+        """A resumed run keeps every step it finds; one it cannot read would stop the
+        report at the end (after the run's work), so it is refused now, naming each."""
+        try:
+            problems = self.store.scan_steps().problems
+        except NotAResultsDirectory as exc:
+            raise InvalidSpec("--results", str(exc)) from None
+        if problems:
+            raise InvalidSpec(
+                "--results",
+                str(CorruptResults(self.store.root, problems)) + " Or pass --fresh to start over.",
+            )
 
     def _refuse_unmarked(self, root: Path) -> None:
         """A non-empty directory without our marker: --fresh deletes nothing there, and a

@@ -163,10 +163,13 @@ def write_comparison(
 def _out_file(out: Path, name: str) -> Path:
     """OUT/name, refused unless it resolves to a file directly in OUT (no link there)."""
     path = out / safe_name(name, "comparison file")
-    if path.is_symlink() or (path.exists() and not path.is_file()):
+    if path.is_symlink():
         raise UnsafePath(
-            f"{path} exists and is not a regular file; remove it or pick another --out"
+            f"{path} is a symbolic link (to {os.readlink(path)}); a comparison is never "
+            "written through one: remove it or pick another --out"
         )
+    if path.exists() and not path.is_file():
+        raise UnsafePath(f"{path} exists and is not a file; remove it or pick another --out")
     real_out = os.path.realpath(out)
     if os.path.dirname(os.path.realpath(path)) != real_out:
         raise UnsafePath(f"{path} would be written outside {real_out}")
