@@ -6,7 +6,9 @@
 Not part of the crimsonbench package on purpose: the SDK is a development tool (the `test`
 extra), the operator image only ships the JSON (the Helm chart's Grafana sidecar ConfigMap).
 Metric reference: docs/metrics.md. tests/dashboards/ runs every query here against a real
-Prometheus scraping a real local run.
+Prometheus scraping a real local run, and Grafana's own dashboard linter checks the JSON in
+make test's static checks (scripts/lint-dashboards.sh; exclusions with their reasons in
+dashboards/.lint).
 """
 
 from __future__ import annotations
@@ -29,22 +31,25 @@ from grafana_foundation_sdk.models import xychart as xymodel
 HERE = Path(__file__).resolve().parent
 # The data source is a template variable, so the dashboards work with any Prometheus.
 DS = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
-RUN = 'run=~"$run", backend=~"$backend", policy=~"$policy"'
+# job and instance: the scrape that exported the series (Grafana's convention, checked by
+# its linter). Two hosts running the same spec export the same run name: these tell them apart.
+SCRAPE = 'job=~"$job", instance=~"$instance"'
+RUN = SCRAPE + ', run=~"$run", backend=~"$backend", policy=~"$policy"'
 STEP = RUN + ', workload=~"$workload"'
 MIB = 1048576
 
 # The published per-step table: (column, PromQL over the step metrics, Grafana unit)
 STEP_COLUMNS = (
-    ("iops", f"crimsonbench_step_iops{{{STEP}}}", "none"),
-    ("bw MiB/s", f"crimsonbench_step_bandwidth_bytes_per_second{{{STEP}}} / {MIB}", "none"),
-    ("total_ios", f"crimsonbench_step_total_ios{{{STEP}}}", "none"),
-    ("clat_ms", f"crimsonbench_step_clat_mean_seconds{{{STEP}}} * 1000", "none"),
-    ("clat_stdev", f"crimsonbench_step_clat_stdev_seconds{{{STEP}}} * 1000", "none"),
-    ("usr_cpu", f"crimsonbench_step_usr_cpu_percent{{{STEP}}}", "none"),
-    ("sys_cpu", f"crimsonbench_step_sys_cpu_percent{{{STEP}}}", "none"),
-    ("OSD_cpu", f"crimsonbench_step_osd_cpu_percent{{{STEP}}}", "none"),
-    ("OSD_mem", f"crimsonbench_step_osd_memory_bytes{{{STEP}}} / {MIB}", "none"),
-    ("FIO_cpu", f"crimsonbench_step_fio_cpu_percent{{{STEP}}}", "none"),
+    ("iops", f"crimsonbench_step_iops{{{STEP}}}", "iops"),
+    ("bw MiB/s", f"crimsonbench_step_bandwidth_bytes_per_second{{{STEP}}} / {MIB}", "MiBs"),
+    ("total_ios", f"crimsonbench_step_total_ios{{{STEP}}}", "short"),
+    ("clat_ms", f"crimsonbench_step_clat_mean_seconds{{{STEP}}} * 1000", "ms"),
+    ("clat_stdev", f"crimsonbench_step_clat_stdev_seconds{{{STEP}}} * 1000", "ms"),
+    ("usr_cpu", f"crimsonbench_step_usr_cpu_percent{{{STEP}}}", "percent"),
+    ("sys_cpu", f"crimsonbench_step_sys_cpu_percent{{{STEP}}}", "percent"),
+    ("OSD_cpu", f"crimsonbench_step_osd_cpu_percent{{{STEP}}}", "percent"),
+    ("OSD_mem", f"crimsonbench_step_osd_memory_bytes{{{STEP}}} / {MIB}", "mbytes"),
+    ("FIO_cpu", f"crimsonbench_step_fio_cpu_percent{{{STEP}}}", "percent"),
 )
 _HIDDEN = ("Time", "namespace", "flavor", "reactors", "osds", "__name__")
 
@@ -94,7 +99,7 @@ def _by_iodepth() -> list[model.DataTransformerConfig]:
 
 
 def variables() -> list[dash.DatasourceVariable | dash.QueryVariable]:
-    def query(name: str, label: str, source: str) -> dash.QueryVariable:
+    def query(name: str, label: str, source: str, all_value: str = ".*") -> dash.QueryVariable:
         return (
             dash.QueryVariable(name)
             .label(label)
@@ -102,16 +107,23 @@ def variables() -> list[dash.DatasourceVariable | dash.QueryVariable]:
             .datasource(DS)
             .multi(True)
             .include_all(True)
-            .all_value(".*")
+            .all_value(all_value)
             .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
             .sort(model.VariableSort.ALPHABETICAL_ASC)
         )
 
     return [
         dash.DatasourceVariable("datasource").label("Data source").type("prometheus"),
-        query("run", "Run", "crimsonbench_run_steps"),
-        query("backend", "Backend", 'crimsonbench_run_steps{run=~"$run"}'),
-        query("policy", "CPU policy", 'crimsonbench_run_steps{run=~"$run", backend=~"$backend"}'),
+        # every scraped series has a job and an instance: ".+" is "all" (the linter's rule)
+        query("job", "Job", "crimsonbench_run_steps", ".+"),
+        query("instance", "Instance", 'crimsonbench_run_steps{job=~"$job"}', ".+"),
+        query("run", "Run", f"crimsonbench_run_steps{{{SCRAPE}}}"),
+        query("backend", "Backend", f'crimsonbench_run_steps{{{SCRAPE}, run=~"$run"}}'),
+        query(
+            "policy",
+            "CPU policy",
+            f'crimsonbench_run_steps{{{SCRAPE}, run=~"$run", backend=~"$backend"}}',
+        ),
         query("workload", "Workload", f"crimsonbench_step_iops{{{RUN}}}"),
     ]
 
@@ -122,7 +134,7 @@ def _base(uid: str, title: str, description: str) -> dash.Dashboard:
         .uid(uid)
         .description(description)
         .tags(["crimsonbench", "ceph", "crimson"])
-        .editable()
+        .readonly()  # provisioned from code (the chart's ConfigMaps): edits would be lost
         .time("now-1h", "now")
         .refresh("10s")
         .tooltip(model.DashboardCursorSync.CROSSHAIR)
@@ -132,11 +144,13 @@ def _base(uid: str, title: str, description: str) -> dash.Dashboard:
     return d
 
 
-def _name_stat(title: str, expr: str, legend: str, w: int) -> stat.Panel:
-    """A stat panel that shows the series' legend (e.g. the phase) instead of the value 1."""
+def _name_stat(title: str, description: str, expr: str, legend: str, w: int) -> stat.Panel:
+    """A stat panel that shows the series' legend (e.g. the phase) instead of the value 1
+    (no unit: the value is never shown; dashboards/.lint says so to the linter)."""
     return (
         stat.Panel()
         .title(title)
+        .description(description)
         .datasource(DS)
         .with_target(instant(expr, legend))
         .text_mode(common.BigValueTextMode.NAME)
@@ -156,7 +170,14 @@ def run_dashboard() -> dash.Dashboard:
     )
     d = d.with_row(dash.Row("Run"))
     d = d.with_panel(
-        _name_stat("Phase", f"crimsonbench_run_phase{{{RUN}}} == 1", "{{run}}: {{phase}}", 6)
+        _name_stat(
+            "Phase",
+            "The phase each run is in: Pending, Preparing, Running, Restoring, Completed or "
+            "Failed.",
+            f"crimsonbench_run_phase{{{RUN}}} == 1",
+            "{{run}}: {{phase}}",
+            6,
+        )
     )
     d = d.with_panel(
         bargauge.Panel()
@@ -172,6 +193,7 @@ def run_dashboard() -> dash.Dashboard:
     d = d.with_panel(
         _name_stat(
             "Current step",
+            "The step each run is measuring now (workload and iodepth); none between steps.",
             f"crimsonbench_run_current_step{{{RUN}}} == 1",
             "{{run}}: {{step}}",
             6,
@@ -201,6 +223,7 @@ def run_dashboard() -> dash.Dashboard:
             instant(f"crimsonbench_run_cpu_overlap_detected{{{RUN}}}", "{{run}} CPU overlap", "B")
         )
         .text_mode(common.BigValueTextMode.VALUE_AND_NAME)
+        .unit("bool_yes_no")  # both are 1 or 0
         .height(4)
         .span(3)
     )
@@ -272,9 +295,12 @@ def steps_table() -> table.Panel:
         .title("Steps (the published table)")
         .description("One row per finished step; latency in ms, CPU in % of one core, memory MiB.")
         .datasource(DS)
+        .unit("short")
         .height(10)
         .span(24)
     )
+    for name, _, unit in STEP_COLUMNS:
+        p = p.override_by_name(name, [model.DynamicConfigValue(id_val="unit", value=unit)])
     for i, (_, expr, _) in enumerate(STEP_COLUMNS):
         p = p.with_target(instant_table(expr, _ref(i)))
     for t in (*_by_iodepth(), _organize(names, (*_HIDDEN, "step"))):

@@ -97,9 +97,11 @@ def resolve_variables(base: str, dashboard: dict[str, Any], at: float) -> dict[s
 
 
 def substitute(expr: str, values: dict[str, list[str]]) -> str:
-    """Multi-value variables as Grafana formats them for Prometheus: (a|b) with regex escapes."""
+    """Multi-value variables as Grafana formats them for Prometheus: (a|b) with regex escapes,
+    each backslash doubled since it lands inside a PromQL string ("127\\\\.0\\\\.0\\\\.1:9090"
+    in the query is the regex 127\\.0\\.0\\.1:9090; a single backslash would not parse)."""
     for name in sorted(values, key=len, reverse=True):
-        joined = "|".join(re.escape(v) for v in values[name])
+        joined = "|".join(re.escape(v).replace("\\", "\\\\") for v in values[name])
         expr = expr.replace(f"${{{name}}}", f"({joined})").replace(f"${name}", f"({joined})")
     return expr
 

@@ -45,4 +45,4 @@ def test_the_published_step_table_columns() -> None:
 def test_substitution_is_grafana_multi_value_regex() -> None:
     expr = 'x{run=~"$run", workload=~"${workload}"}'
     got = panels.substitute(expr, {"run": ["a.b", "c"], "workload": ["randread4k"]})
-    assert got == 'x{run=~"(a\\.b|c)", workload=~"(randread4k)"}'
+    assert got == 'x{run=~"(a\\\\.b|c)", workload=~"(randread4k)"}'  # a\\.b in PromQL

@@ -131,6 +131,7 @@ def test_dashboards_and_rules_on_a_real_run(tmp_path: Path, prometheus: tuple[st
         board = json.loads((DASHBOARDS / name).read_text())
         values = panels.resolve_variables(url, board, end)
         assert values == {
+            "job": ["crimsonbench"], "instance": [f"127.0.0.1:{port}"],
             "run": ["dash"], "backend": ["memstore"], "policy": [spec.osd.cpu_policy.value],
             "workload": ["randread4k", "seqwrite64k"],
         }  # fmt: skip
