@@ -55,7 +55,7 @@ def by_hand(job_file: str, work: Path, client_cpus: str, env: dict[str, str]) ->
             f"--output={out}",
             str(jf),
         ]
-        procs.append((subprocess.Popen(argv, env=env), out))
+        procs.append((subprocess.Popen(argv, env=env, cwd=work), out))  # its logs land there
     jobs = []
     for p, out in procs:
         if p.wait() != 0:

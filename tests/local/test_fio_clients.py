@@ -48,7 +48,7 @@ def _plan(clients: tuple[ClientPlan, ...]) -> RunPlan:
                                                            "rampSeconds": 0},
     })  # fmt: skip
     plan = build_plan("null", spec, parse_lscpu_json(LSCPU.read_text()))
-    jobs = tuple(FioJob(f"{i}-p0", i, c.name) for c in clients for i in c.images)
+    jobs = tuple(FioJob(i, c.name) for c in clients for i in c.images)
     return replace(plan, clients=clients, fio=replace(plan.fio, jobs=jobs))
 
 

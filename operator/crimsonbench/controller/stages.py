@@ -56,9 +56,25 @@ ORDER = ("lease", "observe", "patch", "rollout", "prepare", "steps", "restore")
 
 
 # A run's plan is the same every tick (its inputs are recorded in status); the largest
-# take ~0.25 s to plan and read a topology ConfigMap per node, so the operator keeps a few.
+# take ~0.25 s to plan and read a topology ConfigMap per node, so the operator keeps a few:
+# up to 16 plans, and at most _PLAN_ITEMS_KEPT steps + jobs among them (the largest specs
+# admitted hold 40,960 steps or 65,536 jobs, ~4 MiB each: bench/bench_spec_bounds.py).
 _PLANS: OrderedDict[tuple[str, ...], RunPlan] = OrderedDict()
 _PLANS_KEPT = 16
+_PLAN_ITEMS_KEPT = 200_000
+
+
+def _plan_items(plan: RunPlan) -> int:
+    return len(plan.steps) + len(plan.fio.jobs)
+
+
+def remember_plan(key: tuple[str, ...], plan: RunPlan) -> None:
+    """Into the cache, the oldest out while it holds too many plans or items."""
+    _PLANS[key] = plan
+    while len(_PLANS) > 1 and (
+        len(_PLANS) > _PLANS_KEPT or sum(map(_plan_items, _PLANS.values())) > _PLAN_ITEMS_KEPT
+    ):
+        _PLANS.popitem(last=False)
 
 
 def plan_for(ctx: RunContext) -> RunPlan:
@@ -85,9 +101,7 @@ def plan_for(ctx: RunContext) -> RunPlan:
             option_family=family,
             grace_s=ctx.settings.step_grace_seconds,
         )
-        _PLANS[key] = plan
-        while len(_PLANS) > _PLANS_KEPT:
-            _PLANS.popitem(last=False)
+        remember_plan(key, plan)
     _PLANS.move_to_end(key)
     ctx.plan = plan
     return plan

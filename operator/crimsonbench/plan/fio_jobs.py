@@ -79,7 +79,7 @@ def fio_plan(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str) -
             )
         workloads[w.key] = {"rw": w.rw_mode, "bs": w.block_size, **dict(sorted(w.options.items()))}
     jobs = tuple(
-        FioJob(f"{image}-p{proc}", image, client.name)
+        FioJob(image, client.name, proc)
         for client in clients
         for image in client.images
         for proc in range(c.processes_per_image)
@@ -104,7 +104,7 @@ def prefill_jobs(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan]) -> tuple
     if not spec.client.prefill:
         return ()
     return tuple(
-        FioJob(f"prefill-{image}", image, client.name)
+        FioJob(image, client.name)
         for client in clients
         for image in client.images
     )
@@ -138,5 +138,5 @@ def prefill_job_file(plan: RunPlan, client: ClientPlan | str) -> str:
         "global": {**plan.fio.prefill_options, "cpus_allowed": c.cpuset}
     }
     for job in plan.prefill.jobs_of(c.name):
-        sections[job.name] = {"rbdname": job.image}
+        sections[f"prefill-{job.image}"] = {"rbdname": job.image}
     return render_ini(sections, FIO)

@@ -87,14 +87,19 @@ class CpuPlan:
         return frozenset(out)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: the largest plan holds 65,536 of them
 class FioJob:
     """One fio job: the I/O of one process on one image, run by one fio client. Its
     section of the client's job file and its IOPS log (<name>_iops.N.log) carry its name."""
 
-    name: str  # unique within a step: "<image>-p<process>"
     image: str
     client: str  # the ClientPlan.name whose fio runs it
+    process: int = 0  # of processesPerImage
+
+    @property
+    def name(self) -> str:
+        """Unique within a step."""
+        return f"{self.image}-p{self.process}"
 
 
 def jobs_of(jobs: tuple[FioJob, ...], client: str) -> tuple[FioJob, ...]:
@@ -116,7 +121,7 @@ class FioPlan:
         return jobs_of(self.jobs, client)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: the largest plan holds 40,960 of them
 class Step:
     """One point of the response curve: one iodepth of one workload (one repeat)."""
 
