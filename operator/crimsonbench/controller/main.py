@@ -22,6 +22,7 @@ from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, 
 from crimsonbench.metrics import RunCollector, new_registry
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
 from crimsonbench.spec.models import validate_spec
+from crimsonbench.spec.names import validate_name
 from crimsonbench.spec.status import Phase
 
 # kopf fixes a timer's interval when the decorator runs, so this setting is read at import.
@@ -77,7 +78,9 @@ def _context(
     annotations: Any = None,
 ) -> RunContext:
     return RunContext(
-        name=name,
+        # the CRD's CEL rule refuses such names at admission; an object that predates the
+        # rule (or a server without it) is refused here, before any name is made from it
+        name=validate_name(name),
         namespace=namespace or "default",
         uid=uid,
         spec=validate_spec(dict(spec)),
