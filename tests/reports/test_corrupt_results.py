@@ -144,6 +144,14 @@ def report_file_link(root: Path, outside: Path) -> None:
     (root / "report" / "summary.md").symlink_to(outside / "precious.txt")
 
 
+def report_a_file(root: Path, outside: Path) -> None:
+    (root / "report").write_text("not a directory\n")
+
+
+def report_png_a_dir(root: Path, outside: Path) -> None:
+    (root / "report" / "seqwrite64k_cpu.png").mkdir(parents=True)
+
+
 def two_broken(root: Path, outside: Path) -> None:
     result_text('{"step_id": ')(root, outside)
     result(lambda d: d["fio"].update(total_ios="22229"), STEP_IDS[3])(root, outside)
@@ -416,6 +424,19 @@ CASES = [
         "report-link-outside",
         report_link,
         "{root}/report " + LINK_REFUSED.replace("{outside}/target", "{outside}/elsewhere"),
+        compare_too=False,
+    ),
+    Case(
+        "report-a-file",
+        report_a_file,
+        "{root}/report is a file; the report goes into a directory of that name",
+        compare_too=False,
+    ),
+    Case(
+        "report-png-a-directory",
+        report_png_a_dir,
+        "{root}/report/seqwrite64k_cpu.png is not a file; the report writes a file there: "
+        "remove it",
         compare_too=False,
     ),
     Case(

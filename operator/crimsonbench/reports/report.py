@@ -71,7 +71,7 @@ def write_report(store_dir: Path) -> list[Path]:
         parts.append(_workload_section(workload, rows, is_bw, sweep))
     parts.append("## Columns\n\n" + definitions_markdown())
     files.insert(0, ("summary.md", "\n".join(parts)))
-    store.check_report_writable()
+    store.check_report_writable(name for name, _ in files)
     written = [store.write_report_file(name, data) for name, data in files]
     log.info("report of %d steps in %s", len(results), store.report_dir())
     return written

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from crimsonbench.results.safe_files import NotAResultsDirectory, UnsafePath, write_atomic
@@ -145,16 +146,21 @@ class ResultsDir:
     def lock_path(self) -> Path:
         return self.path(LOCK_FILE)
 
-    def check_report_writable(self) -> None:
+    def check_report_writable(self, names: Iterable[str] = ()) -> None:
         """Raise UnsafePath before anything is written when report/ (or a file in it) is a
-        link, or report is not a directory."""
+        link, report is not a directory, or one of the files to write is a directory."""
         report = self.path(REPORT_DIR)
         if report.exists() and not report.is_dir():
             raise UnsafePath(f"{report} is a file; the report goes into a directory of that name")
-        if report.is_dir():
-            for entry in report.iterdir():
-                if entry.is_symlink():
-                    raise UnsafePath(
-                        f"{entry} is a symbolic link (to {os.readlink(entry)}); crimsonbench "
-                        "never writes through a link inside a results directory: remove it"
-                    )
+        if not report.is_dir():
+            return
+        for entry in sorted(report.iterdir()):
+            if entry.is_symlink():
+                raise UnsafePath(
+                    f"{entry} is a symbolic link (to {os.readlink(entry)}); crimsonbench "
+                    "never writes through a link inside a results directory: remove it"
+                )
+        for name in names:
+            path = report / name
+            if path.exists() and not path.is_file():
+                raise UnsafePath(f"{path} is not a file; the report writes a file there: remove it")
