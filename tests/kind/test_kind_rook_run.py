@@ -45,7 +45,7 @@ from typer.testing import CliRunner
 from crimsonbench.cli import app
 from crimsonbench.manifests.fio import server_job_name
 from crimsonbench.manifests.fio_driver import driver_job_name
-from crimsonbench.manifests.rbac import RULES
+from crimsonbench.manifests.rbac import ALL_RULES
 from crimsonbench.manifests.results import read_results_configmaps, read_run_configmap
 
 pytestmark = pytest.mark.kind
@@ -378,8 +378,7 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
 
 
 def leftovers(a: Api) -> dict[str, list[str]]:
-    creatable = {res for _g, resources, verbs, _why in RULES if "create" in verbs
-                 for res in resources}  # fmt: skip
+    creatable = {res for r in ALL_RULES if "create" in r.verbs for res in r.resources}
     unchecked = creatable - {"jobs", "configmaps", "pods", "leases", "events", "cephclients",
                              "cephblockpools"}  # fmt: skip
     assert not unchecked, f"the operator may create {unchecked}: check them here too"
