@@ -8,6 +8,12 @@ cached yet) plus its tests fit in what is left of the budget; otherwise it is sk
 the reason and the command that runs it.
 Every figure below is measured (bench/RESULTS.md, "cold make test").
 
+A green summary means every tier ran and passed. A tier cut by the budget, a tier whose
+tests all skipped ("skipped", never "passed") and any single skipped test make the summary
+exit non-zero, unless the skip is one of OPTIONAL: named in the README ("Optional here"),
+true on this machine (checked here, not taken from the test's word), its reason printed.
+Outcomes are read from pytest's own junit XML report, per tier.
+
 The builds a run will need are started at once in the background at the lowest CPU and I/O
 priority (`nice 19`, `ionice idle`): they soak up the CPU the quick and Ceph tiers leave
 idle without slowing them. Each build script takes a lock and is idempotent, so a tier
@@ -23,11 +29,15 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,6 +86,10 @@ BUILDS = {
         Build("crimson", 120, ("ceph-root/20.2.4/rootfs/usr/bin/crimson-osd",),
               "e2e/build-crimson.sh 20.2.4 && e2e/crimson/build-ceph-root.sh 20.2.4",
               prefetch=False),
+        # for the static checks (scripts/lint-dashboards.sh): first in the prefetch, the
+        # static checks wait for it (cold: bench/RESULTS.md, "dashboard linter")
+        Build("dashboard linter", 3, ("dashboard-linter/v0.2.0/bin/dashboard-linter",),
+              "e2e/build-dashboard-linter.sh"),
     )
 }  # fmt: skip
 
@@ -129,10 +143,11 @@ def _minutes(seconds: float) -> str:
 
 
 class Prefetch:
-    """The builds the tiers will need, one after another, in tier order, at idle priority."""
+    """The builds the tiers will need, one after another, in tier order (the static checks'
+    first), at idle priority."""
 
-    def __init__(self, tiers: list[Tier], log: Path) -> None:
-        names: list[str] = []
+    def __init__(self, tiers: list[Tier], log: Path, static: bool = False) -> None:
+        names: list[str] = [b for _, _, builds in STATIC for b in builds] if static else []
         for t in tiers:
             names += [b for b in t.builds if b not in names and BUILDS[b].prefetch]
         self.names = [n for n in names if not BUILDS[n].cached()]
@@ -199,11 +214,138 @@ class Prefetch:
                 self.proc.wait()
 
 
-STATIC = (
-    ("ruff", ("ruff", "check", "operator", "tests", "bench", "e2e", "dashboards", "scripts")),
-    ("mypy", ("mypy",)),
-    ("import-linter", ("lint-imports",)),
+# (name, command, the builds it needs)
+STATIC: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("ruff", ("ruff", "check", "operator", "tests", "bench", "e2e", "dashboards", "scripts"), ()),
+    ("mypy", ("mypy",), ()),
+    ("import-linter", ("lint-imports",), ()),
+    # Grafana's own dashboard linter on dashboards/*.json (exclusions: dashboards/.lint)
+    ("dashboard-linter", ("scripts/lint-dashboards.sh",), ("dashboard linter",)),
 )
+
+
+@dataclass(frozen=True)
+class OptionalSkip:
+    """A skip make test accepts. Each is named in the README ("Optional here"), and holds
+    only where `applies()` finds its cause on this machine; its reason is printed."""
+
+    name: str
+    tiers: tuple[str, ...]  # where it may happen
+    reasons: tuple[str, ...]  # one is in pytest's skip reason ("budget": the tier was cut)
+    why: str  # printed in the summary
+    applies: Callable[[], bool]
+
+    def allows(self, tier: str, reason: str) -> bool:
+        return tier in self.tiers and any(r in reason for r in self.reasons) and self.applies()
+
+
+def _crimson_missing() -> bool:
+    return not BUILDS["crimson"].cached()
+
+
+_CRIMSON = "the crimson tier without its build"
+_CRIMSON_WHY = (
+    "no Debian package ships crimson-osd and building it takes ~2 h on 2 cores, never inside "
+    f"make test's budget: `{BUILDS['crimson'].command}`, then scripts/test.sh --tier crimson"
+)
+BUDGET = "<cut by the time budget>"  # the reason budget_skip() asks about
+OPTIONAL = (
+    OptionalSkip(_CRIMSON, ("crimson",), (BUDGET,), _CRIMSON_WHY, _crimson_missing),
+    OptionalSkip(
+        _CRIMSON, ("crimson",), ("no crimson Ceph root at",), _CRIMSON_WHY, _crimson_missing
+    ),
+    # tests/plan/test_knee_search.py: the blog's tables are project input beside the
+    # repository (../shared/seeds), not in it: a clone elsewhere has none
+    OptionalSkip(
+        "the published-curves test without ../shared/seeds",
+        ("quick",),
+        ("the published tables (shared/seeds/001_*)",),
+        "the published tables are not beside this clone (../shared/seeds)",
+        lambda: not list((REPO.parent / "shared" / "seeds").glob("001_*.txt")),
+    ),
+    # tests/local: tests of crimson's absence, on a machine with a crimson-osd on PATH
+    OptionalSkip(
+        "the tests of crimson's absence where a crimson-osd is on PATH",
+        ("quick", "ceph"),
+        ("a crimson binary is installed here", "a crimson OSD binary is installed here"),
+        "a crimson OSD binary is on PATH here: the tests of its absence cannot run",
+        lambda: any(shutil.which(b) for b in ("crimson-osd", "ceph-osd-crimson")),
+    ),
+)
+
+
+def optional(tier: str, reason: str) -> OptionalSkip | None:
+    return next((o for o in OPTIONAL if o.allows(tier, reason)), None)
+
+
+@dataclass
+class Outcome:
+    """A tier's tests as pytest's junit XML report counts them."""
+
+    passed: int = 0
+    failed: int = 0  # failures and errors (collection errors included)
+    xfailed: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (test, reason)
+
+
+def read_report(path: Path) -> Outcome | None:
+    """The outcome in a junit XML report pytest wrote, or None if it wrote none."""
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    out = Outcome()
+    for case in root.iter("testcase"):
+        test = "::".join(x for x in (case.get("classname"), case.get("name")) if x)
+        tags = {child.tag: child for child in case}
+        if "failure" in tags or "error" in tags:
+            out.failed += 1
+        elif "skipped" in tags and tags["skipped"].get("type") == "pytest.xfail":
+            out.xfailed += 1
+        elif "skipped" in tags:
+            out.skipped.append((test, tags["skipped"].get("message", "")))
+        else:
+            out.passed += 1
+    return out
+
+
+def judge(
+    tier: str, rc: int, outcome: Outcome | None, narrowed: bool
+) -> tuple[str, bool, list[str]]:
+    """(the summary's word for the tier, whether it fails make test, lines saying why)."""
+    if outcome is None:
+        return "FAILED", True, [f"pytest exited {rc} and wrote no report"]
+    notes: list[str] = []
+    refused: list[str] = []
+    for test, reason in outcome.skipped:
+        allowed = optional(tier, reason)
+        if allowed:
+            notes.append(f"optional skip ({allowed.name}): {test}: {allowed.why}")
+        else:
+            refused.append(f"SKIP NOT ALLOWED: {test}: {reason}")
+    counts = f"{outcome.passed} passed" + (
+        f", {len(outcome.skipped)} skipped" if outcome.skipped else ""
+    )
+    if rc not in (0, 5) or outcome.failed:
+        return f"FAILED ({outcome.failed} failed, {counts})", True, refused + notes
+    if outcome.passed == 0 and not outcome.skipped:
+        if narrowed:  # e.g. every test of the tier deselected by -k
+            return "nothing selected", False, []
+        return "FAILED (no tests ran)", True, ["a tier without tests: its marker selects nothing"]
+    if outcome.passed == 0:
+        word = "skipped" + (" (optional)" if not refused else "")
+        return word, bool(refused), refused + notes
+    if refused:
+        return f"SKIPS NOT ALLOWED ({counts})", True, refused + notes
+    return f"passed ({counts})", False, notes
+
+
+def budget_skip(tier: Tier) -> tuple[str, bool, list[str]]:
+    """A tier the budget cut: fails make test unless that is optional here."""
+    allowed = optional(tier.name, BUDGET)
+    if allowed:
+        return "skipped (budget, optional)", False, [f"optional ({allowed.name}): {allowed.why}"]
+    return "SKIPPED (budget)", True, ["a tier the budget cut was not tested: make test fails"]
 
 
 def interruptible() -> None:
@@ -214,10 +356,13 @@ def interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _pytest(marker: str, extra: list[str], seconds: float | None) -> tuple[int, bool]:
+def _pytest(marker: str, extra: list[str], seconds: float | None,
+            report: Path | None = None) -> tuple[int, bool]:  # fmt: skip
     """(pytest's exit code, stopped at the hard limit). SIGINT makes pytest stop like ^C:
-    the running test's fixtures still tear down what they started."""
-    cmd = [sys.executable, "-m", "pytest", "-rfEs", "-m", marker, *extra]
+    the running test's fixtures still tear down what they started. report: where pytest
+    writes its junit XML report (the outcome of every test)."""
+    junit = [f"--junitxml={report}", "-o", "junit_family=xunit2"] if report else []
+    cmd = [sys.executable, "-m", "pytest", "-rfEs", "-m", marker, *junit, *extra]
     proc = subprocess.Popen(cmd, cwd=REPO, preexec_fn=interruptible)
     try:
         return proc.wait(timeout=seconds), False
@@ -249,12 +394,26 @@ def _exitfirst(argv: list[str]) -> bool:
     return "-x" in args or "--exitfirst" in args
 
 
-def _static() -> int:
+def _static(prefetch: Prefetch | None = None) -> int:
     status = 0
-    for name, cmd in STATIC:
+    for name, cmd, builds in STATIC:
         print(f"== {name}", flush=True)
+        if prefetch is not None:
+            prefetch.wait(builds)  # a build the prefetch did not finish runs in the foreground
         status |= subprocess.run(cmd, cwd=REPO, check=False).returncode != 0
     return status
+
+
+def _narrowed(argv: list[str]) -> bool:
+    """pytest arguments that select fewer tests (a tier may then run none)."""
+    addopts = shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    select = ("-k", "-m", "--deselect", "--lf", "--last-failed")
+    return any(
+        a in select or a.startswith(("-k", "--deselect=")) for a in [*argv, *addopts]
+    ) or any(
+        not a.startswith("-")
+        for a in argv  # paths or node ids
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -272,6 +431,10 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown tier(s) {sorted(unknown)}: one of {[t.name for t in TIERS]}")
         return 2
+    if os.environ.get("UPDATE_GOLDEN"):
+        print("UPDATE_GOLDEN is set: the golden tests would rewrite their files instead of "
+              "comparing them. Unset it; `make golden` rewrites them on purpose.")  # fmt: skip
+        return 2
     if argv and not only:  # plain pytest arguments: static checks, then exactly that
         status = _static()
         return status | (subprocess.run([sys.executable, "-m", "pytest", "-rfEs", *argv],
@@ -279,14 +442,17 @@ def main(argv: list[str]) -> int:
     if only:
         budget = hard = 0.0  # asked for by name: run it, however long
     tiers = [t for t in TIERS if (not only or t.name in only) and (not limit or t.name in limit)]
-    prefetch = Prefetch(tiers, Path(os.environ.get("TMPDIR", "/tmp")) / "crimsonbench-prefetch.log")
+    prefetch = Prefetch(tiers, Path(os.environ.get("TMPDIR", "/tmp")) / "crimsonbench-prefetch.log",
+                        static=not only)  # fmt: skip
     prefetch.start()  # first: it uses the time the static checks leave idle too
     rows: list[tuple[str, str, float]] = []
+    notes: list[tuple[str, str]] = []  # (tier, line) printed under the summary
     status = 0
+    reports = Path(tempfile.mkdtemp(prefix="crimsonbench-tiers-"))
     try:
         if not only:
             start = time.time()
-            rc = _static()
+            rc = _static(prefetch)
             rows.append(("static", "passed" if rc == 0 else "FAILED", time.time() - start))
             status |= rc
         for tier in tiers if not (status and _exitfirst(argv)) else ():
@@ -294,31 +460,41 @@ def main(argv: list[str]) -> int:
             why = skip_reason(tier, elapsed, budget, prefetch)
             if why:
                 print(f"\n== tier {tier.name}: SKIPPED: {why}", flush=True)
-                rows.append((tier.name, "skipped (budget)", 0.0))
+                result, failed, lines = budget_skip(tier)
+                rows.append((tier.name, result, 0.0))
+                notes += [(tier.name, why), *((tier.name, ln) for ln in lines)]
+                status |= failed
                 continue
             print(f"\n== tier {tier.name} (-m '{tier.marker}'), "
                   f"{_minutes(elapsed)} after the start", flush=True)  # fmt: skip
             prefetch.wait(tier.builds)
             start = time.time()
-            rc, stopped = _pytest(tier.marker, argv, hard - (start - t0) if hard else None)
+            report = reports / f"{tier.name}.xml"
+            rc, stopped = _pytest(tier.marker, argv, hard - (start - t0) if hard else None, report)
             took = time.time() - start
-            if rc == 5:  # nothing collected: e.g. every test of the tier deselected by -k
-                rc = 0
-            result = "passed" if rc == 0 else "FAILED"
+            result, failed, lines = judge(tier.name, rc, read_report(report), _narrowed(argv))
             if stopped:
-                result = f"STOPPED at the {_minutes(hard)} hard limit"
+                result, failed = f"STOPPED at the {_minutes(hard)} hard limit", True
             rows.append((tier.name, result, took))
-            status |= rc != 0
+            notes += [(tier.name, ln) for ln in lines]
+            status |= failed
             if status and _exitfirst(argv):
                 break  # pytest's -x: stop at the first failure, tiers included
     finally:
         prefetch.stop()
+        shutil.rmtree(reports, ignore_errors=True)
     print("\n== tiers")
     for name, result, took in rows:
-        print(f"   {name:8} {result:24} {_minutes(took) if took else ''}")
+        print(f"   {name:8} {result:40} {_minutes(took) if took else ''}")
     total = _minutes(time.time() - t0)
     print(f"   total {total} since the start (budget {_minutes(budget) if budget else 'none'})")
-    return status
+    for name, line in notes:
+        print(f"   {name}: {line}")
+    if status:
+        print("== FAILED: above, what failed, skipped or was cut by the budget")
+    else:
+        print("== every tier ran and passed" + (" (optional skips above)" if notes else ""))
+    return int(bool(status))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Break the product on purpose, five ways, and show `make test` fails for each.
+"""Break the product on purpose, six ways, and show `make test` fails for each.
 
 Each breakage is applied to a fresh clone of this repository's HEAD (so the working tree is
 never touched), then the README's test command runs there (`make test`, with pytest's -x
@@ -12,8 +12,11 @@ every row does.
 Not collected by pytest (no test_ prefix): it runs make test once per breakage (here,
 2026-11-24, with the fio driver: dockerfile-typo 3.1 min, fio-process-dropped 1.1,
 configmap-left-behind 17.0 — the kind run's leftovers check waits 5 min before it fails;
-later that day handler-raises 3.0 and planner-refuses 0.9), so it is a script you run, not a
-test. Caches (~/.cache/crimsonbench) are shared, so only the first run builds anything.
+later that day handler-raises 3.0 and planner-refuses 0.9; dockerfile-mirror-unreachable,
+added 2026-11-25, not timed yet), so it is a script you run, not a test. A breakage that
+turns a test into a skip must fail too: make test fails on any skip the README does not
+name as optional (scripts/test_tiers.py). Caches (~/.cache/crimsonbench) are shared, so
+only the first run builds anything.
 """
 
 from __future__ import annotations
@@ -49,6 +52,16 @@ BREAKAGES = (
         "fio ceph-common util-linux procps ca-certificates",
         "fio ceph-comon util-linux procps ca-certificates",
         "a package name typo: the fio image cannot be built (must fail, never skip)",
+        "quick kind",
+    ),
+    Breakage(
+        "dockerfile-mirror-unreachable",
+        "Dockerfile",
+        "FROM ${BASE} AS fio\nRUN apt-get update \\\n",
+        "FROM ${BASE} AS fio\nRUN echo 'deb http://deb.debian.invalid/debian bookworm main' "
+        "> /etc/apt/sources.list \\\n && apt-get update \\\n",
+        "our fio image's apt source cannot be resolved: its build fails with network words "
+        "in its output (it used to become a skip; must fail)",
         "quick kind",
     ),
     Breakage(

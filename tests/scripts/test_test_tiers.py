@@ -84,6 +84,15 @@ def test_prefetch_builds_each_needed_build_once_in_tier_order(tiers: ModuleType)
     assert "kind node image" in p.names and "crimson" not in p.names
 
 
+def test_the_static_checks_builds_are_prefetched_first(tiers: ModuleType) -> None:
+    """Grafana's dashboard linter (a static check) builds for minutes cold: first in the
+    background, while ruff and mypy run; the static checks wait for it."""
+    p = tiers.Prefetch(list(tiers.TIERS), Path("/dev/null"), static=True)
+    assert p.names[:2] == ["dashboard linter", "k8s control plane"]
+    (lint,) = [s for s in tiers.STATIC if s[0] == "dashboard-linter"]
+    assert lint[2] == ("dashboard linter",) and tiers.BUILDS["dashboard linter"].prefetch
+
+
 def test_a_prefetched_build_counts_what_is_left_and_its_tier_waits(
     tiers: ModuleType, tmp_path: Path
 ) -> None:
