@@ -83,7 +83,10 @@ BUILDS = {
                                      f"{K8S}/kube-proxy", "kind/images/v1.36.3"),
               f"flock -o {NODE_LOCK} sh -c "
               "'e2e/kind/build-kind.sh > /dev/null && e2e/kind/build-node-image.sh'"),
-        Build("crimson", 120, ("ceph-root/20.2.4/rootfs/usr/bin/crimson-osd",),
+        # its crimson-osd, and the marker build-ceph-root.sh leaves once the root is whole
+        # (crimson-osd lands first, its libraries after)
+        Build("crimson", 120, ("ceph-root/20.2.4/rootfs/usr/bin/crimson-osd",
+                               "ceph-root/20.2.4/.done-crimson"),
               "e2e/build-crimson.sh 20.2.4 && e2e/crimson/build-ceph-root.sh 20.2.4",
               prefetch=False),
         # for the static checks (scripts/lint-dashboards.sh): first in the prefetch, the

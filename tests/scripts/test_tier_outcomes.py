@@ -47,6 +47,13 @@ def write_tests(mod: ModuleType, name: str, body: str) -> None:
     (mod.REPO / "tests" / name).write_text("import pytest\n\n" + body)
 
 
+def built(mod: ModuleType, build: str) -> None:
+    for out in mod.BUILDS[build].outputs:
+        (mod.CACHE / out).parent.mkdir(parents=True, exist_ok=True)
+        (mod.CACHE / out).touch()
+    assert mod.BUILDS[build].cached()
+
+
 def run(mod: ModuleType, capfd: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     rc = mod.main(list(argv))
     return rc, capfd.readouterr().out
@@ -113,10 +120,7 @@ def test_the_crimson_tier_without_its_build_is_optional_and_says_why(
     assert "e2e/build-crimson.sh 20.2.4 && e2e/crimson/build-ceph-root.sh 20.2.4" in table
     assert "== every tier ran and passed (optional skips above)" in table
 
-    # built: the same skip is no longer the machine's, it is a defect
-    crimson = tiers.CACHE / tiers.BUILDS["crimson"].outputs[0]
-    crimson.parent.mkdir(parents=True)
-    crimson.touch()
+    built(tiers, "crimson")  # the same skip is no longer the machine's: a defect
     rc, out = run(tiers, capfd, "--tier", "crimson")
     assert rc == 1 and "SKIP NOT ALLOWED: tests.test_c::test_c" in summary(out)
 
@@ -154,9 +158,7 @@ def test_the_crimson_tier_cut_by_the_budget_is_optional_only_without_its_build(
     assert "crimson  skipped (budget, optional)" in table
     assert "optional (the crimson tier without its build): no Debian package" in table
 
-    crimson = tiers.CACHE / tiers.BUILDS["crimson"].outputs[0]
-    crimson.parent.mkdir(parents=True)
-    crimson.touch()  # built, but its other builds do not fit: not optional any more
+    built(tiers, "crimson")  # but its other builds do not fit: not optional any more
     rc, out = _budget_run(tiers, capfd, monkeypatch)
     assert rc == 1 and "crimson  SKIPPED (budget)" in summary(out)
 
