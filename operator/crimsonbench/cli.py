@@ -278,9 +278,9 @@ def compare(
     alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level."),
     allow_untested: bool = typer.Option(
         False,
-        help="Let rows that cannot be tested (one repeat and no per-second IOPS series, a "
-        "step only in NEW) pass the gate, listed as such. Missing steps, missing figures "
-        "and regressions still fail, and so does a comparison that tested no row.",
+        help="Let rows that cannot be tested (one repeat and too short or no per-second IOPS "
+        "series, a step only in NEW) pass the gate, listed as such. Missing steps, missing "
+        "figures and regressions still fail.",
     ),
 ) -> None:
     """Compare runs with the first (policy vs policy, backend vs backend): peaks side by
