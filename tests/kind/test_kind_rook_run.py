@@ -353,7 +353,9 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     # no metrics.k8s.io here: the CPU columns say n/a, never a 0.00 that reads as measured
     assert "| n/a  | n/a  | n/a  |" in summary
     # compare: the run against itself, as a CI gate would read it: no regression, exit 0
-    cmp = runner.invoke(app, ["compare", str(out), str(out), "--out", str(tmp_path / "cmp")])
+    # (3 s steps may give too few per-second IOPS values to test: allowed, listed)
+    cmp = runner.invoke(app, ["compare", str(out), str(out), "--out", str(tmp_path / "cmp"),
+                              "--allow-untested"])  # fmt: skip
     assert cmp.exit_code == 0, cmp.output
     verdict_rows = ("| randread4k |", "| randwrite4k |")
     rows = [ln for ln in cmp.output.splitlines() if ln.startswith(verdict_rows)]
