@@ -37,7 +37,7 @@ def tiers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.setattr(mod, "STATIC", (("static", ("true",), ()),))
     monkeypatch.setattr(mod.Prefetch, "start", lambda self: None)  # builds nothing
     for var in ("PYTEST_ADDOPTS", "CB_TEST_TIERS", "CB_TEST_T0", "CB_TEST_BUDGET_MIN",
-                "UPDATE_GOLDEN"):  # fmt: skip
+                "CB_TEST_HARD_MIN", "UPDATE_GOLDEN"):  # fmt: skip
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     return mod
