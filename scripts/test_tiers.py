@@ -318,14 +318,18 @@ def judge(
     """(the summary's word for the tier, whether it fails make test, lines saying why)."""
     if outcome is None:
         return "FAILED", True, [f"pytest exited {rc} and wrote no report"]
-    notes: list[str] = []
+    allowed: dict[str, tuple[OptionalSkip, list[str]]] = {}
     refused: list[str] = []
     for test, reason in outcome.skipped:
-        allowed = optional(tier, reason)
-        if allowed:
-            notes.append(f"optional skip ({allowed.name}): {test}: {allowed.why}")
+        o = optional(tier, reason)
+        if o:
+            allowed.setdefault(o.name, (o, []))[1].append(test)
         else:
             refused.append(f"SKIP NOT ALLOWED: {test}: {reason}")
+    notes = [
+        f"optional skip ({o.name}), {len(tests)} test(s), e.g. {tests[0]}: {o.why}"
+        for o, tests in allowed.values()
+    ]
     counts = f"{outcome.passed} passed" + (
         f", {len(outcome.skipped)} skipped" if outcome.skipped else ""
     )
