@@ -551,7 +551,7 @@ def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
     behind an OSD's slow ops): the run waits, saying so, then fails (and restores)."""
     import logging
 
-    from crimsonbench.controller import rook
+    from crimsonbench.controller import rook_pool
     from crimsonbench.controller.kube import Kube
     from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
@@ -576,17 +576,17 @@ def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
 
     first = ctx({})
     with pytest.raises(NotReady, match="waiting 0 s for Rook to create pool"):
-        rook.ensure_pool(first, plan)  # creates the CephBlockPool, as Rook's input
-    since = float(first.annotation_changes[rook.POOL_WAIT_SINCE])
+        rook_pool.ensure_pool(first, plan)  # creates the CephBlockPool, as Rook's input
+    since = float(first.annotation_changes[rook_pool.POOL_WAIT_SINCE])
     custom.patch_namespaced_custom_object_status(
         "ceph.rook.io", "v1", ROOK_NS, "cephblockpools", name, {"status": {"phase": "Failure"}}
     )
     try:
         with pytest.raises(NotReady, match="phase Failure"):
-            rook.ensure_pool(ctx({rook.POOL_WAIT_SINCE: str(since)}), plan)
-        late = ctx({rook.POOL_WAIT_SINCE: str(since - 61)})
+            rook_pool.ensure_pool(ctx({rook_pool.POOL_WAIT_SINCE: str(since)}), plan)
+        late = ctx({rook_pool.POOL_WAIT_SINCE: str(since - 61)})
         with pytest.raises(ExecutionError, match="gave up .rolloutTimeoutSeconds.*ceph health"):
-            rook.ensure_pool(late, plan)
+            rook_pool.ensure_pool(late, plan)
     finally:
         custom.delete_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephblockpools",
                                                name)  # fmt: skip
@@ -601,7 +601,7 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
     start is kept on the run's record (the delete handler writes no status)."""
     import logging
 
-    from crimsonbench.controller import rook
+    from crimsonbench.controller import rook_pool
     from crimsonbench.controller.kube import Kube
     from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
@@ -632,18 +632,18 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
 
     try:
         with pytest.raises(NotReady, match=f"waiting 0 s for Rook to remove cephblockpools/{name}"):
-            rook.remove_pool_and_user(ctx(), plan)
+            rook_pool.remove_pool_and_user(ctx(), plan)
         got = custom.get_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS,
                                                   "cephblockpools", name)  # fmt: skip
         assert got["metadata"].get("deletionTimestamp"), "the run did not delete its pool"
         marks = core.read_namespaced_config_map(record, RUN_NS).metadata.annotations
-        since = float(marks[rook.REMOVAL_WAIT_SINCE])
+        since = float(marks[rook_pool.REMOVAL_WAIT_SINCE])
         with pytest.raises(NotReady, match="for Rook to remove"):
-            rook.remove_pool_and_user(ctx(), plan)  # a later tick: still waiting
+            rook_pool.remove_pool_and_user(ctx(), plan)  # a later tick: still waiting
         core.patch_namespaced_config_map(record, RUN_NS, {"metadata": {"annotations": {
-            rook.REMOVAL_WAIT_SINCE: f"{since - 61:.1f}"}}})  # fmt: skip
+            rook_pool.REMOVAL_WAIT_SINCE: f"{since - 61:.1f}"}}})  # fmt: skip
         late = ctx()
-        rook.remove_pool_and_user(late, plan)  # gives up: returns, cleanup goes on
+        rook_pool.remove_pool_and_user(late, plan)  # gives up: returns, cleanup goes on
         (cond,) = [c for c in late.changes["conditions"] if c["type"] == "RookObjectsRemoved"]
         assert cond["status"] == "False" and cond["reason"] == "RemovalTimeout", cond
         assert f"cephblockpools/{name}" in cond["message"] and "ceph health" in cond["message"]

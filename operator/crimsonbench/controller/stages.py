@@ -15,7 +15,7 @@ import json
 from collections import OrderedDict
 from collections.abc import Callable
 
-from crimsonbench.controller import decide, external, rook
+from crimsonbench.controller import decide, external, rook, rook_pool
 from crimsonbench.controller.fio_stage import (
     admin_access,
     await_job,
@@ -209,7 +209,7 @@ def stage_rollout(ctx: RunContext) -> str:
 
 def stage_prepare(ctx: RunContext) -> str:
     plan = plan_for(ctx)
-    rook.ensure_pool(ctx, plan)
+    rook_pool.ensure_pool(ctx, plan)
     ensure_client_user(ctx, plan)
     ensure_images(ctx, plan)
     servers = ensure_servers(ctx, plan)
@@ -258,7 +258,7 @@ def cleanup(ctx: RunContext) -> None:
     ctx.kube.delete_jobs(ns, f"{ctx.selector},{keep}")
     restored = rook.restore_cluster(ctx, _plan_or_none(ctx))
     external.remove_images(ctx, _plan_or_none(ctx))  # as the run's user: before it goes
-    rook.remove_pool_and_user(ctx, _plan_or_none(ctx))
+    rook_pool.remove_pool_and_user(ctx, _plan_or_none(ctx))
     # nothing of the run left in the Jobs' namespace: Jobs and their pods
     ctx.kube.delete_jobs(ns, ctx.selector)
     pods = ctx.kube.pod_names(ns, ctx.selector)

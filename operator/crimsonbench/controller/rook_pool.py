@@ -1,0 +1,93 @@
+"""The run's own Rook objects: a size-1 CephBlockPool and a pool-limited CephClient,
+created for the run and removed after it (only objects this run made), each wait bounded:
+Rook retries a pool it cannot create or delete for ever."""
+
+from __future__ import annotations
+
+import time
+
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.manifests.naming import GROUP, LABEL_RUN, label_value
+from crimsonbench.manifests.results import run_configmap_name
+from crimsonbench.manifests.rook_objects import cephblockpool
+from crimsonbench.plan.types import RunPlan
+
+
+def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
+    """A CephBlockPool (size 1, fixed PGs) made by Rook; NotReady until Rook says Ready."""
+    ns = ctx.target.rook_namespace
+    if ns is None:
+        return  # external clusters: the pool must exist (preflight checked it)
+    pool = cephblockpool(ctx.name, plan.pool, namespace=ns)
+    ctx.kube.ensure_custom(ns, "cephblockpools", pool)
+    found = ctx.kube.get_custom(ns, "cephblockpools", pool["metadata"]["name"]) or {}
+    phase = (found.get("status") or {}).get("phase", "")
+    if phase == "Ready":
+        return
+    # Rook retries a failed pool for ever (seen here: its `rbd pool init` timing out
+    # behind an OSD's stuck ops): the run gives up in time and restores the cluster.
+    since = float(ctx.annotation(POOL_WAIT_SINCE) or time.time())
+    ctx.annotate(POOL_WAIT_SINCE, str(since))
+    waited = time.time() - since
+    message = (f"waiting {waited:.0f} s for Rook to create pool {plan.pool.name} "
+               f"(CephBlockPool phase {phase or 'unknown'})")  # fmt: skip
+    if waited > ctx.settings.rollout_timeout_seconds:
+        raise ExecutionError(
+            f"{message}; gave up (rolloutTimeoutSeconds): see Rook's operator log and "
+            "`ceph health detail` (slow ops, PGs not active)"
+        )
+    raise NotReady(message)
+
+
+POOL_WAIT_SINCE = f"{GROUP}/pool-wait-since"  # epoch seconds: when the run began waiting
+
+
+def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
+    """Deleting the CephBlockPool deletes the pool and its images (force-deletion); the
+    run's CephClient goes with its cephx user. Only objects this run made. NotReady until
+    Rook has removed them (its finalizers delete the Ceph pool and user)."""
+    ns = ctx.target.rook_namespace
+    if ns is None:
+        return
+    pool = plan.pool.name if plan else ctx.spec.client.pool
+    user = plan.pool.user if plan else None
+    owned = [("cephblockpools", pool)] if not ctx.spec.keep_images else []
+    if user is not None:
+        owned.append(("cephclients", user))
+    waiting = []
+    for plural, name in owned:
+        found = ctx.kube.get_custom(ns, plural, name)
+        labels = ((found or {}).get("metadata") or {}).get("labels") or {}
+        if found is None or labels.get(LABEL_RUN) != label_value(ctx.name):
+            continue
+        if not (found.get("metadata") or {}).get("deletionTimestamp"):
+            ctx.kube.delete_custom(ns, plural, name)
+        waiting.append(f"{plural}/{name}")
+    if not waiting:
+        return
+    # Rook retries a pool it cannot delete for ever (seen here: its image listing stuck
+    # behind an OSD's delayed op): the run stops waiting in time, says what is left, and
+    # releases the cluster. The start of the wait is kept on the run's record, which the
+    # delete handler (it writes no status) can also annotate.
+    record = run_configmap_name(ctx.name)
+    marks = ctx.kube.configmap_annotations(ctx.namespace, record)
+    since = float((marks or {}).get(REMOVAL_WAIT_SINCE) or ctx.annotation(REMOVAL_WAIT_SINCE)
+                  or time.time())  # fmt: skip
+    if marks is not None and REMOVAL_WAIT_SINCE not in marks:
+        ctx.kube.annotate_configmap(ctx.namespace, record, {REMOVAL_WAIT_SINCE: f"{since:.1f}"})
+    ctx.annotate(REMOVAL_WAIT_SINCE, f"{since:.1f}")
+    waited = time.time() - since
+    message = f"waiting {waited:.0f} s for Rook to remove {', '.join(waiting)}"
+    if waited <= ctx.settings.rollout_timeout_seconds:
+        raise NotReady(message)
+    left = (
+        f"{message}; gave up (rolloutTimeoutSeconds): they stay marked for deletion and "
+        f"Rook keeps trying (see Rook's operator log and `ceph health detail`: slow ops); "
+        f"pool {pool} may still hold the run's images"
+    )
+    ctx.condition("RookObjectsRemoved", False, "RemovalTimeout", left)
+    ctx.logger.warning("%s", left)
+
+
+REMOVAL_WAIT_SINCE = f"{GROUP}/removal-wait-since"  # epoch s: when cleanup began waiting
