@@ -74,10 +74,10 @@ BREAKAGES = (
     ),
     Breakage(
         "fio-process-dropped",
-        "operator/crimsonbench/manifests/fio.py",
-        "for j in jobs if j.client == client]",
-        "for j in jobs if j.client == client][1:]",
-        "the fio client sends one job file less per server: a step silently smaller",
+        "operator/crimsonbench/plan/fio_jobs.py",
+        "    for job in fio.jobs_of(c.name):\n",
+        "    for job in fio.jobs_of(c.name)[1:]:\n",
+        "each client's step job file has one job section less: a step silently smaller",
         "quick",
     ),
     Breakage(
