@@ -24,6 +24,8 @@ from crimsonbench.local.cleanup import destroy, remove_dir
 from crimsonbench.local.ports import PortLease, reserve_port
 from crimsonbench.local.readiness import missing, wait_until
 from crimsonbench.local.userland import CephRoot, userland_for
+from crimsonbench.local.versions import known_options
+from crimsonbench.plan.ceph_options import crimson_family_of, store_option, store_option_from_known
 from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
 from crimsonbench.plan.types import CephSetup, OsdCpus
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
@@ -83,6 +85,7 @@ class LocalCluster:
         self._made_root = False
         self.layout = bs.Layout(Path("/nonexistent"))
         self.cli = CephCli(self.layout.conf, self.userland)
+        self._store_option: str | None = None  # crimson's, asked of the programs once
         self.fsid = str(uuid.uuid4())
         self._aio = AioLimit()
         self._lease: PortLease | None = None
@@ -191,11 +194,23 @@ class LocalCluster:
             size = size_bytes(self.target.bluestore_size)
             dev = bs.losetup(self.layout.block_file(osd_id), size)
             self._loops[osd_id] = dev
-        opts = osds.store_options(self.osd, self.target, dev)
+        opts = osds.store_options(self.osd, self.target, dev, self.crimson_store_option())
         classes = osds.class_dir(self.userland) if self.crimson else None
         if classes is not None:
             opts["osd_class_dir"] = classes
         return opts
+
+    def crimson_store_option(self) -> str:
+        """The option this Ceph's crimson reads its object store from, asked of its own
+        programs (`ceph-conf -D`): crimson_osd_objectstore on squid/tentacle, osd_objectstore
+        on Ceph 21/main. Without ceph-conf: the family the plan's CPU options are in."""
+        if self._store_option is None:
+            known = known_options(self.userland) if self.crimson else None
+            if known is not None:
+                self._store_option = store_option_from_known(known)
+            else:
+                self._store_option = store_option(crimson_family_of(self.setup.config) or "legacy")
+        return self._store_option
 
     def _mon_answers(self) -> list[str]:
         self._check_daemons()
@@ -327,7 +342,8 @@ class LocalCluster:
     def verify_crimson(self) -> None:
         """Every OSD is crimson with the planned store, its reactors one per planned CPU."""
         ids = sorted(self.osd_pids())
-        crimson_checks.check_identity(self.cli, self.layout.run, ids, self.osd.object_store.value)
+        crimson_checks.check_identity(self.cli, self.layout.run, ids, self.osd.object_store.value,
+                                      self.crimson_store_option())  # fmt: skip
         _, problems = self.crimson_threads()
         if problems:
             raise ExecutionError("crimson threads not where planned: " + "; ".join(problems))

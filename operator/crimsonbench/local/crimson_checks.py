@@ -32,10 +32,17 @@ def reactor_utilization(run_dir: Path, osd_ids: list[int]) -> dict[int, list[flo
     return out
 
 
-def check_identity(cli: CephCli, run_dir: Path, osd_ids: list[int], store: str) -> None:
+def check_identity(
+    cli: CephCli,
+    run_dir: Path,
+    osd_ids: list[int],
+    store: str,
+    store_option: str = "crimson_osd_objectstore",
+) -> None:
     """Each OSD says it is crimson (osd metadata osd_type; classic OSDs have no such key)
     and runs the planned object store (crimson's metadata has no osd_objectstore: the
-    daemon's own crimson_osd_objectstore is read instead)."""
+    daemon's own store option is read instead, store_option: crimson_osd_objectstore on
+    squid and tentacle, osd_objectstore on Ceph 21/main)."""
     for osd_id in osd_ids:
         meta = cli.ceph_json("osd", "metadata", str(osd_id))
         if meta.get("osd_type") != "crimson":
@@ -44,11 +51,24 @@ def check_identity(cli: CephCli, run_dir: Path, osd_ids: list[int], store: str) 
                 f"{meta.get('osd_type')!r}, version {meta.get('ceph_version')!r})"
             )
         answer = asok_command(
-            asok_path(run_dir, osd_id), {"prefix": "config get", "var": "crimson_osd_objectstore"}
+            asok_path(run_dir, osd_id), {"prefix": "config get", "var": store_option}
         )
-        running = json.loads(answer).get("crimson_osd_objectstore")
+        running = running_store(answer, store_option)
         if running != store:
-            raise ExecutionError(f"osd.{osd_id} runs object store {running!r}, planned {store!r}")
+            raise ExecutionError(
+                f"osd.{osd_id} runs object store {running!r} ({store_option}), planned {store!r}"
+            )
+
+
+def running_store(answer: str, store_option: str) -> str | None:
+    """The store in a daemon's answer to `config get STORE_OPTION` (JSON: {name: value});
+    None when it answered something else (e.g. an error for an option it does not know)."""
+    try:
+        doc = json.loads(answer)
+    except ValueError:
+        return None
+    value = doc.get(store_option) if isinstance(doc, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def thread_report(

@@ -82,13 +82,19 @@ def class_dir(ul: Userland) -> str | None:
 
 
 def store_options(
-    osd: OsdSpec, target: LocalTarget, block_device: str | None = None
+    osd: OsdSpec,
+    target: LocalTarget,
+    block_device: str | None = None,
+    crimson_store_option: str = "crimson_osd_objectstore",
 ) -> dict[str, str]:
-    """ceph.conf [osd.N] options: object store and its mkfs/startup-only settings."""
+    """ceph.conf [osd.N] options: object store and its mkfs/startup-only settings.
+    crimson_store_option: the option the target's crimson reads its store from
+    (plan.ceph_options.store_option_from_known): crimson_osd_objectstore on squid and
+    tentacle (which ignore osd_objectstore), osd_objectstore on Ceph 21/main (which has no
+    crimson_osd_objectstore). Classic OSDs always read osd_objectstore."""
     size = str(size_bytes(target.bluestore_size))
     store = osd.object_store
-    # crimson reads crimson_osd_objectstore (default bluestore) and ignores osd_objectstore
-    key = "crimson_osd_objectstore" if osd.flavor == Flavor.CRIMSON else "osd_objectstore"
+    key = crimson_store_option if osd.flavor == Flavor.CRIMSON else "osd_objectstore"
     opts: dict[str, str] = {key: store.value}
     if store in (ObjectStore.MEMSTORE, ObjectStore.CYANSTORE):
         # Reported capacity; writes beyond it hit the full ratios.

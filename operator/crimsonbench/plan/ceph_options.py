@@ -15,6 +15,10 @@ src/common/options/crimson.yaml.in declares (ceph/ceph history):
 - main after tentacle (21.x): crimson_cpu_set, crimson_cpu_num, crimson_bluestore_cpu_set,
   crimson_bluestore_num_threads.
 
+The object store option belongs to the family too: squid and tentacle crimson reads
+crimson_osd_objectstore (default bluestore) and ignores osd_objectstore; main dropped
+crimson_osd_objectstore from crimson.yaml.in, and osd_objectstore serves both OSDs.
+
 "legacy" names cover squid and tentacle, "current" names Ceph 21 and later. Only the CPU
 set is written, never the reactor count: a set overrides the count in every release (the
 count only sizes unpinned reactors), and the count's name differs between squid and
@@ -27,7 +31,7 @@ target which names it knows (family_from_known_options) before they plan.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Literal
 
 from crimsonbench.errors import InvalidSpec
@@ -44,17 +48,22 @@ _NAMES: dict[str, dict[str, str]] = {
         "cpu_set": "crimson_seastar_cpu_cores",
         "alien_set": "crimson_alien_thread_cpu_cores",
         "alien_num": "crimson_alien_op_num_threads",
+        "store": "crimson_osd_objectstore",
     },
     "current": {
         "cpu_set": "crimson_cpu_set",
         "alien_set": "crimson_bluestore_cpu_set",
         "alien_num": "crimson_bluestore_num_threads",
+        "store": "osd_objectstore",
     },
 }
 CPU_SET_OPTIONS = tuple(names["cpu_set"] for names in _NAMES.values())
 # The reactor-count options of each generation: never written (see above), but read when
 # deciding whether a deployed OSD's layout differs from a plan.
 COUNT_OPTIONS = ("crimson_cpu_num", "crimson_seastar_num_threads", "crimson_seastar_smp")
+# The option a crimson OSD reads its object store from, newest family first.
+STORE_OPTIONS = tuple(_NAMES[f]["store"] for f in ("current", "legacy"))
+CLASSIC_STORE_OPTION = "osd_objectstore"
 
 # Without these the mons refuse crimson OSDs or their pools (doc/crimson/crimson.rst).
 CRIMSON_GLOBAL = {
@@ -107,6 +116,31 @@ def family_from_known_options(known: Collection[str]) -> OptionFamily:
         "crimson_seastar_cpu_cores), so crimson reactors cannot be pinned on it; crimson "
         "needs Ceph 19.2 (squid) or newer",
     )
+
+
+def store_option(family: OptionFamily | str) -> str:
+    """The option naming a crimson OSD's object store in `family` (osd_objectstore for
+    classic OSDs, whatever family is passed for them)."""
+    if family not in _NAMES:
+        return CLASSIC_STORE_OPTION
+    return _NAMES[family]["store"]
+
+
+def store_option_from_known(known: Collection[str]) -> str:
+    """The store option of a target that listed the names it knows (`ceph config ls`,
+    `ceph-conf -D`): crimson_osd_objectstore where it exists (it is the store wherever it
+    exists: squid, tentacle), else osd_objectstore (Ceph 21/main, where it serves both)."""
+    legacy = _NAMES["legacy"]["store"]
+    return legacy if legacy in known else _NAMES["current"]["store"]
+
+
+def crimson_family_of(config: Mapping[str, Mapping[str, str]]) -> OptionFamily | None:
+    """Which family a setup's osd.N sections were written in (None: no crimson CPU set)."""
+    for family in ("current", "legacy"):
+        name = _NAMES[family]["cpu_set"]
+        if any(name in opts for section, opts in config.items() if section.startswith("osd.")):
+            return family  # type: ignore[return-value]
+    return None
 
 
 def ceph_setup(cpu: CpuPlan, osd: OsdSpec, family: OptionFamily | str) -> CephSetup:
