@@ -14,6 +14,7 @@ from typing import Any
 
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
 from crimsonbench.manifests.fio_driver import StepReport
+from crimsonbench.manifests.maintenance import OSD_STORES
 from crimsonbench.plan.ceph_options import family_from_known_options
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.models import BenchmarkRunSpec, ClientSpec, Flavor, RookTarget
@@ -61,12 +62,15 @@ class NodeInfo:
 
 @dataclass(frozen=True)
 class OsdMeta:
-    """What `ceph osd metadata` says of one OSD."""
+    """What `ceph osd metadata` says of one OSD; for a crimson OSD, whose metadata has no
+    osd_objectstore, object_store is what the daemon itself answered (`ceph tell osd.N
+    config get <store option>`, store_option names which), "" if it did not answer."""
 
     osd_id: int
     crimson: bool
     object_store: str
     host: str
+    store_option: str = "osd_objectstore"
 
 
 @dataclass(frozen=True)
@@ -85,17 +89,44 @@ class ClusterFacts:
             pools = json.loads(sections["pool-ls"])
         except (KeyError, ValueError) as exc:
             raise ParseError(f"the cluster facts Job printed no readable {exc}") from None
+        stores = crimson_stores(sections.get(OSD_STORES, ""))
         return cls(
             frozenset(str(o) for o in options),
-            {int(m["id"]): _osd_meta(m) for m in metadata},
+            {int(m["id"]): _osd_meta(m, stores) for m in metadata},
             frozenset(str(p) for p in pools),
         )
 
 
-def _osd_meta(meta: Mapping[str, Any]) -> OsdMeta:
+def crimson_stores(text: str) -> dict[int, tuple[str, str]]:
+    """osd id -> (store option, store) from the facts Job's OSD_STORES section: one JSON
+    document per crimson OSD that answered, {"id", "option", "answer": {option: store}}."""
+    out: dict[int, tuple[str, str]] = {}
+    decoder, pos, text = json.JSONDecoder(), 0, text.strip()
+    while pos < len(text):
+        try:
+            doc, end = decoder.raw_decode(text, pos)
+        except ValueError:
+            raise ParseError(f"the facts Job's {OSD_STORES} section is not JSON at: "
+                             f"{text[pos:pos + 200]!r}") from None  # fmt: skip
+        pos = end
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        answer = doc.get("answer") if isinstance(doc, dict) else None
+        option = str(doc.get("option", "")) if isinstance(doc, dict) else ""
+        store = answer.get(option) if isinstance(answer, dict) else None
+        if isinstance(store, str) and "id" in doc:
+            out[int(doc["id"])] = (option, store)
+    return out
+
+
+def _osd_meta(meta: Mapping[str, Any], stores: Mapping[int, tuple[str, str]]) -> OsdMeta:
     version = str(meta.get("ceph_version", ""))
     crimson = "crimson" in version or meta.get("osd_type") == "crimson"
-    return OsdMeta(int(meta["id"]), crimson, str(meta.get("osd_objectstore", "")),
+    osd_id = int(meta["id"])
+    if crimson:
+        option, store = stores.get(osd_id, ("", ""))
+        return OsdMeta(osd_id, True, store, str(meta.get("hostname", "")), option)
+    return OsdMeta(osd_id, False, str(meta.get("osd_objectstore", "")),
                    str(meta.get("hostname", "")))  # fmt: skip
 
 
@@ -178,6 +209,14 @@ def preflight(spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[in
                 f"osd.{osd_id} on {placement[osd_id]} is a {kind} OSD (ceph osd metadata), "
                 f"the spec asks for {flavor.value}; a run benchmarks the OSDs as deployed "
                 f"(crimson on Rook needs an image whose ceph-osd is crimson)",
+            )
+        if meta.crimson and not meta.object_store:
+            raise ExecutionError(
+                f"osd.{osd_id} on {placement[osd_id]} did not say which object store it runs "
+                "(crimson's osd metadata has none, and `ceph tell osd."
+                f"{osd_id} config get crimson_osd_objectstore` / `osd_objectstore` answered "
+                "nothing within 60 s); the run would be labelled with a store nobody checked: "
+                "make sure the OSD is up and answers `ceph tell`"
             )
         if meta.object_store and meta.object_store != store:
             raise InvalidSpec(

@@ -120,14 +120,40 @@ FACTS = {
 }
 
 
+# The object store every crimson OSD runs, asked of the daemon itself: crimson's metadata
+# has no osd_objectstore (classic's has), so `ceph tell osd.N config get` reads the option
+# crimson opened its store from: crimson_osd_objectstore on squid/tentacle (crimson ignores
+# osd_objectstore there), osd_objectstore on Ceph 21/main (no crimson_osd_objectstore).
+# The first name the daemon knows wins. One JSON line per crimson OSD:
+#   {"id": N, "option": NAME, "answer": <the daemon's JSON answer>}
+# An OSD that does not answer in 60 s prints nothing (preflight names it).
+OSD_STORES = "osd-stores"
+OSD_STORES_SCRIPT = """\
+for id in $(ceph --name "$user" osd ls); do
+  meta=$(ceph --name "$user" osd metadata "$id" --format json 2>/dev/null) || continue
+  printf '%s' "$meta" | grep -Eq '"osd_type": ?"crimson"' || continue
+  for opt in crimson_osd_objectstore osd_objectstore; do
+    if answer=$(timeout 60 ceph --name "$user" tell "osd.$id" config get "$opt" --format json \\
+                2>/dev/null) && [ -n "$answer" ]; then
+      printf '{"id": %s, "option": "%s", "answer": %s}\\n' "$id" "$opt" "$answer"
+      break
+    fi
+  done
+done
+"""
+
+
 def cluster_facts_job(run: str, access: CephAccess, opts: PodOptions) -> dict[str, Any]:
     """Read-only facts for preflight: the option names the mons know (crimson option
-    family), every OSD's metadata (crimson or classic, object store, host), the pools."""
+    family), every OSD's metadata (crimson or classic, object store, host), the pools, and
+    the store each crimson OSD's daemon says it runs (OSD_STORES)."""
     lines = []
     for name, cmd in FACTS.items():
         lines.append(f'echo "==> {name} <=="')
         lines.append(f'ceph --name "$user" {cmd} --format json')
         lines.append("echo")
+    lines.append(f'echo "==> {OSD_STORES} <=="')
+    lines.append(OSD_STORES_SCRIPT.rstrip("\n"))
     return _maintenance_job(
         dns_name(run, "facts"),
         labels(run, "facts"),
