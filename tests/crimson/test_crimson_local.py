@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from crimsonbench.local.admin_socket import asok_command
 from crimsonbench.local.cluster import LocalCluster
+from crimsonbench.local.crimson_checks import asok_path, running_store
 from crimsonbench.local.runner import LocalRun
 from crimsonbench.plan.ceph_options import ceph_setup
 from crimsonbench.plan.types import CpuPlan, OsdCpus
@@ -82,6 +85,45 @@ def crimson_cluster(root: Path, store: ObjectStore, cpus: list[OsdCpus]) -> Loca
     return LocalCluster(target, osd, cpus, ceph_setup(plan, osd, "legacy"))
 
 
+def idle_utilization(c: LocalCluster, samples: int = 5) -> float:
+    """The busiest reactor's utilization % with no client I/O: the floor a loaded reactor
+    must clear (an idle reactor is not at 0: it polls)."""
+    seen = []
+    for _ in range(samples):
+        seen += [u for us in c.reactor_utilization().values() for u in us]
+        time.sleep(0.5)
+    return max(seen)
+
+
+def utilization_under_load(c: LocalCluster, image: str) -> list[float]:
+    """Every reactor's utilization %, read while `rbd bench` writes to IMAGE."""
+    bench = subprocess.Popen(
+        c.userland.wrap(["rbd", "-c", str(c.layout.conf), "bench", "--io-type", "write",
+                         "--io-size", "4K", "--io-threads", "8", "--io-total", "256M",
+                         "--io-pattern", "rand", f"rbd/{image}"])[0],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(3)
+        assert bench.poll() is None, "rbd bench ended before the reactors were sampled"
+        return [u for us in c.reactor_utilization().values() for u in us]
+    finally:
+        bench.terminate()
+        bench.wait(timeout=60)
+
+
+def busier_than_idle(loaded: list[float], idle: float) -> bool:
+    """Loaded means clearly above what the same reactor does idle: twice it, and at least
+    one percentage point more (an idle 20.2.4 reactor polls at well under 1 %)."""
+    return all(max(2 * idle, idle + 1.0) < u <= 100.0 for u in loaded)
+
+
+def daemon_config(c: LocalCluster, osd_id: int, option: str) -> str | None:
+    """What the running daemon itself says (its admin socket), not the mon database."""
+    answer = asok_command(asok_path(c.layout.run, osd_id), {"prefix": "config get", "var": option})
+    return running_store(answer, option)
+
+
 def test_bluestore_alien_threads_in_their_own_set(ceph_root: Path, machine_restored: None) -> None:
     """Crimson bluestore: the reactor on CPU 0, the alien (blocking) threads on CPU 1, as
     crimson_alien_thread_cpu_cores says; checked under write load."""
@@ -89,12 +131,45 @@ def test_bluestore_alien_threads_in_their_own_set(ceph_root: Path, machine_resto
         c.create_pool("rbd", 8)
         c.create_images(["img"], 64 * 2**20)
         c.prefill(["img"], 64 * 2**20)
-        seen, problems = c.crimson_threads()
+        idle = idle_utilization(c)
+        loaded = utilization_under_load(c, "img")
+        seen, problems = c.crimson_threads()  # /proc, while the alien threads worked
         assert problems == []
         assert seen == {"osd.0": {"reactor-0": "0", "alien": "1"}}
-        assert c.cli.ceph("config", "get", "osd.0", "crimson_alien_thread_cpu_cores").strip() == "1"
-        util = c.reactor_utilization()
-        assert list(util) == [0] and all(0 <= u <= 100 for u in util[0])
+        # the daemon's own settings (its admin socket), not the mon db we wrote
+        assert daemon_config(c, 0, "crimson_alien_thread_cpu_cores") == "1"
+        assert daemon_config(c, 0, "crimson_osd_objectstore") == "bluestore"
+        assert busier_than_idle(loaded, idle), (idle, loaded)
+
+
+def test_the_operator_s_facts_script_reads_each_crimson_osd_s_store(
+    ceph_root: Path, machine_restored: None
+) -> None:
+    """The facts Job's osd-stores loop (manifests.maintenance), run as it is against real
+    crimson OSDs: it finds them crimson from their metadata and reads the store each
+    daemon runs; preflight then refuses a spec asking for another store."""
+    from crimsonbench.controller.decide import ClusterFacts, preflight
+    from crimsonbench.errors import InvalidSpec
+    from crimsonbench.local.ceph_cli import run as run_tool
+    from crimsonbench.manifests.maintenance import FACTS, OSD_STORES, OSD_STORES_SCRIPT
+
+    cpus = [OsdCpus(0, (0,)), OsdCpus(1, (1,))]
+    with crimson_cluster(ceph_root, ObjectStore.CYANSTORE, cpus) as c:
+        env = {"CEPH_CONF": str(c.layout.conf), "user": "client.admin"}
+        out = run_tool(["bash", "-euc", OSD_STORES_SCRIPT], timeout=300, env=env,
+                       userland=c.userland)  # fmt: skip
+        sections = {n: c.cli.ceph(*cmd.split(), "--format", "json") for n, cmd in FACTS.items()}
+    facts = ClusterFacts.from_sections({**sections, OSD_STORES: out})
+    assert {i: (m.crimson, m.store_option, m.object_store) for i, m in facts.osds.items()} == {
+        0: (True, "crimson_osd_objectstore", "cyanstore"),
+        1: (True, "crimson_osd_objectstore", "cyanstore"),
+    }
+    on_rook = {"target": {"rook": {"clusterName": "c"}}, "client": {"node": "vm", "pool": "new"}}
+    ok = validate_spec({**on_rook, "osd": {"flavor": "crimson", "objectStore": "cyanstore"}})
+    assert preflight(ok, facts, {0: "vm", 1: "vm"}) == "legacy"
+    wrong = validate_spec({**on_rook, "osd": {"flavor": "crimson", "objectStore": "seastore"}})
+    with pytest.raises(InvalidSpec, match="runs cyanstore, the spec asks for seastore"):
+        preflight(wrong, facts, {0: "vm", 1: "vm"})
 
 
 @pytest.mark.parametrize(
@@ -149,25 +224,62 @@ def test_classic_and_crimson_compared(
     print(written)  # the comparison, for the log
 
 
-@pytest.mark.parametrize("policy", ["default", "osd", "socket"])
+# Two NUMA nodes of one CPU each, numbered against the ids (CPU 1 on node 0): a topology
+# this machine's 2 CPUs can run, on which the policies decide differently. lscpu -e JSON.
+TWO_NODES = {"cpus": [
+    {"cpu": 0, "node": 1, "socket": 1, "core": 1, "online": True},
+    {"cpu": 1, "node": 0, "socket": 0, "core": 0, "online": True},
+]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("policy", "count", "reactors", "planned"),
+    [
+        # default: units in (node, core) order, filled OSD after OSD
+        ("default", 1, 2, {"osd.0": "0-1"}),
+        ("default", 2, 1, {"osd.0": "1", "osd.1": "0"}),
+        # socket: every OSD spread over both nodes, one reactor per node
+        ("socket", 1, 2, {"osd.0": "0-1"}),
+        ("socket", 2, 1, {"osd.0": "1", "osd.1": "0"}),
+        # osd: each OSD's reactors within one node, OSD i on node i
+        ("osd", 2, 1, {"osd.0": "1", "osd.1": "0"}),
+        ("osd", 1, 2, None),  # one node cannot hold 2 reactors: refused before any daemon
+    ],
+)
 def test_each_policy_plan_lands_on_the_reactors(
-    policy: str, ceph_root: Path, machine_restored: None
+    policy: str,
+    count: int,
+    reactors: int,
+    planned: dict[str, str] | None,
+    ceph_root: Path,
+    machine_restored: None,
 ) -> None:
-    """Each CPU policy planned on this machine's real topology (lscpu), then the reactors
-    checked where that plan put them. This VM has one socket and no hyper-threads, so the
-    three plans coincide here; their differences are tested on captured 2-socket lscpu."""
-    from crimsonbench.local.topology_probe import local_topology
+    """Each CPU policy planned on a synthetic topology of this machine's two CPUs (two NUMA
+    nodes numbered against the CPU ids), then the real reactors checked where that plan put
+    them (/proc). What it proves: the plan, not CPU id order, places the reactors (osd.0
+    lands on CPU 1, the first unit of node 0), and a policy that cannot place a layout
+    refuses it before any daemon. With 2 CPUs the policies can only differ by that order
+    and by refusals; their different layouts on real 2-socket machines are tested on
+    captured lscpu (tests/plan/test_plan_cpu.py)."""
+    from crimsonbench.errors import InvalidSpec
     from crimsonbench.plan.cpu import plan_cpus
+    from crimsonbench.plan.topology import parse_lscpu_json
     from crimsonbench.spec.models import ClientSpec, CpuPolicy
 
-    osd = OsdSpec(
-        flavor=Flavor.CRIMSON,
-        object_store=ObjectStore.CYANSTORE,
-        reactors=1,
-        cpu_policy=CpuPolicy(policy),
-    )
-    plan = plan_cpus(local_topology(), osd, ClientSpec(cpu_set="1"))  # fio keeps CPU 1
+    topo = parse_lscpu_json(json.dumps(TWO_NODES))
+    osd = OsdSpec(flavor=Flavor.CRIMSON, object_store=ObjectStore.CYANSTORE, count=count,
+                  reactors=reactors, cpu_policy=CpuPolicy(policy), cpu_set="0-1")  # fmt: skip
+    if planned is None:
+        with pytest.raises(InvalidSpec) as err:
+            plan_cpus(topo, osd, ClientSpec(), runs_fio=False)
+        assert err.value.field == "spec.osd.reactors"
+        return
+    # no fio here: the OSDs may take both CPUs (a node with OSDs and no client)
+    plan = plan_cpus(topo, osd, ClientSpec(), runs_fio=False)
+    assert {f"osd.{o.osd_id}": o.cpuset for o in plan.osds} == planned
     with crimson_cluster(ceph_root, ObjectStore.CYANSTORE, list(plan.osds)) as c:
         seen, problems = c.crimson_threads()
         assert problems == []
-        assert seen["osd.0"] == {"reactor-0": plan.osds[0].cpuset}
+        for o in plan.osds:
+            on = sorted(int(v) for v in seen[f"osd.{o.osd_id}"].values())
+            assert on == sorted(o.reactors), seen

@@ -1,7 +1,7 @@
-"""Crimson on Rook for real: kind (two workers), Rook v1.17 running our crimson Rook image
-(Debian's 20.2.4 daemons + our crimson-osd as the OSD: e2e/rook/build-crimson-image.sh),
-one bluestore OSD per worker, which crimson serves through its alien threads, and our
-operator with a fio image on the same Ceph client.
+"""Crimson on Rook for real: kind (two workers), Rook (harness.rook.ROOK_VERSION) running
+our crimson Rook image (Debian's 20.2.4 daemons + our crimson-osd as the OSD:
+e2e/rook/build-crimson-image.sh), one bluestore OSD per worker, which crimson serves
+through its alien threads, and our operator with a fio image on the same Ceph client.
 
 What is checked, from outside the product:
 - Rook brought the OSDs up as crimson (their metadata), every pool carries the crimson
@@ -9,9 +9,12 @@ What is checked, from outside the product:
 - a crimson BenchmarkRun (osd.0 planned on worker 1: reactor on CPU 0, alien threads on
   CPU 1; fio on worker 2) completes with every step measured, and while its steps run the
   host sees osd.0's reactor threads on CPU 0 alone and its alien/BlueStore threads on
-  CPU 1 alone, with the option names the 20.2.4 mons know in their database;
+  CPU 1 alone; the running daemon itself (`ceph tell osd.0 config get`, not the mon
+  database the run wrote) holds the layout under the option names 20.2.4 knows, and says
+  it runs bluestore (preflight read the same answer before the run touched anything);
 - Seastar's reactor utilization of osd.0 in every step's result, equal to the mean of the
-  `ceph tell` answers the driver pod logged (read from the pod, parsed here on their own);
+  `ceph tell` answers the driver pod logged (read from the pod, parsed here on their own),
+  and in every step clearly above what the same reactor shows idle before the run;
 - restore: the CephCluster spec byte for byte, the mon database as before, and osd.0
   restarted without the run's layout (its threads back on every CPU of its node).
 Skipped, printing why and the command that builds it, where the crimson Ceph root is not
@@ -112,6 +115,17 @@ def mean_utilization(log: str, osd: str) -> float:
     return statistics.fmean(per_round)
 
 
+def utilization_now(s: BenchStack, osd: str) -> float:
+    """OSD's mean reactor utilization % now (`ceph tell OSD dump_metrics`)."""
+    doc = s.rook.ceph_json("tell", osd, "dump_metrics", "reactor_utilization")
+    return statistics.fmean(m["reactor_utilization"]["value"] for m in doc["metrics"])
+
+
+def daemon_config(s: BenchStack, osd: str, option: str) -> str:
+    """What the running daemon says of OPTION (`ceph tell OSD config get`)."""
+    return str(s.rook.ceph_json("tell", osd, "config", "get", option)[option])
+
+
 def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -> None:
     s = kind_rook_crimson
     workers = sorted(s.kind.workers)
@@ -127,6 +141,8 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
         threads = osd_threads(osd_id)
         assert "alien-store-tp" in threads, sorted(threads)  # bluestore through alien threads
     node_cpus = set().union(*osd_threads(0).values())  # before the run: unpinned
+    # the floor a loaded reactor must clear: an idle one polls, so it is not at 0
+    idle = max(utilization_now(s, "osd.0") for _ in range(5))
     before = {"spec": json.dumps(s.rook.cluster()["spec"]), "config": config_dump(s)}
 
     osd_node = next(n for i, n in osd_nodes.items() if i == 0)
@@ -134,7 +150,7 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
     body = crimson_run_manifest(RUN, osd_node, client_node, POOL)
     s.kind.apply(body)
     seen: list[dict[str, set[int]]] = []
-    mon_db: dict[str, str] = {}
+    daemon: dict[str, str] = {}
     reactor_logs: dict[str, str] = {}
     t0 = time.monotonic()
 
@@ -142,9 +158,10 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
         st = status(s)
         if st.get("stage") == "steps" and int(st.get("stepsDone") or 0) >= 1:
             seen.append(osd_threads(0))  # while the run's layout is in force
-            if not mon_db:
-                for key in ("crimson_seastar_cpu_cores", "crimson_alien_thread_cpu_cores"):
-                    mon_db[key] = s.rook.ceph("config", "get", "osd.0", key).strip()
+            if not daemon:  # the running daemon's own view, not the mon db we wrote
+                for key in ("crimson_seastar_cpu_cores", "crimson_alien_thread_cpu_cores",
+                            "crimson_osd_objectstore"):  # fmt: skip
+                    daemon[key] = daemon_config(s, "osd.0", key)
             if len(reactor_logs) < int(st.get("stepsDone") or 0):
                 reactor_logs.update(stored_reactor_logs(s))
         return st if st.get("phase") in ("Completed", "Failed") else None
@@ -169,9 +186,11 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
     if os.environ.get("CB_CAPTURE_DIR"):  # tests/fixtures/crimson/make_fixtures.sh
         for step_id, log in reactor_logs.items():
             Path(os.environ["CB_CAPTURE_DIR"], f"reactor-{step_id}.log").write_text(log)
+    floor = max(2 * idle, idle + 1.0)  # clearly busier than idle
     for r in results.values():
         per_osd = r.resources.reactor_util_osd or {}
-        assert list(per_osd) == ["osd.0"] and 0 < per_osd["osd.0"] <= 100, r.resources
+        assert list(per_osd) == ["osd.0"], r.resources
+        assert floor < per_osd["osd.0"] <= 100, (r.step_id, idle, r.resources)
         assert "reactor_utilization_error" not in r.extra, r.extra
     for step_id, log in reactor_logs.items():
         want = mean_utilization(log, "osd.0")
@@ -179,7 +198,8 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
         assert abs(got["osd.0"] - want) < 1e-6, (step_id, got, want)
 
     # the planned layout on the real threads, under the option names 20.2.4 knows
-    assert mon_db == {"crimson_seastar_cpu_cores": "0", "crimson_alien_thread_cpu_cores": "1"}
+    assert daemon == {"crimson_seastar_cpu_cores": "0", "crimson_alien_thread_cpu_cores": "1",
+                      "crimson_osd_objectstore": "bluestore"}  # fmt: skip
     assert seen, "osd.0's threads were never sampled while a step ran"
     for threads in seen:
         reactors = {k: v for k, v in threads.items() if k.startswith("reactor-")}
