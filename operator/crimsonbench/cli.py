@@ -220,10 +220,11 @@ def run(
             with _metrics(metrics_port, results_dir):
                 outcome = runner.execute()
     if outcome.results:
-        paths = write_report(outcome.results_dir)
-        report_dir = outcome.results_dir / "report"
-        console.print(f"report: {report_dir} ({len(paths)} files)", markup=False)
-        _print_table(ResultStore(outcome.results_dir), output, paths)
+        with _guard():  # the run's own files, but read as untrusted as any others
+            paths = write_report(outcome.results_dir)
+            report_dir = outcome.results_dir / "report"
+            console.print(f"report: {report_dir} ({len(paths)} files)", markup=False)
+            _print_table(ResultStore(outcome.results_dir), output, paths)
     if outcome.phase.value != "Completed":
         raise typer.Exit(130 if "interrupted" in outcome.message else 1)
 
