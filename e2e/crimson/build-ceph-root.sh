@@ -12,6 +12,11 @@
 #
 # Cache (CRIMSONBENCH_CACHE, default ~/.cache/crimsonbench): ceph-root/<VERSION>/rootfs,
 # stage markers .done-<stage> and build.log next to it. Stages: rootfs, packages, crimson.
+# .done-crimson holds the key of the crimson-osd installed (e2e/build-crimson.sh's
+# bin/crimson-osd.key: its source, patches and CMake flags; "file <sha256>" for
+# CRIMSON_OSD): a root is current only while that key is the one build-crimson.sh
+# --print-key gives now, so a changed patch or flag rebuilds crimson-osd (incrementally)
+# and installs it again, instead of keeping the old binary under the same version.
 # Use it: mount proc, sys and dev into it (e2e/crimson/root-mounts.sh), then
 # `chroot ROOTFS ceph-mon ...` with host networking.
 set -euo pipefail
@@ -21,14 +26,23 @@ VERSION=${1:-${CRIMSON_VERSION:-20.2.4}}
 CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 TOP="$CACHE/ceph-root/$VERSION"
 ROOT="$TOP/rootfs"
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=${CEPH_ROOT_SUITE:-sid}
 LOG="$TOP/build.log"
 PACKAGES=(ceph-mon ceph-mgr ceph-osd ceph-common ceph-base fio util-linux procps
   iproute2 ca-certificates)
 
-if [ -e "$TOP/.done-crimson" ]; then echo "$ROOT"; exit 0; fi
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The key the installed crimson-osd must carry (see above).
+crimson_key() {
+  if [ -n "${CRIMSON_OSD:-}" ]; then
+    echo "file $(sha256sum "$CRIMSON_OSD" | cut -d' ' -f1)"
+  else
+    "$HERE/../build-crimson.sh" --print-key "$VERSION"
+  fi
+}
+crimson_current() { [ -e "$TOP/.done-crimson" ] && [ "$(cat "$TOP/.done-crimson")" = "$(crimson_key)" ]; }
+if crimson_current; then echo "$ROOT"; exit 0; fi
 if [ -n "${CEPH_ROOT_WITHOUT_CRIMSON:-}" ] && [ -e "$TOP/.done-packages" ]; then
   echo "$ROOT"; exit 0
 fi
@@ -111,8 +125,16 @@ if stage packages; then
 fi
 if [ -n "${CEPH_ROOT_WITHOUT_CRIMSON:-}" ]; then echo "$ROOT"; exit 0; fi
 
+# A crimson-osd installed under another key (or by an older script, without one) is
+# replaced: build-crimson.sh rebuilds what changed, if anything.
+if [ -e "$TOP/.done-crimson" ] && ! crimson_current; then
+  log "the installed crimson-osd's key is not $(crimson_key): installing the current one"
+  rm -f "$TOP/.done-crimson"
+fi
 if stage crimson; then
   osd=${CRIMSON_OSD:-$("$HERE/../build-crimson.sh" "$VERSION")}
+  osd=${osd##*$'\n'}
+  if [ -n "${CRIMSON_OSD:-}" ]; then key=$(crimson_key); else key=$(cat "$osd.key"); fi
   install -m 0755 "$osd" "$ROOT/usr/bin/crimson-osd.tmp"
   mv "$ROOT/usr/bin/crimson-osd.tmp" "$ROOT/usr/bin/crimson-osd"
   # Install the sid packages that own the libraries crimson-osd still lacks, as the build
@@ -139,6 +161,7 @@ if stage crimson; then
   in_root crimson-osd --version >&2
   in_root apt-get clean
   done_stage crimson
+  echo "$key" >"$TOP/.done-crimson"
 fi
 log "ceph root ready in $((SECONDS - t_all))s"
 echo "$ROOT"
