@@ -10,9 +10,28 @@
 #                                                  (image localhost/rook-ceph:<rook>-<V>-crimson)
 # Builds the Ceph root first when it is not cached, and with it crimson-osd (~1-2 h on 2
 # cores): run it in the background on a fresh machine.
+#
+# On a machine that can pull images, one build argument replaces that build: an upstream
+# Ceph CI image that carries the crimson OSD (Ceph main ships ceph-osd-crimson beside
+# ceph-osd; its CI publishes such images, e.g. the crimson-release tags doc/crimson/crimson.rst
+# names):
+#
+#   CEPH_IMAGE=<registry>/ceph-ci/ceph:<sha1>-crimson-release e2e/rook/build-crimson-image.sh
+#     -> images/rook-ceph-<rook>-upstream-crimson.tar (image localhost/rook-ceph:<rook>-upstream-crimson)
+#
+# That image is pulled (the only network step), and e2e/rook/Containerfile.upstream adds
+# Rook's binary, the toolbox scripts and our crimson wrappers (ceph-osd runs crimson,
+# `--mkfs` stays classic; ceph-mon allows crimson OSDs before any exists). It is CentOS
+# Stream, so nothing is installed on top. Its Ceph is main (21): crimson_cpu_set and
+# osd_objectstore, which the operator asks the mons for; our fio runner must have a client
+# of 20.2 or newer (fio.image). Where no registry answers (our machines) the script stops,
+# printing podman's reason, with exit code 3: build from Debian's source as above instead.
 set -euo pipefail
 VERSION=${1:-${CRIMSON_VERSION:-20.2.4}}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -n "${CEPH_IMAGE:-}" ]; then
+  exec "$HERE/build-upstream-crimson-image.sh" "$CEPH_IMAGE"
+fi
 root=$("$HERE/../crimson/build-ceph-root.sh" "$VERSION")
 root=${root##*$'\n'}
 BASE_ROOTFS=$root CEPH_VERSION=$VERSION SUITE=sid OSD_FLAVOR=crimson exec "$HERE/build-image.sh"
