@@ -5,6 +5,8 @@
 #   e2e/build-rook.sh                -> prints the rook binary's path
 #   ROOK_VERSION=v1.17.8 ROOK_APIS_VERSION=v0.0.0-... e2e/build-rook.sh
 #   FORCE=1 e2e/build-rook.sh        -> rebuild even when the binary exists
+# The harness passes ROOK_VERSION and ROOK_APIS_VERSION from its one setting
+# (e2e/harness/rook.py RELEASES, CRIMSONBENCH_ROOK_VERSION).
 #
 # Why a scratch module: github.com/rook/rook's go.mod replaces github.com/rook/rook/pkg/apis
 # with ./pkg/apis, a directory its module zip lacks, so `go install .../cmd/rook@v` fails.
@@ -12,6 +14,10 @@
 # (the same source the replace points at) and keeps rook's other replace and exclude lines.
 # That pseudo-version carries the commit's time, which only git knows: it is written here
 # per Rook version (the module proxy answers 403 to a bare commit hash).
+# The proxy serves that module only at the pseudo-versions someone asked it for before:
+# v1.17.8's is served; v1.20.6's (v0.0.0-20260820210534-4e1b7a626891), like v1.20.5's,
+# v1.19.10's and v1.18.11's, answers 403 "This module version is not available": those
+# releases cannot be built here (the script says so and stops).
 #
 # Cold build ≈ 5-10 min on 2 cores (under load), warm (Go build cache) seconds.
 set -euo pipefail
@@ -19,6 +25,8 @@ set -euo pipefail
 ROOK_VERSION=${ROOK_VERSION:-v1.17.8}
 case "$ROOK_VERSION" in
   v1.17.8) default_apis=v0.0.0-20250820174513-8c7a83a2cf89 ;;  # tag commit 8c7a83a2cf89
+  # tag commit 4e1b7a626891: not served by the module proxy (see above)
+  v1.20.6) default_apis=v0.0.0-20260820210534-4e1b7a626891 ;;
   *) default_apis= ;;
 esac
 ROOK_APIS_VERSION=${ROOK_APIS_VERSION:-$default_apis}
@@ -49,6 +57,11 @@ cd "$work"
 timeout 600 go mod download -json "github.com/rook/rook@$ROOK_VERSION" > dl.json 2>>"$buildlog" \
   || die "go mod download github.com/rook/rook@$ROOK_VERSION failed: $(tail -3 "$buildlog")"
 gomod=$(python3 -c 'import json; print(json.load(open("dl.json"))["GoMod"])')
+if ! timeout 600 go mod download -json \
+     "github.com/rook/rook/pkg/apis@$ROOK_APIS_VERSION" > apis.json 2>>"$buildlog"; then
+  why=$(python3 -c 'import json; print(json.load(open("apis.json")).get("Error", ""))' 2>/dev/null || true)
+  die "github.com/rook/rook/pkg/apis@$ROOK_APIS_VERSION (Rook $ROOK_VERSION's tag commit) is not served by the Go module proxy: ${why:-$(tail -3 "$buildlog")}"
+fi
 
 go mod init crimsonbench.local/rookbuild >/dev/null 2>&1
 go_line=$(awk '$1 == "go" {print; exit}' "$gomod")

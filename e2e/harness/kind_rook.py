@@ -1,7 +1,7 @@
-"""Rook + Ceph reef in a kind cluster built here (e2e/harness/kind.py): Rook's operator
-v1.17 from Rook's own chart, our Rook + Ceph image (e2e/rook/build-image.sh) loaded into
-the nodes, a CephCluster with 1 mon, 1 mgr and one bluestore OSD on a loop device of each
-worker, and a toolbox pod for `ceph` commands.
+"""Rook + Ceph in a kind cluster built here (e2e/harness/kind.py): Rook's operator
+(harness.rook.ROOK_VERSION) from Rook's own chart, our Rook + Ceph image
+(e2e/rook/build-image.sh) loaded into the nodes, a CephCluster with 1 mon, 1 mgr and one
+bluestore OSD on a loop device of each worker, and a toolbox pod for `ceph` commands.
 
     with kind_cluster(cpu_manager=False, declared_cpus=4) as k, kind_rook(k) as rook:
         rook.ceph_json("osd", "tree")
@@ -42,7 +42,9 @@ from harness.controlplane import cache_root
 from harness.helm import ensure_helm
 from harness.kind import KIND_DIR, KindCluster
 from harness.rook import (
+    CRIMSON_CEPH_VERSION,
     CRIMSON_ROOK_IMAGE,
+    RELEASE,
     ROOK_IMAGE,
     crimson_rook_image_archive,
     rook_image_archive,
@@ -218,8 +220,10 @@ class KindRook:
             for w, dev in sorted(self.loops.by_worker.items())
         ]
         if self.flavor == "crimson":
-            # Rook v1.17 supports reef and squid; tentacle runs with allowUnsupported.
-            doc["spec"]["cephVersion"]["allowUnsupported"] = True
+            # Rook v1.17 supports reef and squid: tentacle runs there with allowUnsupported
+            doc["spec"]["cephVersion"]["allowUnsupported"] = not RELEASE.allows(
+                CRIMSON_CEPH_VERSION
+            )
             # crimson-osd aborts unless its reactors are given, even to mkfs; one unpinned
             # reactor until a BenchmarkRun plans them (Rook provisions bluestore: alien threads)
             doc["spec"]["cephConfig"]["osd"] = {"crimson_seastar_num_threads": "1"}

@@ -1,6 +1,13 @@
 """Rook from the Go module proxy (never committed): its real CRDs and operator chart, read
 from the module at test time; its operator binary and a Rook + Ceph image built locally
-(e2e/build-rook.sh, e2e/rook/build-image.sh; cached outside the repository)."""
+(e2e/build-rook.sh, e2e/rook/build-image.sh; cached outside the repository).
+
+Which Rook runs is ONE setting: CRIMSONBENCH_ROOK_VERSION (default DEFAULT_ROOK_VERSION),
+one of RELEASES. A release says what it is built from and with which Ceph its classic
+image comes; every build the harness starts gets those (ROOK_VERSION, ROOK_APIS_VERSION,
+CEPH_VERSION, SUITE) and every cache is keyed by them (rook/<version>/bin/rook,
+images/rook-ceph-<rook>-<ceph>[-crimson].tar). README "Rook and Ceph versions" says which
+are tested here."""
 
 from __future__ import annotations
 
@@ -9,15 +16,61 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.controlplane import ENVIRONMENTAL, REPO
 from harness.images import registry_pull_refusal
 
-ROOK_VERSION = "v1.17.8"
-# Ceph in the image e2e/rook/build-image.sh builds: reef from Debian trixie (Rook v1.17
-# needs Ceph >= 18.2; bookworm's pacific is too old).
-CEPH_VERSION = "18.2.7"
+
+@dataclass(frozen=True)
+class RookRelease:
+    """A Rook release the harness knows how to build and run."""
+
+    version: str
+    # github.com/rook/rook/pkg/apis at the release tag's commit, as a pseudo-version: rook's
+    # go.mod replaces that module with ./pkg/apis, which its module zip lacks, so the build
+    # requires it from the module proxy (e2e/build-rook.sh). "" where the proxy does not
+    # serve it (then `unbuildable` says so and nothing is built).
+    apis: str
+    ceph: str  # the Ceph of the classic image (e2e/rook/build-image.sh)
+    suite: str  # the Debian suite that Ceph comes from
+    supported: tuple[int, ...]  # Ceph majors it supports (its pkg/operator/ceph/version)
+    unbuildable: str = ""  # why it cannot be built here ("" = it can)
+
+    def allows(self, ceph_version: str) -> bool:
+        """Whether the release runs this Ceph without cephVersion.allowUnsupported."""
+        return int(ceph_version.split(".")[0]) in self.supported
+
+
+RELEASES = {
+    r.version: r
+    for r in (
+        # reef and squid (tentacle only with allowUnsupported)
+        RookRelease("v1.17.8", "v0.0.0-20250820174513-8c7a83a2cf89", "18.2.7", "trixie",
+                    (18, 19)),
+        # The newest release (2026-08-20). Its module, CRDs and charts are served; its
+        # pkg/apis at the tag's commit (v0.0.0-20260820210534-4e1b7a626891) is not: the
+        # Go module proxy answers 403 "This module version is not available" (as for the
+        # v1.20.5, v1.19.10 and v1.18.11 tag commits), and git hosts are not reachable.
+        RookRelease("v1.20.6", "", "20.2.4", "sid", (19, 20),  # squid, tentacle (>= 19.2)
+                    unbuildable="the Go module proxy does not serve github.com/rook/rook/"
+                    "pkg/apis at v1.20.6's commit (v0.0.0-20260820210534-4e1b7a626891: "
+                    "403 'This module version is not available'), which its operator "
+                    "binary is built from (rook's go.mod replaces it with ./pkg/apis, "
+                    "absent from the module zip)"),
+    )
+}  # fmt: skip
+DEFAULT_ROOK_VERSION = "v1.17.8"
+ROOK_VERSION = os.environ.get("CRIMSONBENCH_ROOK_VERSION", DEFAULT_ROOK_VERSION)
+if ROOK_VERSION not in RELEASES:
+    raise RuntimeError(
+        f"CRIMSONBENCH_ROOK_VERSION={ROOK_VERSION!r} is not one of {', '.join(RELEASES)} "
+        "(e2e/harness/rook.py RELEASES)"
+    )
+RELEASE = RELEASES[ROOK_VERSION]
+# Ceph in the classic image e2e/rook/build-image.sh builds for this release
+CEPH_VERSION = RELEASE.ceph
 ROOK_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CEPH_VERSION}"
 BUILD_ROOK = REPO / "e2e" / "build-rook.sh"
 BUILD_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-image.sh"
@@ -32,9 +85,18 @@ BUILD_CRIMSON_ROOT = (f"e2e/build-crimson.sh {CRIMSON_CEPH_VERSION} && "
                       f"e2e/crimson/build-ceph-root.sh {CRIMSON_CEPH_VERSION}")  # fmt: skip
 
 # Build failures caused by the machine, on top of the harness's ENVIRONMENTAL markers:
-# apt and pip without a mirror. Callers skip on these and fail on anything else.
+# apt and pip without a mirror, a module the proxy does not serve. Callers skip on these
+# and fail on anything else.
 ENVIRONMENTAL_BUILD = (*ENVIRONMENTAL, "Failed to fetch", "Max retries exceeded",
-                       "Network is unreachable")  # fmt: skip
+                       "Network is unreachable", "not served by the Go module proxy")  # fmt: skip
+
+
+def build_env(release: RookRelease = RELEASE) -> dict[str, str]:
+    """What every Rook build script is told: the one Rook version and what goes with it."""
+    env = {"ROOK_VERSION": release.version, "CEPH_VERSION": release.ceph, "SUITE": release.suite}
+    if release.apis:
+        env["ROOK_APIS_VERSION"] = release.apis
+    return env
 
 
 class RookUnavailable(RuntimeError):
@@ -114,14 +176,16 @@ def crimson_rook_image_archive(timeout: float = 30 * 60) -> Path:
         raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
     cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
     root = cache / "ceph-root" / CRIMSON_CEPH_VERSION
+    _buildable()
     if not (root / ".done-crimson").exists():
         raise RookUnavailable(
             f"no crimson Ceph root at {root} (no Debian package ships crimson-osd); build it "
             f"once with `{BUILD_CRIMSON_ROOT}` (~2 h cold on 2 cores; it can run in the "
             "background)"
         )
+    env = {**build_env(), "CEPH_VERSION": CRIMSON_CEPH_VERSION, "SUITE": "sid"}
     return _run_build(BUILD_CRIMSON_ROOK_IMAGE, "building the crimson Rook image", timeout,
-                      image=True)  # fmt: skip
+                      image=True, env=env)  # fmt: skip
 
 
 def crimson_fio_archive(timeout: float = 30 * 60) -> Path:
@@ -134,15 +198,18 @@ def crimson_fio_archive(timeout: float = 30 * 60) -> Path:
     return archive
 
 
-def _run_build(script: Path, what: str, timeout: float, image: bool = False) -> Path:
+def _run_build(
+    script: Path, what: str, timeout: float, image: bool = False, env: dict[str, str] | None = None
+) -> Path:
     """Run a build script that prints its result path last; RookUnavailable for failures the
     machine causes, RuntimeError (a real failure) for anything else. image: it builds one
     of our images (files of ours): a failure whatever its output says, unless a registry
     refused a third-party image (harness.images.registry_pull_refusal)."""
     try:
         proc = subprocess.run(
-            ["bash", str(script)], capture_output=True, text=True, timeout=timeout, check=False
-        )
+            ["bash", str(script)], capture_output=True, text=True, timeout=timeout, check=False,
+            env={**os.environ, **(env if env is not None else build_env())},
+        )  # fmt: skip
     except subprocess.TimeoutExpired as exc:
         raise RookUnavailable(f"{what} took over {timeout:.0f}s on this machine") from exc
     if proc.returncode != 0:
@@ -158,8 +225,17 @@ def _run_build(script: Path, what: str, timeout: float, image: bool = False) -> 
     return Path(proc.stdout.strip().splitlines()[-1])
 
 
+def _buildable() -> None:
+    """RookUnavailable where this release's operator binary is neither cached nor buildable
+    here (a machine that built it some other way runs it: e2e/build-rook.sh keeps it)."""
+    cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+    if RELEASE.unbuildable and not (cache / "rook" / ROOK_VERSION / "bin" / "rook").is_file():
+        raise RookUnavailable(f"Rook {ROOK_VERSION} cannot be built here: {RELEASE.unbuildable}")
+
+
 def rook_binary(timeout: float = 60 * 60) -> Path:
     """The `rook` binary of ROOK_VERSION (e2e/build-rook.sh; cold several minutes, then cached)."""
+    _buildable()
     return _run_build(BUILD_ROOK, "building rook", timeout)
 
 
@@ -168,4 +244,5 @@ def rook_image_archive(timeout: float = 90 * 60) -> Path:
     cold ≈ 10 min, unchanged → seconds)."""
     if os.geteuid() != 0:
         raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
+    _buildable()
     return _run_build(BUILD_ROOK_IMAGE, "building the Rook image", timeout, image=True)

@@ -1,5 +1,6 @@
-"""A real Rook-managed Ceph cluster on the real-node harness: Rook's operator v1.17 from
-Rook's own Helm chart, running our Rook + Ceph reef image (e2e/rook/build-image.sh), and a
+"""A real Rook-managed Ceph cluster on the real-node harness: Rook's operator
+(harness.rook.ROOK_VERSION: v1.17.8 + Ceph reef 18.2.7 by default) from Rook's own Helm
+chart, running our Rook + Ceph image (e2e/rook/build-image.sh), and a
 CephCluster with 1 mon, 1 mgr and one bluestore OSD per loop device.
 
     with rook_stack() as rook:          # control plane + node + Rook, Ready

@@ -1,0 +1,119 @@
+"""What a run writes to Rook, checked against the CRDs of every Rook release the harness
+knows (e2e/harness/rook.py RELEASES), read from each release's own crds.yaml (Go module
+proxy): the patched CephCluster of the reference runs, the restored one, the run's
+CephBlockPool and CephClient. A release whose CRDs changed a field we write fails here
+before any cluster runs it. (v1.20.6's operator binary cannot be built here: its pkg/apis
+is not served; its CRDs are.)"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from harness.controlplane import environmental
+from harness.rook import RELEASES, RookUnavailable, rook_crds_yaml
+from manifest_inputs import SEASTORE_56, bluestore_8x5, original_cephcluster, plan_of
+
+from crimsonbench.manifests.cephcluster import (
+    apply_merge_patch,
+    cephcluster_patch,
+    merge_patch,
+    restore_patch,
+)
+from crimsonbench.manifests.rook_objects import ceph_client, cephblockpool
+
+jsonschema = pytest.importorskip("jsonschema")
+
+
+@functools.cache
+def crds(version: str) -> dict[str, dict[str, Any]]:
+    """kind -> openAPIV3Schema from Rook VERSION's deploy/examples/crds.yaml."""
+    try:
+        path = rook_crds_yaml(version)
+    except RookUnavailable as exc:
+        if not environmental(exc):
+            raise
+        print(f"\nRook {version} CRDs cannot be fetched here: {exc}", file=sys.stderr)
+        pytest.skip(f"Rook {version} crds.yaml cannot be fetched here: {exc}")
+    out = {}
+    for doc in yaml.safe_load_all(Path(path).read_text()):
+        if doc and doc.get("kind") == "CustomResourceDefinition":
+            out[doc["spec"]["names"]["kind"]] = doc["spec"]["versions"][0]["schema"][
+                "openAPIV3Schema"
+            ]
+    return out
+
+
+def pruned(schema: dict[str, Any], obj: Any, path: str = "") -> list[str]:
+    """Keys a structural schema does not know (the API server would drop them)."""
+    if isinstance(obj, dict):
+        props, extra = schema.get("properties"), schema.get("additionalProperties")
+        if schema.get("x-kubernetes-preserve-unknown-fields") and props is extra is None:
+            return []
+        out = []
+        for key, value in obj.items():
+            if props is not None and key in props:
+                out += pruned(props[key], value, f"{path}.{key}")
+            elif isinstance(extra, dict):
+                out += pruned(extra, value, f"{path}.{key}")
+            elif props is not None and path not in ("", ".metadata"):
+                out.append(f"{path}.{key}")
+        return out
+    if isinstance(obj, list) and isinstance(schema.get("items"), dict):
+        return [u for i, v in enumerate(obj) for u in pruned(schema["items"], v, f"{path}[{i}]")]
+    return []
+
+
+def check(version: str, obj: dict[str, Any]) -> None:
+    schema = crds(version)[obj["kind"]]
+    errors = list(jsonschema.Draft7Validator(schema).iter_errors(obj))
+    assert not errors, [f"{list(e.path)}: {e.message}" for e in errors[:10]]
+    assert not pruned(schema, obj), (version, obj["kind"], pruned(schema, obj))
+
+
+def runs() -> dict[str, Any]:
+    return {
+        "seastore-1osd-56": plan_of("seastore-1osd-56reactor", SEASTORE_56)[1],
+        "bluestore-8osd-socket": plan_of("blue-8osd-5reactor-socket", bluestore_8x5("socket"))[1],
+    }
+
+
+@pytest.mark.parametrize("version", list(RELEASES))
+def test_the_patched_and_restored_cephcluster_fit_every_release(version: str) -> None:
+    original = original_cephcluster()
+    for name, plan in runs().items():
+        patched = {**original, "spec": cephcluster_patch(original, plan)}
+        check(version, patched)
+        # what the API server holds after our merge patch, and after the restore's
+        live_spec = apply_merge_patch(
+            original["spec"], merge_patch(original["spec"], patched["spec"])
+        )
+        check(version, {**original, "spec": live_spec})
+        restored_spec = apply_merge_patch(live_spec, restore_patch(original["spec"], live_spec))
+        assert restored_spec == original["spec"], name
+        restored = {**original, "spec": restored_spec}
+        check(version, restored)
+
+
+@pytest.mark.parametrize("version", list(RELEASES))
+def test_the_run_s_pool_and_client_fit_every_release(version: str) -> None:
+    plan = runs()["bluestore-8osd-socket"]
+    check(version, cephblockpool("r", plan.pool, namespace="rook-ceph"))
+    check(version, ceph_client("r", plan.pool, namespace="rook-ceph"))
+
+
+def test_every_release_has_the_fields_the_run_writes() -> None:
+    """cephConfig (section -> key -> string), resources by daemon key, the OSD store type
+    Rook provisions: the same in every release (what differs: README, "Rook and Ceph
+    versions")."""
+    for version in RELEASES:
+        spec = crds(version)["CephCluster"]["properties"]["spec"]["properties"]
+        cephconfig = spec["cephConfig"]["additionalProperties"]["additionalProperties"]
+        assert cephconfig["type"] == "string", version
+        assert spec["resources"]["additionalProperties"]["type"] == "object", version
+        store = spec["storage"]["properties"]["store"]["properties"]["type"]
+        assert store["enum"] == ["bluestore", "bluestore-rdr"], version  # never seastore
