@@ -196,8 +196,8 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
             assert _report(pod, step.id).state == "missing"
             # a classic OSD has no reactors: every `ceph tell` is refused, the step runs on
             osds = {"osds.json": '{"0": "a"}', fio_driver.REACTOR_OSDS_FILE: "0.5 0\n"}
-            start = fio_driver.start_command(step.id, step.jobs, servers, deadline_s=60,
-                                             user=None, extra_files=osds)  # fmt: skip
+            start = fio_driver.start_command(step.id, fio.client_job_files(plan, step), servers,
+                                             deadline_s=60, extra_files=osds)  # fmt: skip
             assert pod.exec(start) == "state started\n"
             assert pod.exec(start) == "state exists\n"  # a resumed operator's second start
             running = _report(pod, step.id)
@@ -243,10 +243,10 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
         assert summary.reactor_util is None and problem == reactors.problems[0]
         jobs = parse_fio_json(step_log.fio_output(sections))
         assert {j.host for j in jobs} == {f"127.0.0.1:{port}"}
-        check_job_counts(step, {NODE: jobs}, plan.fio_numjobs)  # one job per image
+        check_job_counts(step.id, plan.fio.jobs, {NODE: jobs}, plan.fio_numjobs)
         # a fio process lost from the step: the step fails, naming the count
         with pytest.raises(ExecutionError, match=r"here: 1 of expected=2"):
-            check_job_counts(step, {NODE: jobs[1:]}, plan.fio_numjobs)
+            check_job_counts(step.id, plan.fio.jobs, {NODE: jobs[1:]}, plan.fio_numjobs)
         assert all(d.iops > 0 and d.hist is not None for j in jobs for d in j.directions)
         logs = step_log.iops_logs(sections)
         assert len(logs) == 2 and all(name.endswith(".127.0.0.1") for name in logs)
