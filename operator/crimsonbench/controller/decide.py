@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from crimsonbench.controller.osd_stores import crimson_stores
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
 from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.manifests.maintenance import OSD_STORES
@@ -95,28 +96,6 @@ class ClusterFacts:
             {int(m["id"]): _osd_meta(m, stores) for m in metadata},
             frozenset(str(p) for p in pools),
         )
-
-
-def crimson_stores(text: str) -> dict[int, tuple[str, str]]:
-    """osd id -> (store option, store) from the facts Job's OSD_STORES section: one JSON
-    document per crimson OSD that answered, {"id", "option", "answer": {option: store}}."""
-    out: dict[int, tuple[str, str]] = {}
-    decoder, pos, text = json.JSONDecoder(), 0, text.strip()
-    while pos < len(text):
-        try:
-            doc, end = decoder.raw_decode(text, pos)
-        except ValueError:
-            raise ParseError(f"the facts Job's {OSD_STORES} section is not JSON at: "
-                             f"{text[pos:pos + 200]!r}") from None  # fmt: skip
-        pos = end
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        answer = doc.get("answer") if isinstance(doc, dict) else None
-        option = str(doc.get("option", "")) if isinstance(doc, dict) else ""
-        store = answer.get(option) if isinstance(answer, dict) else None
-        if isinstance(store, str) and "id" in doc:
-            out[int(doc["id"])] = (option, store)
-    return out
 
 
 def _osd_meta(meta: Mapping[str, Any], stores: Mapping[int, tuple[str, str]]) -> OsdMeta:

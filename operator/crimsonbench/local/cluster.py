@@ -24,8 +24,6 @@ from crimsonbench.local.cleanup import destroy, remove_dir
 from crimsonbench.local.ports import PortLease, reserve_port
 from crimsonbench.local.readiness import missing, wait_until
 from crimsonbench.local.userland import CephRoot, userland_for
-from crimsonbench.local.versions import known_options
-from crimsonbench.plan.ceph_options import crimson_family_of, store_option, store_option_from_known
 from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
 from crimsonbench.plan.types import CephSetup, OsdCpus
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
@@ -85,7 +83,7 @@ class LocalCluster:
         self._made_root = False
         self.layout = bs.Layout(Path("/nonexistent"))
         self.cli = CephCli(self.layout.conf, self.userland)
-        self._store_option: str | None = None  # crimson's, asked of the programs once
+        self.store_option = "osd_objectstore"  # crimson's: asked of the programs at bring-up
         self.fsid = str(uuid.uuid4())
         self._aio = AioLimit()
         self._lease: PortLease | None = None
@@ -180,6 +178,7 @@ class LocalCluster:
         extra = {}
         if self.crimson:  # needed before crimson-osd can read the mon db at all
             extra["enable_experimental_unrecoverable_data_corrupting_features"] = "crimson"
+        self.store_option = crimson_checks.store_option(self.userland, self.setup, self.crimson)
         sections = {i: self._store_options(i) for i in range(self.osd.count)}
         lay.conf.write_text(bs.render_conf(lay, self.fsid, port, sections, extra))
         lay.client_conf.write_text(bs.render_client_conf(lay, self.fsid, port))
@@ -194,23 +193,11 @@ class LocalCluster:
             size = size_bytes(self.target.bluestore_size)
             dev = bs.losetup(self.layout.block_file(osd_id), size)
             self._loops[osd_id] = dev
-        opts = osds.store_options(self.osd, self.target, dev, self.crimson_store_option())
+        opts = osds.store_options(self.osd, self.target, dev, self.store_option)
         classes = osds.class_dir(self.userland) if self.crimson else None
         if classes is not None:
             opts["osd_class_dir"] = classes
         return opts
-
-    def crimson_store_option(self) -> str:
-        """The option this Ceph's crimson reads its object store from, asked of its own
-        programs (`ceph-conf -D`): crimson_osd_objectstore on squid/tentacle, osd_objectstore
-        on Ceph 21/main. Without ceph-conf: the family the plan's CPU options are in."""
-        if self._store_option is None:
-            known = known_options(self.userland) if self.crimson else None
-            if known is not None:
-                self._store_option = store_option_from_known(known)
-            else:
-                self._store_option = store_option(crimson_family_of(self.setup.config) or "legacy")
-        return self._store_option
 
     def _mon_answers(self) -> list[str]:
         self._check_daemons()
@@ -343,7 +330,7 @@ class LocalCluster:
         """Every OSD is crimson with the planned store, its reactors one per planned CPU."""
         ids = sorted(self.osd_pids())
         crimson_checks.check_identity(self.cli, self.layout.run, ids, self.osd.object_store.value,
-                                      self.crimson_store_option())  # fmt: skip
+                                      self.store_option)  # fmt: skip
         _, problems = self.crimson_threads()
         if problems:
             raise ExecutionError("crimson threads not where planned: " + "; ".join(problems))

@@ -12,11 +12,25 @@ from crimsonbench.errors import ExecutionError
 from crimsonbench.local.admin_socket import asok_command
 from crimsonbench.local.ceph_cli import CephCli
 from crimsonbench.local.procs import threads
-from crimsonbench.plan.types import OsdCpus
+from crimsonbench.local.userland import Userland
+from crimsonbench.local.versions import known_options
+from crimsonbench.plan.ceph_options import crimson_family_of, store_option_from_known
+from crimsonbench.plan.ceph_options import store_option as family_store_option
+from crimsonbench.plan.types import CephSetup, OsdCpus
 from crimsonbench.results.crimson_threads import check_crimson_threads
 from crimsonbench.results.seastar_metrics import parse_reactor_utilization
 
 REACTOR_UTILIZATION = {"prefix": "dump_metrics", "group": "reactor_utilization", "format": "json"}
+
+
+def store_option(userland: Userland, setup: CephSetup, crimson: bool) -> str:
+    """The option this Ceph's crimson reads its object store from, asked of its own
+    programs (`ceph-conf -D`): crimson_osd_objectstore on squid/tentacle, osd_objectstore on
+    Ceph 21/main. Without ceph-conf: the family the setup's CPU options are in."""
+    known = known_options(userland) if crimson else None
+    if known is not None:
+        return store_option_from_known(known)
+    return family_store_option(crimson_family_of(setup.config) or "legacy")
 
 
 def asok_path(run_dir: Path, osd_id: int) -> Path:
