@@ -117,10 +117,10 @@ def test_sweep_end_to_end(tmp_path: Path, store: str) -> None:
     assert observer.seen == {"ceph-osd": {0}, "fio": {1}}, observer.seen
     results = {r.step_id: r for r in outcome.results}
     assert sorted(results) == [
-        "000-randread4k-qd001-r1",
-        "001-randread4k-qd004-r1",
-        "002-seqwrite64k-qd001-r1",
-        "003-seqwrite64k-qd004-r1",
+        "randread4k-qd001-r1",
+        "randread4k-qd004-r1",
+        "seqwrite64k-qd001-r1",
+        "seqwrite64k-qd004-r1",
     ]
     store_ = ResultStore(tmp_path / "res")
     for step_id, result in results.items():
@@ -203,7 +203,7 @@ def test_interrupt_keeps_finished_steps_and_resume_runs_only_the_rest(tmp_path: 
         stderr=subprocess.STDOUT,
         text=True,
     )
-    first = res / "steps" / "000-randread4k-qd001-r1" / "result.json"
+    first = res / "steps" / "randread4k-qd001-r1" / "result.json"
     deadline = time.monotonic() + 240
     while not first.exists():
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
@@ -212,11 +212,11 @@ def test_interrupt_keeps_finished_steps_and_resume_runs_only_the_rest(tmp_path: 
     # The metrics endpoint serves the finished step while the run goes on.
     metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read()
     text = metrics.decode()
-    stored = ResultStore(res).completed_steps()["000-randread4k-qd001-r1"]
+    stored = ResultStore(res).completed_steps()["randread4k-qd001-r1"]
     iops_line = next(
         line
         for line in text.splitlines()
-        if line.startswith("crimsonbench_step_iops{") and 'step="000-randread4k-qd001-r1"' in line
+        if line.startswith("crimsonbench_step_iops{") and 'step="randread4k-qd001-r1"' in line
     )
     assert 'workload="randread4k"' in iops_line and 'iodepth="1"' in iops_line
     assert 'backend="memstore"' in iops_line and 'flavor="classic"' in iops_line
@@ -233,7 +233,7 @@ def test_interrupt_keeps_finished_steps_and_resume_runs_only_the_rest(tmp_path: 
     status = json.loads((res / "status.json").read_text())
     assert status["phase"] == "Failed" and "interrupted" in status["message"]
     done_before = set(ResultStore(res).completed_steps())
-    assert "000-randread4k-qd001-r1" in done_before and len(done_before) < 4
+    assert "randread4k-qd001-r1" in done_before and len(done_before) < 4
     assert ceph_daemons_under(tmp_path) == [], "SIGTERM left Ceph daemons running"
     assert not (tmp_path / "cluster").exists() or not any((tmp_path / "cluster").iterdir())
     mtimes = {s: (res / "steps" / s / "result.json").stat().st_mtime_ns for s in done_before}
@@ -241,10 +241,10 @@ def test_interrupt_keeps_finished_steps_and_resume_runs_only_the_rest(tmp_path: 
     resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert set(ResultStore(res).completed_steps()) == {
-        "000-randread4k-qd001-r1",
-        "001-randread4k-qd004-r1",
-        "002-seqwrite64k-qd001-r1",
-        "003-seqwrite64k-qd004-r1",
+        "randread4k-qd001-r1",
+        "randread4k-qd004-r1",
+        "seqwrite64k-qd001-r1",
+        "seqwrite64k-qd004-r1",
     }
     for step, mtime in mtimes.items():  # finished steps were not run again
         assert (res / "steps" / step / "result.json").stat().st_mtime_ns == mtime
@@ -263,17 +263,17 @@ def test_early_exit_skips_the_rest_of_a_workload(tmp_path: Path) -> None:
     outcome = LocalRun("early", spec, tmp_path / "res", events).execute()
     assert outcome.phase == Phase.COMPLETED, outcome.message
     assert [r.step_id for r in outcome.results] == [
-        "000-randread4k-qd001-r1",
-        "003-seqwrite64k-qd001-r1",
+        "randread4k-qd001-r1",
+        "seqwrite64k-qd001-r1",
     ]
     assert outcome.skipped == [
-        "001-randread4k-qd002-r1",
-        "002-randread4k-qd004-r1",
-        "004-seqwrite64k-qd002-r1",
-        "005-seqwrite64k-qd004-r1",
+        "randread4k-qd002-r1",
+        "randread4k-qd004-r1",
+        "seqwrite64k-qd002-r1",
+        "seqwrite64k-qd004-r1",
     ]
     notes = dict(events.notes)
-    assert "stops here" in notes["000-randread4k-qd001-r1"]
+    assert "stops here" in notes["randread4k-qd001-r1"]
 
 
 def test_crimson_spec_fails_fast_without_a_crimson_binary(tmp_path: Path) -> None:
@@ -307,7 +307,7 @@ def test_osd_crash_mid_step_fails_the_run_and_keeps_finished_steps(tmp_path: Pat
     killed: list[int] = []
 
     def kill_osd_during_second_step() -> None:
-        second = res / "steps" / "001-randread4k-qd004-r1"
+        second = res / "steps" / "randread4k-qd004-r1"
         deadline = time.monotonic() + 240
         while not any(second.glob("fio-*.json")) and time.monotonic() < deadline:
             time.sleep(0.2)  # fio creates its output file when it starts
@@ -323,8 +323,8 @@ def test_osd_crash_mid_step_fails_the_run_and_keeps_finished_steps(tmp_path: Pat
     killer.join(timeout=10)
     assert killed, "the OSD was never found to kill"
     assert outcome.phase == Phase.FAILED
-    assert "001-randread4k-qd004-r1" in outcome.message and "osd.0" in outcome.message
-    assert [r.step_id for r in outcome.results] == ["000-randread4k-qd001-r1"]
+    assert "randread4k-qd004-r1" in outcome.message and "osd.0" in outcome.message
+    assert [r.step_id for r in outcome.results] == ["randread4k-qd001-r1"]
     status = json.loads((res / "status.json").read_text())
     assert status["phase"] == "Failed" and "osd.0" in status["message"]
     assert ceph_daemons_under(tmp_path) == []
@@ -372,7 +372,7 @@ def test_knee_search_with_steady_state_runs_fewer_steps(tmp_path: Path) -> None:
     status = json.loads((tmp_path / "res" / "status.json").read_text())
     assert sorted(status["skipped"]) == sorted(
         s
-        for s in (f"{i:03d}-randread4k-qd{qd:03d}-r1" for i, qd in enumerate([1, 2, 4, 8, 16, 32]))
+        for s in (f"randread4k-qd{qd:03d}-r1" for qd in [1, 2, 4, 8, 16, 32])
         if int(s.split("-qd")[1][:3]) not in ran
     )
     for r in outcome.results:

@@ -1,7 +1,9 @@
 """Local mode: plan, bring up a throwaway cluster, sweep, keep every finished step.
 
-Resumable like CBT: results are keyed by step id in the results directory, and a step
-whose result.json exists is not run again. The cluster itself is always new.
+Resumable like CBT: results are keyed by what a step measures (its workload, iodepth and
+repeat: plan.types.step_key) in the results directory, and a step whose result.json exists
+is not run again, wherever it stands in the spec now (plan.meaning: a spec that measures
+something else is refused). The cluster itself is always new.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from crimsonbench.local.topology_probe import local_topology
 from crimsonbench.local.userland import Userland, userland_for
 from crimsonbench.local.versions import installed_ceph_version, known_options
 from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.meaning import meaning_changes
 from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.store import (
@@ -253,15 +256,27 @@ class LocalRun:
         return self.spec.model_dump(mode="json", by_alias=True)
 
     def _check_same_spec(self) -> None:
+        """The steps found are kept when this spec measures what theirs did (resume by
+        content, plan.meaning): more iodepths, repeats or workloads run only the new
+        steps; a change of anything a step measures under is refused, naming it."""
         try:
             found = self.store.read_spec() if self.store.root.is_dir() else None
         except NotAResultsDirectory as exc:
             raise InvalidSpec("--results", str(exc)) from None
-        if found is not None and found != self._spec_json():
+        if found is None or found == self._spec_json():
+            return
+        try:
+            changes = meaning_changes(found, self._spec_json())
+        except InvalidSpec as exc:
+            changes = [str(exc)]
+        if changes:
             raise InvalidSpec(
                 "--results",
-                f"{self.dir} holds results of a different spec; "
-                "pick another directory or pass --fresh to start over",
+                f"{self.dir} holds steps measured under another spec ({'; '.join(changes)}), "
+                "so they would not compare with this spec's; pass --fresh to start over "
+                "(their results are deleted) or pick another --results directory. (More "
+                "iodepths, repeats or workloads, or other earlyExit, latencyTarget or "
+                "kneeSearch rules, keep every finished step.)",
             )
 
     def execute(self) -> Outcome:
@@ -355,7 +370,7 @@ class LocalRun:
     def _one_step(
         self, step: Step, ctx: StepContext, state: SweepState, outcome: Outcome, total: int
     ) -> None:
-        self.events.step_started(step, len(state.done), total)
+        self.events.step_started(step, sum(s.id in state.done for s in self._plan.steps), total)
         self._write_status(self._plan, outcome, current=step.id)
         try:
             result = run_step(step, self.store, ctx)
@@ -373,7 +388,8 @@ class LocalRun:
 
     def _write_status(self, plan: RunPlan, outcome: Outcome, current: str = "") -> None:
         """status.json mirrors the operator's status; the metrics endpoint reads it."""
-        done = len(self.store.completed_steps())
+        measured = {r.key for r in self.store.completed_steps().values()}
+        done = sum(s.id in measured for s in plan.steps)  # of this plan's steps
         status = {
             "phase": outcome.phase.value,
             "message": outcome.message,

@@ -121,19 +121,34 @@ class FioPlan:
         return jobs_of(self.jobs, client)
 
 
+def step_key(workload: str, iodepth: int, repeat: int) -> str:
+    """What a step measures, as a name: its results are kept under it (a results
+    directory's steps/<key>, the operator's ConfigMaps), so a finished step is found again
+    by what it measured, wherever it stands in a later spec's sweep (plan.meaning says
+    which of the spec's other fields a stored step was measured under)."""
+    return f"{workload}-qd{iodepth:03d}-r{repeat}"
+
+
 @dataclass(frozen=True, slots=True)  # slots: the largest plan holds 40,960 of them
 class Step:
     """One point of the response curve: one iodepth of one workload (one repeat)."""
 
-    index: int  # 0-based position in the run
+    index: int  # 0-based position in the run (the order steps run in, not their key)
     workload: str
     iodepth: int
     repeat: int  # 1-based
 
     @property
     def id(self) -> str:
-        """Stable, sortable and filesystem-safe; result directories are keyed by it."""
-        return f"{self.index:03d}-{self.workload}-qd{self.iodepth:03d}-r{self.repeat}"
+        """The step's key (step_key): filesystem-safe, and the same for the same
+        measurement whatever the iodepths or workloads around it."""
+        return step_key(self.workload, self.iodepth, self.repeat)
+
+    @property
+    def positional_id(self) -> str:
+        """The id operators before resume-by-content gave it (its position first): the
+        fio driver of a run they started holds its steps under these."""
+        return f"{self.index:03d}-{self.id}"
 
 
 @dataclass(frozen=True)

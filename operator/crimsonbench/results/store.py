@@ -12,6 +12,9 @@ results.safe_files reads and writes them.
     <root>/.crimsonbench-results          our marker: crimsonbench created this directory
                                           (`run --fresh` empties no directory without it)
     <root>/steps/<step_id>/result.json    StepResult.to_dict(); present = step complete
+                                          (<step_id>: what the step measures, e.g.
+                                          randread4k-qd016-r1; older runs' ids have the
+                                          step's position first: 003-randread4k-qd016-r1)
     <root>/steps/<step_id>/fio-<client>.json  fio's raw output, one per fio client
     <root>/steps/<step_id>/fio-<client>.eta   fio's status lines (live IOPS while it runs)
     <root>/steps/<step_id>/<job>.fio          the job files fio ran
@@ -27,7 +30,8 @@ path the store reads or writes is a plain name joined under the root, no symboli
 below the root is followed (a linked `steps/` or `report/` is refused, naming it), and
 what it reads is checked field by field (results.checked_json). `read_results` refuses a
 directory with any unusable step and lists them all; `completed_steps` (what a resumed
-run skips) leaves them out with a warning, so the run does them again.
+run skips, matched by StepResult.key) leaves them out with a warning, so the run does them
+again.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Which step runs next: resume (done steps), early exit and the latency target, or a knee
 search, as one pure state both executors share (local mode and the operator).
 
-Full sweep: the plan's steps in order, a (workload, repeat) stopping at the first step
-that meets the early-exit or latency-target rule. Knee search (sweep.kneeSearch): per
+Done steps are matched by what they measured (StepResult.key, the plan's Step.id), so a
+resumed run finds them whatever their position in a spec that gained iodepths, repeats or
+workloads since. Full sweep: the plan's steps in order, a (workload, repeat) stopping at
+the first step that meets the early-exit or latency-target rule (in the order of
+sweep.iodepths: an iodepth added before that step still runs). Knee search (sweep.kneeSearch): per
 (workload, repeat), plan.knee_search.next_iodepth picks the next iodepth from the steps
 done so far (it keeps no state, so a restarted executor continues exactly), until the
 bracket closes; the other iodepths are skipped.
@@ -10,7 +13,7 @@ bracket closes; the other iodepths are skipped.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from crimsonbench.plan.knee_search import KneeDecision, Observation, next_iodepth
 from crimsonbench.plan.types import Step
@@ -28,17 +31,29 @@ class SweepState:
     def __init__(
         self,
         sweep: SweepSpec,
-        done: Mapping[str, StepResult],
+        done: Mapping[str, StepResult] | Iterable[StepResult],
         bandwidth_workloads: Collection[str] = (),
     ) -> None:
+        """done: the finished steps (a mapping's keys are ignored: each result is keyed
+        by what it measured)."""
         self.sweep = sweep
         self.bandwidth = frozenset(bandwidth_workloads)
-        self.done: dict[str, StepResult] = dict(done)
-        self.stopped: dict[tuple[str, int], str] = {}  # (workload, repeat) -> reason
-        self.stopped_after: dict[str, str] = {}  # step id that ended its sweep -> reason
+        results = done.values() if isinstance(done, Mapping) else done
+        self.done: dict[str, StepResult] = {r.key: r for r in results}
+        # (workload, repeat) -> (position in sweep.iodepths of the step that stopped it, why)
+        self.stopped: dict[tuple[str, int], tuple[int, str]] = {}
+        self.stopped_after: dict[str, str] = {}  # step_id that ended its sweep -> reason
         if sweep.knee_search is None:
-            for result in sorted(self.done.values(), key=lambda r: r.step_id):
+            for result in sorted(self.done.values(), key=self._run_order):
                 self._note(result)
+
+    def _position(self, iodepth: int) -> int:
+        """Where an iodepth stands in the sweep (one no longer listed: after them all)."""
+        depths = self.sweep.iodepths
+        return depths.index(iodepth) if iodepth in depths else len(depths) + iodepth
+
+    def _run_order(self, r: StepResult) -> tuple[str, int, int]:
+        return (r.workload, r.repeat, self._position(r.iodepth))
 
     # ------------------------------------------------------------ full sweep rules
 
@@ -48,7 +63,7 @@ class SweepState:
             return None
         reason = self._stop_reason(result.fio)
         if reason:
-            self.stopped[key] = reason
+            self.stopped[key] = (self._position(result.iodepth), reason)
             self.stopped_after[result.step_id] = reason
         return reason
 
@@ -105,7 +120,9 @@ class SweepState:
         if step.id in self.done:
             return "already done"
         stopped = self.stopped.get((step.workload, step.repeat))
-        return f"skipped: sweep stopped early ({stopped})" if stopped else None
+        if stopped is None or self._position(step.iodepth) < stopped[0]:
+            return None
+        return f"skipped: sweep stopped early ({stopped[1]})"
 
     def record(self, step: Step, result: StepResult) -> str:
         """Store the result; returns a note when this step ends its sweep."""

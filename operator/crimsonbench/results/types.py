@@ -6,6 +6,7 @@ import math
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
+from crimsonbench.plan.types import step_key
 from crimsonbench.results import checked_json as cj
 from crimsonbench.results.iops_log import IOPS_PER_SECOND
 from crimsonbench.spec.models import BenchmarkRunSpec
@@ -71,6 +72,13 @@ class StepResult:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. wall time, metrics source
     clients: dict[str, FioSummary] = field(default_factory=dict)  # per fio client
     start_skew_ms: float | None = None  # latest minus earliest client start (fio's logs)
+
+    @property
+    def key(self) -> str:
+        """What the step measured (plan.types.step_key). A result written before steps
+        were keyed by content has its position in its step_id: it matches its step by
+        this key, never by the id."""
+        return step_key(self.workload, self.iodepth, self.repeat)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
