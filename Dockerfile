@@ -45,6 +45,10 @@ RUN apt-get update \
  && dpkg-divert --local --rename --divert /usr/bin/fio.debian --add /usr/bin/fio \
  && mkdir -p /etc/ceph && chown 167:167 /etc/ceph
 COPY --from=fio-build /out/fio /usr/bin/fio
+# The fio driver's script (operator/crimsonbench/manifests/fio_driver.py): the driver pod
+# runs this copy when it is the operator's own (sha256), else the operator sends its own.
+COPY operator/crimsonbench/manifests/fio-driver.sh /usr/local/lib/crimsonbench/fio-driver.sh
+RUN sh -n /usr/local/lib/crimsonbench/fio-driver.sh
 # uid/gid 167 is ceph's in Ceph's own images; the Job manifests run as it.
 USER 167:167
 ENTRYPOINT []

@@ -35,7 +35,7 @@ def parse_reactor_utilization(text: str) -> dict[int, float]:
 
 @dataclass(frozen=True)
 class ReactorRounds:
-    """The fio driver's reactor.log (manifests.fio_driver.REACTOR_SAMPLER): per round,
+    """The fio driver's reactor.log (manifests/fio-driver.sh, run_step): per round,
     osd id -> its reactors' utilization %, in shard order; and what `ceph tell` said when
     it failed (one line per distinct answer)."""
 
