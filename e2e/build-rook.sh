@@ -85,7 +85,10 @@ head -1 go.mod > go.mod.new && cat go.mod.tail >> go.mod.new && mv go.mod.new go
 # rook's own versions for everything else (minimal version selection from its go.mod
 # already picks them; tidy-less build adds the indirect lines it needs)
 ldflags="-s -w -X github.com/rook/rook/pkg/version.Version=$ROOK_VERSION"
-timeout 3600 go build -trimpath -ldflags "$ldflags" -o "$work/rook" github.com/rook/rook/cmd/rook \
+# Build tags as Rook's own Makefile sets them (TAGS): empty for v1.17, ceph_preview later
+# (v1.20.6 calls go-ceph APIs that exist only under that tag: rgw accounts)
+case "$ROOK_VERSION" in v1.17.*) tags= ;; *) tags=ceph_preview ;; esac
+timeout 3600 go build -tags "$tags" -trimpath -ldflags "$ldflags" -o "$work/rook" github.com/rook/rook/cmd/rook \
   >>"$buildlog" 2>&1 || { tail -30 "$buildlog" >&2; die "go build failed (log: $buildlog)"; }
 "$work/rook" version >&2 || die "the built rook does not run"
 mv "$work/rook" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"

@@ -42,6 +42,7 @@ from harness.controlplane import cache_root
 from harness.helm import ensure_helm
 from harness.kind import KIND_DIR, KindCluster
 from harness.rook import (
+    CEPH_VERSION,
     CRIMSON_CEPH_VERSION,
     CRIMSON_ROOK_IMAGE,
     RELEASE,
@@ -219,6 +220,7 @@ class KindRook:
             {"name": w, "devices": [{"name": Path(dev).name}]}
             for w, dev in sorted(self.loops.by_worker.items())
         ]
+        doc["spec"]["cephVersion"]["allowUnsupported"] = not RELEASE.allows(CEPH_VERSION)
         if self.flavor == "crimson":
             # Rook v1.17 supports reef and squid: tentacle runs there with allowUnsupported
             doc["spec"]["cephVersion"]["allowUnsupported"] = not RELEASE.allows(

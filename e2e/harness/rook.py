@@ -19,6 +19,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from harness.controlplane import ENVIRONMENTAL, REPO
 from harness.images import registry_pull_refusal
 
@@ -72,6 +74,9 @@ RELEASE = RELEASES[ROOK_VERSION]
 # Ceph in the classic image e2e/rook/build-image.sh builds for this release
 CEPH_VERSION = RELEASE.ceph
 ROOK_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CEPH_VERSION}"
+# Ceph 20 makes aes256k cephx keys older clients cannot parse: from there the fio runner is
+# ours on the same Ceph client, built with the Rook image ("" = the default fio image).
+RELEASE_FIO_TAG = f"dev-ceph{CEPH_VERSION}" if int(CEPH_VERSION.split(".")[0]) >= 20 else ""
 BUILD_ROOK = REPO / "e2e" / "build-rook.sh"
 BUILD_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-image.sh"
 # The crimson flavour: Debian sid's 20.2.4 daemons + our crimson-osd as the OSD
@@ -152,6 +157,16 @@ def rook_chart(dest: Path, version: str = ROOK_VERSION) -> Path:
     chart = dest / "rook-ceph"
     shutil.copytree(charts / "rook-ceph", chart)
     shutil.copytree(charts / "library", chart / "charts" / "library")
+    # From v1.20 the chart depends on the ceph-csi-operator chart from a chart repository
+    # (condition csi.installCsiOperator): no CSI runs here (our values turn it off), and
+    # helm refuses a chart whose dependency is missing, so the copy does without it.
+    meta = chart / "Chart.yaml"
+    doc = yaml.safe_load(meta.read_text())
+    deps = [d for d in doc.get("dependencies") or [] if d.get("name") != "ceph-csi-operator"]
+    if deps != (doc.get("dependencies") or []):
+        doc["dependencies"] = deps
+        meta.chmod(0o644)
+        meta.write_text(yaml.safe_dump(doc, sort_keys=False))
     for path in (chart, *chart.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)  # the module cache's files are 0444
     return chart
@@ -231,6 +246,17 @@ def _buildable() -> None:
     cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
     if RELEASE.unbuildable and not (cache / "rook" / ROOK_VERSION / "bin" / "rook").is_file():
         raise RookUnavailable(f"Rook {ROOK_VERSION} cannot be built here: {RELEASE.unbuildable}")
+
+
+def release_fio_archive(timeout: float = 90 * 60) -> Path | None:
+    """Our fio runner on the release's Ceph client (RELEASE_FIO_TAG), built with the Rook
+    image; None where the default fio image does."""
+    if not RELEASE_FIO_TAG:
+        return None
+    archive = rook_image_archive(timeout).parent / f"crimsonbench-fio-{RELEASE_FIO_TAG}.tar"
+    if not archive.is_file():
+        raise RuntimeError(f"{BUILD_ROOK_IMAGE.name} left no {archive}")
+    return archive
 
 
 def rook_binary(timeout: float = 60 * 60) -> Path:

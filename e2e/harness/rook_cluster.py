@@ -57,6 +57,8 @@ from harness.images import ImagesUnavailable, pause_archive
 from harness.netfilter import iptables_rules, remove_kubelet_chains
 from harness.node import POD_NETWORK_DIRS, Node, host_state
 from harness.rook import (
+    CEPH_VERSION,
+    RELEASE,
     REPO,
     ROOK_IMAGE,
     RookUnavailable,
@@ -270,6 +272,7 @@ class RookCluster(RookTeardown):
         doc["metadata"].update(name=self.name, namespace=self.namespace)
         spec = doc["spec"]
         spec["cephVersion"]["image"] = self.image
+        spec["cephVersion"]["allowUnsupported"] = not RELEASE.allows(CEPH_VERSION)
         spec["dataDirHostPath"] = str(self.data_dir)
         spec["storage"]["nodes"] = [
             {"name": NODE_NAME, "devices": [{"name": Path(d).name} for d in self.loops]}

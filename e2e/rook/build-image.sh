@@ -9,6 +9,11 @@
 #   ROOK_VERSION=v1.17.8 CEPH_VERSION=18.2.7 SUITE=trixie   (the defaults)
 #   BASE_ROOTFS=DIR OSD_FLAVOR=crimson ...  a Ceph root as the base instead of debootstrap, and
 #                                    crimson-osd as the OSD daemon (e2e/rook/build-crimson-image.sh)
+#   ROOK_VERSION=v1.20.6 CEPH_VERSION=20.2.4 SUITE=sid ...  another release (the harness
+#                                    passes its one setting: e2e/harness/rook.py RELEASES)
+# With Ceph 20 or newer (or the crimson flavour) it also builds our fio runner on the same
+# Ceph client (images/crimsonbench-fio-dev-ceph<V>.tar): tentacle's aes256k cephx keys
+# cannot be parsed by older clients, such as our default fio image's pacific.
 #
 # Steps (each bounded by a timeout, each skipped when its output is current):
 #   1. e2e/build-rook.sh                          -> the rook binary (cached)
@@ -35,6 +40,9 @@ BASE_ROOTFS=${BASE_ROOTFS:-}
 OSD_FLAVOR=${OSD_FLAVOR:-classic}
 case $OSD_FLAVOR in classic) FLAVOR_TAG= ;; crimson) FLAVOR_TAG=-crimson ;;
   *) echo "OSD_FLAVOR must be classic or crimson, not $OSD_FLAVOR" >&2; exit 2 ;; esac
+# our fio runner on this Ceph's client too (see above)
+WITH_FIO=0
+if [ "$OSD_FLAVOR" = crimson ] || [ "${CEPH_VERSION%%.*}" -ge 20 ]; then WITH_FIO=1; fi
 CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 IMAGES="$CACHE/images"
 WORK="$CACHE/rook"
@@ -98,7 +106,7 @@ BASE_TAR="$WORK/base-$BASE_NAME.tar"
 inputs_digest() {
   # the crimson flavour also builds our fio image: ./Dockerfile and its fio patches count
   local fio_inputs=()
-  [ "$OSD_FLAVOR" = crimson ] && fio_inputs=("$HERE/../../Dockerfile" "$HERE"/../../images/fio/*.patch)
+  [ "$WITH_FIO" = 1 ] && fio_inputs=("$HERE/../../Dockerfile" "$HERE"/../../images/fio/*.patch)
   {
     echo "$ROOK_VERSION $CEPH_VERSION $SUITE $BASE_NAME $OSD_FLAVOR"
     sha256sum "$CONTEXT_SRC"/* "$ROOK_BIN" "$WHEELS/$BCRYPT_WHEEL" "${fio_inputs[@]}" \
@@ -112,7 +120,7 @@ inputs_digest() {
 FIO_ARCHIVE="$IMAGES/crimsonbench-fio-dev-ceph$CEPH_VERSION.tar"
 FIO_IMAGE="localhost/crimsonbench-fio:dev-ceph$CEPH_VERSION"
 if [ "$FORCE" != 1 ] && [ -s "$ARCHIVE" ] && [ "$(cat "$ARCHIVE.inputs" 2>/dev/null)" = "$(inputs_digest)" ] \
-   && { [ "$OSD_FLAVOR" != crimson ] || [ -s "$FIO_ARCHIVE" ]; }; then
+   && { [ "$WITH_FIO" != 1 ] || [ -s "$FIO_ARCHIVE" ]; }; then
   log "archive current: $ARCHIVE"
   echo "$ARCHIVE"
   exit 0
@@ -175,6 +183,9 @@ elif [ "$FORCE" = 1 ] || [ ! -s "$BASE_TAR" ]; then
     debootstrap --variant=minbase "$SUITE" "$rootfs" "$MIRROR"
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   mkdir -p "$rootfs/var/lib/apt/lists/partial"
+  # sid's Release file on a frozen mirror has expired: every apt in images on this base
+  # (ours and ./Dockerfile's fio runner) must not refuse it (harmless for trixie)
+  echo 'Acquire::Check-Valid-Until "false";' >"$rootfs/etc/apt/apt.conf.d/99no-valid-until"
   step "tar rootfs" 300 tar --numeric-owner --xattrs -C "$rootfs" -cf "$BASE_TAR.tmp" .
   mv "$BASE_TAR.tmp" "$BASE_TAR"
   cleanup_rootfs
@@ -204,7 +215,7 @@ step "podman build $IMAGE" 2400 \
     --build-arg "BASE=$BASE_IMAGE" --build-arg "CEPH_VERSION=$CEPH_VERSION" --build-arg "OSD_FLAVOR=$OSD_FLAVOR" \
     -t "$IMAGE" -f "$ctx/Containerfile" "$ctx"
 
-if [ "$OSD_FLAVOR" = crimson ]; then
+if [ "$WITH_FIO" = 1 ]; then
   step "podman build $FIO_IMAGE" 1200 \
     "${PODMAN[@]}" build "${ULIMITS[@]}" --network host --force-rm --layers \
       --build-arg "BASE=$BASE_IMAGE" --target fio -t "$FIO_IMAGE" -f "$HERE/../../Dockerfile" "$HERE/../.."
@@ -241,7 +252,7 @@ if [ "$VERIFY" = 1 ]; then
       [ "$(cat /etc/crimsonbench/osd-flavor)" = crimson ] && crimson-osd --version | grep -F "(crimson)" \
       && ceph-osd --version | grep -vF "(crimson)"'
   fi
-  if [ "$OSD_FLAVOR" = crimson ]; then
+  if [ "$WITH_FIO" = 1 ]; then
     check "fio image: our fio (images/fio/), rbd engine, Ceph $CEPH_VERSION client, uid 167" "${RUN[@]}" "$FIO_IMAGE" sh -c "
       grep -q sk_out_drain_wake /usr/bin/fio \
       && fio --enghelp=rbd | grep -q '^rbdname' && rbd --version | grep -F 'ceph version $CEPH_VERSION' \
@@ -261,7 +272,7 @@ if [ "$FORCE" = 1 ] || [ ! -s "$ARCHIVE" ] || [ "$(cat "$ARCHIVE.id" 2>/dev/null
   mv "$ARCHIVE.tmp" "$ARCHIVE"
   echo "$id" > "$ARCHIVE.id"
 fi
-if [ "$OSD_FLAVOR" = crimson ]; then
+if [ "$WITH_FIO" = 1 ]; then
   rm -f "$FIO_ARCHIVE" "$FIO_ARCHIVE.tmp"
   step "podman save $FIO_IMAGE" 900 "${PODMAN[@]}" save --format docker-archive -o "$FIO_ARCHIVE.tmp" "$FIO_IMAGE"
   mv "$FIO_ARCHIVE.tmp" "$FIO_ARCHIVE"
