@@ -50,9 +50,9 @@ from crimsonbench.manifests.fio import (  # noqa: E402
 )
 from crimsonbench.manifests.pods import PodOptions  # noqa: E402
 from crimsonbench.manifests.results import read_results_configmaps  # noqa: E402
+from crimsonbench.manifests.targets import kube_target  # noqa: E402
 from crimsonbench.plan.build import build_plan  # noqa: E402
 from crimsonbench.plan.hosts import ClusterLayout  # noqa: E402
-from crimsonbench.plan.target import kube_target  # noqa: E402
 from crimsonbench.plan.types import RunPlan  # noqa: E402
 from crimsonbench.results.fio_json import combine, parse_fio_json  # noqa: E402
 from crimsonbench.spec.models import validate_spec  # noqa: E402

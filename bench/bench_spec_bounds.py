@@ -109,15 +109,16 @@ def child(path: str) -> None:
     import resource
 
     import crimsonbench.controller.main  # noqa: F401  (kopf, kubernetes: the operator)
-    from crimsonbench.controller import stages
+    from crimsonbench.controller.plan_cache import PLANS_KEPT, PlanCache
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    for i in range(stages._PLANS_KEPT):  # 16 runs of this shape, through the real cache
-        stages.remember_plan((str(i),), plan_file(Path(path))[0])
-    plan = next(reversed(stages._PLANS.values()))
+    cache = PlanCache()  # as the operator keeps it (in kopf's memo)
+    for i in range(PLANS_KEPT):  # 16 runs of this shape, through the real cache
+        cache.remember((str(i),), plan_file(Path(path))[0])
+    plan = next(reversed(cache.plans.values()))
     files = client_job_files(plan, plan.steps[0])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"base_mib": base, "peak_mib": peak, "cached": len(stages._PLANS),
+    print(json.dumps({"base_mib": base, "peak_mib": peak, "cached": len(cache.plans),
                       "files_bytes": sum(len(t) for t in files.values())}))  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """Shape rules import-linter cannot express: no module uses another module's private
-names, and no module of the package grows past ~400 lines (split by what it builds); and
-import-linter's own contracts shown to bite on a planted import."""
+names, no module of the package grows past ~400 lines (split by what it builds), nothing
+reads settings or the environment when it is imported; and import-linter's own contracts
+shown to bite on a planted import, each of them."""
 
 from __future__ import annotations
 
@@ -43,6 +44,39 @@ def test_the_check_finds_a_planted_private_import(tmp_path: Path) -> None:
     assert private_imports(planted) == ["crimsonbench.plan.ceph_options._NAMES"]
 
 
+def reads_at_import(path: Path) -> list[str]:
+    """Calls at a module's top level (class bodies too: they run at import) that read
+    settings or the environment: Settings(...), os.environ / os.getenv."""
+    found = []
+    body = list(ast.parse(path.read_text()).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if isinstance(node, ast.ClassDef):
+            body += node.body
+            continue
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and getattr(sub.func, "id", "") == "Settings":
+                found.append(f"line {sub.lineno}: Settings()")
+            if isinstance(sub, ast.Attribute) and sub.attr in ("environ", "getenv"):
+                found.append(f"line {sub.lineno}: os.{sub.attr}")
+    return found
+
+
+def test_nothing_reads_settings_or_the_environment_at_import() -> None:
+    offenders = {str(p.relative_to(PACKAGE)): reads_at_import(p) for p in modules()}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_import_time_check_finds_a_planted_read(tmp_path: Path) -> None:
+    planted = tmp_path / "m.py"
+    planted.write_text("import os\nTICK = Settings().tick_seconds\n"
+                       "class A:\n    home = os.environ['HOME']\n"
+                       "def fine():\n    return Settings()\n")  # fmt: skip
+    assert sorted(reads_at_import(planted)) == ["line 2: Settings()", "line 4: os.environ"]
+
+
 def test_no_module_is_over_the_size_limit() -> None:
     sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in modules()}
     assert {k: n for k, n in sizes.items() if n > MAX_LINES} == {}
@@ -65,10 +99,24 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
         ("plan/cpu.py", "import crimsonbench.controller.kube", "The pure core does no I/O"),
         # results importing a report (a higher layer)
         ("results/types.py", "import crimsonbench.reports.tables", "Data flows one way"),
-        # the Rook logic importing kopf
+        # kopf anywhere but the wiring (protected: not an allow-list of modules)
         ("controller/osd_restarts.py", "import kopf", "Only the operator's wiring knows kopf"),
+        ("metrics.py", "import kopf", "Only the operator's wiring knows kopf"),
+        # the wiring imported by the stages (kopf would reach them through it)
+        ("controller/stages.py", "import crimsonbench.controller.main",
+         "Nothing imports the operator's wiring"),
+        # a decision reading the clock, or the API client
+        ("controller/step_decide.py", "import time", "The operator's decisions are pure"),
+        ("controller/rollout.py", "import crimsonbench.controller.kube",
+         "The operator's decisions are pure"),
+        # the I/O layer taking its types from a decision module
+        ("controller/kube.py", "import crimsonbench.controller.rollout",
+         "The I/O layer returns observed types"),
+        # the pure planner reaching the operator's targets (namespaces, RBAC)
+        ("plan/build.py", "import crimsonbench.manifests.targets",
+         "The pure planner knows nothing of the operator"),
     ],
-)
+)  # fmt: skip
 def test_the_contracts_catch_a_planted_import(
     tmp_path: Path, module: str, planted: str, contract: str
 ) -> None:

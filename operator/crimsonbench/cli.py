@@ -384,19 +384,12 @@ def run_operator(
     the image runs `kopf run -m crimsonbench.controller.main`)."""
     with _guard():
         try:
-            import kopf
-
-            import crimsonbench.controller.main  # noqa: F401  (registers the handlers)
+            from crimsonbench.controller.main import run_here  # registers the handlers
         except ImportError as exc:
             raise BadInput(
                 f"the operator needs {exc.name}: pip install 'crimsonbench[operator]'"
             ) from exc
-    kopf.run(
-        clusterwide=not namespace,
-        namespaces=namespace,
-        liveness_endpoint=liveness,
-        standalone=True,
-    )
+    run_here(namespace, liveness)
 
 
 if __name__ == "__main__":

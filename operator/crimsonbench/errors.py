@@ -8,7 +8,15 @@ from __future__ import annotations
 
 
 class CrimsonBenchError(Exception):
-    """Base of all errors this package raises on purpose."""
+    """Base of all errors this package raises on purpose. Equal when of the same type and
+    message: the operator's pure decisions return NotReady and ExecutionError among their
+    actions (an exception is a value too) for its shell to raise, and tests compare them."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and self.args == getattr(other, "args", None)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.args))
 
 
 class InvalidSpec(CrimsonBenchError):
@@ -25,7 +33,8 @@ class InvalidSpec(CrimsonBenchError):
 
 
 class NotReady(CrimsonBenchError):
-    """A dependency is not ready yet; retrying later may help."""
+    """Not yet: a dependency is not ready; retrying later may help. The one way the
+    operator says "not yet": its I/O shell raises it, its pure decisions return it."""
 
 
 class ParseError(CrimsonBenchError):

@@ -20,7 +20,7 @@ from chartlib import FULL_VALUES, ROOT, Render, run_helm
 
 from crimsonbench.controller.settings import Settings
 from crimsonbench.manifests.rbac import operator_rbac
-from crimsonbench.plan.target import RookGrant, TargetPolicy
+from crimsonbench.manifests.targets import RookGrant, TargetPolicy
 
 OUR_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
              "Service", "Deployment", "ValidatingAdmissionPolicy",

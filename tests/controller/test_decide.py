@@ -1,5 +1,5 @@
-"""The operator's decisions, without a cluster: which OSDs and client nodes a run uses,
-preflight against what a real cluster says of itself, rollout, fio servers, steps."""
+"""The operator's decisions before anything is touched, without a cluster: which OSDs and
+client nodes a run uses, preflight against what a real cluster says of itself."""
 
 from __future__ import annotations
 
@@ -8,22 +8,14 @@ from typing import Any
 
 import pytest
 
-from crimsonbench.controller import decide
 from crimsonbench.controller.decide import (
     ClusterFacts,
-    NodeInfo,
-    OsdPod,
-    PodState,
-    Progress,
-    expected_jobs,
     preflight,
-    rollout,
     select_client_nodes,
     select_osds,
-    server_addresses,
 )
+from crimsonbench.controller.observed import NodeInfo, OsdPod
 from crimsonbench.errors import ExecutionError, InvalidSpec
-from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
@@ -197,117 +189,3 @@ def test_the_option_names_come_from_the_mons_and_pacific_has_no_cpu_set() -> Non
     )
     with pytest.raises(InvalidSpec, match="know no crimson CPU-set option"):
         preflight(spec(flavor="crimson", objectStore="bluestore"), crimson_facts, {0: "vm"})
-
-
-# ---------------------------------------------------------------- rollout
-
-
-def _plan(**client: Any) -> Any:
-    s = validate_spec(
-        {
-            "target": {"rook": {"clusterName": "c"}},
-            "osd": {"flavor": "classic", "count": 2, "cpuSet": "0-3"},
-            "client": {"cpuSet": "8-11", **client},
-        }
-    )
-    nodes = client.get("nodes") or [client["node"]]
-    layout = ClusterLayout({n: ADJ for n in {"a", "b", *nodes}}, {0: "a", 1: "b"}, tuple(nodes))
-    return build_plan("r", s, layout)
-
-
-def test_rollout_waits_for_rook_then_every_osd_with_the_planned_limits() -> None:
-    plan = _plan(node="a")
-    want = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
-    ready = {"observedGeneration": 3, "phase": "Ready"}
-    old = [OsdPod(0, "a", True, "1", "1Gi"), OsdPod(1, "b", True, "1", "1Gi")]
-    new = [OsdPod(0, "a", True, *want), OsdPod(1, "b", True, *want)]
-    assert not rollout(plan, {0: "a", 1: "b"}, new, {"observedGeneration": 2}, 3).done
-    assert "not rolled out" in rollout(plan, {0: "a", 1: "b"}, old, ready, 3).message
-    starting = [OsdPod(0, "a", False, *want), new[1]]
-    assert "not Ready" in rollout(plan, {0: "a", 1: "b"}, starting, ready, 3).message
-    assert rollout(plan, {0: "a", 1: "b"}, new, ready, 3) == Progress(
-        True, "2 OSDs Ready with the planned resources"
-    )
-
-
-def test_an_osd_that_moved_fails_the_run() -> None:
-    plan = _plan(node="a")
-    want = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
-    moved = [OsdPod(0, "a", True, *want), OsdPod(1, "a", True, *want)]
-    with pytest.raises(ExecutionError, match="osd.1 moved from node b to a"):
-        rollout(plan, {0: "a", 1: "b"}, moved, {"observedGeneration": 1, "phase": "Ready"}, 1)
-
-
-# ---------------------------------------------------------------- fio servers and steps
-
-
-def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
-    plan = _plan(nodes=["a", "c"])
-    up = {"a": PodState("Running", True, "10.0.0.1", "a"), "c": PodState("Pending")}
-    waiting = server_addresses(plan, up, 8765)
-    assert isinstance(waiting, Progress) and "c (Pending)" in waiting.message
-    up["c"] = PodState("Running", True, "10.0.0.3", "c")
-    assert server_addresses(plan, up, 8765) == {"a": "10.0.0.1:8765", "c": "10.0.0.3:8765"}
-    up["c"] = PodState("Failed", reason="Evicted")
-    with pytest.raises(ExecutionError, match="fio server of c ended"):
-        server_addresses(plan, up, 8765)
-
-
-def test_expected_job_counts() -> None:
-    plan = _plan(nodes=["a", "c"])
-    # the default 32 images over two clients, one job per image
-    assert expected_jobs(plan) == {"a": 16, "c": 16}
-
-
-# ---------------------------------------------------------------- OSDs at rest, restarts
-
-
-def _pod(osd: int, **kw: object) -> decide.OsdPod:
-    base: dict[str, object] = {"osd_id": osd, "node": "n1", "ready": True, "uid": f"u{osd}"}
-    return decide.OsdPod(**{**base, **kw})  # type: ignore[arg-type]
-
-
-def test_osds_at_rest_names_the_first_osd_that_is_not() -> None:
-    assert decide.osds_at_rest([0, 1], [_pod(0), _pod(1)]) == ""
-    going = [_pod(0), _pod(1, terminating=True), _pod(1, uid="new", ready=False)]
-    assert decide.osds_at_rest([0, 1], going) == "osd.1 has 1 running and 1 terminating pods"
-    assert decide.osds_at_rest([0, 1], [_pod(0), _pod(1, ready=False)]) == "osd.1 is not Ready"
-    assert decide.osds_at_rest([2], [_pod(0)]) == "osd.2 has 0 running and 0 terminating pods"
-
-
-def test_a_restart_during_a_step_is_a_disturbance() -> None:
-    pods = [_pod(0), _pod(1)]
-    before = decide.osd_incarnations([0, 1], pods)
-    assert decide.osd_disturbance(before, pods) == ""
-    restarted = [_pod(0, restarts=1), _pod(1)]  # same pod, its container restarted
-    assert "osd.0 restarted during the step" in decide.osd_disturbance(before, restarted)
-    replaced = [_pod(0), _pod(1, uid="u1-new")]  # a new pod
-    assert "osd.1 restarted during the step" in decide.osd_disturbance(before, replaced)
-    assert "osd.1 has no pod" in decide.osd_disturbance(before, [_pod(0)])
-
-
-def test_osds_running_with_compares_quantities_not_strings() -> None:
-    pods = [_pod(0, cpu_limit="2", memory_limit="4Gi"), _pod(1, cpu_limit="2000m",
-                                                             memory_limit="4096Mi")]  # fmt: skip
-    assert decide.osds_running_with([0, 1], pods, ("2", "4Gi")).done
-    late = decide.osds_running_with([0, 1], pods, ("3", "4Gi"))
-    assert not late.done and "osd.0 still has limits cpu=2" in late.message
-    none = decide.osds_running_with([0], [_pod(0)], (None, None))  # the original had none
-    assert none.done
-
-
-@pytest.mark.parametrize(
-    ("state", "started", "now", "wait"),
-    [
-        ("running", 100.0, 101.0, 0.0),  # 13 s left of 14: the next tick polls again
-        ("running", 100.0, 112.5, 1.5 + decide.WAIT_MARGIN_S),  # ends before the next tick
-        ("running", 100.0, 120.0, decide.WAIT_MARGIN_S),  # overdue: fio is ending
-        ("running", 0.0, 120.0, 0.0),  # started not yet written
-        ("missing", 0.0, 120.0, 0.0),
-    ],
-)
-def test_a_tick_waits_in_the_driver_only_for_a_step_about_to_end(
-    state: str, started: float, now: float, wait: float
-) -> None:
-    report = StepReport(state, now, started)
-    assert decide.wait_for_step_end(report, expected_s=14, tick_s=2) == pytest.approx(wait)

@@ -9,14 +9,10 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from crimsonbench.controller.decide import OsdPod
+from crimsonbench.controller.observed import OsdPod
 from crimsonbench.controller.restore_steps import (
-    CONFIG_CLEANED,
-    CONFIG_RESTORED,
     ORIGINAL_DIGEST,
-    OSDS_RESTARTED,
     PATCHED_BY,
-    RESTORE_STARTED,
     CleanConfig,
     Condition,
     Mark,
@@ -25,13 +21,14 @@ from crimsonbench.controller.restore_steps import (
     Release,
     RestartOsds,
     RestoreView,
-    Wait,
     digest,
     foreign_patch,
     next_actions,
     trusted_original,
 )
+from crimsonbench.errors import NotReady
 from crimsonbench.manifests.cephcluster import apply_merge_patch
+from crimsonbench.spec.status import OsdsRestarted, RestoreMarks
 
 NOW = 1_800_000_000.0
 ORIGINAL: dict[str, Any] = {
@@ -58,7 +55,7 @@ ROLLED_BACK = (osd(0, "a"), osd(1, "b"))
 
 
 def view(**kw: Any) -> RestoreView:
-    base: dict[str, Any] = dict(original=ORIGINAL, cluster_spec=ORIGINAL, marks={},
+    base: dict[str, Any] = dict(original=ORIGINAL, cluster_spec=ORIGINAL, marks=RestoreMarks(),
                                 placement=[0], pods=ROLLED_BACK, now=NOW, timeout_s=600,
                                 crimson=False)  # fmt: skip
     return RestoreView(**{**base, **kw})
@@ -70,18 +67,18 @@ def test_first_tick_puts_the_spec_back_exactly_and_waits_for_rook() -> None:
     patch = actions[0]
     assert isinstance(patch, PatchSpec)
     assert apply_merge_patch(PATCHED, patch.patch) == ORIGINAL  # byte for byte, keys removed
-    assert actions[1] == Mark(RESTORE_STARTED, f"{NOW}")
-    assert actions[2] == Condition("RolledBack", False, "RollingBack", actions[3].message)
-    assert isinstance(actions[3], Wait) and "osd.0 still has limits cpu=2" in actions[3].message
+    assert actions[1] == Mark(RestoreMarks(started=NOW))
+    assert actions[2] == Condition("RolledBack", False, "RollingBack", str(actions[3]))
+    assert isinstance(actions[3], NotReady) and "osd.0 still has limits cpu=2" in str(actions[3])
     assert len(actions) == 4  # no `config rm` while Rook could still apply the run's keys
 
 
 def test_config_rm_only_once_every_osd_runs_the_original_again() -> None:
-    started = {RESTORE_STARTED: f"{NOW - 42}"}
+    started = RestoreMarks(started=NOW - 42)
     # osd.1 is not the run's, but Rook sizes all OSDs alike: it is waited for too
     half = (osd(0, "a"), osd(1, "b", cpu="2", mem="4Gi"))
     waiting = next_actions(view(marks=started, pods=half))
-    assert isinstance(waiting[-1], Wait) and "osd.1" in waiting[-1].message
+    assert isinstance(waiting[-1], NotReady) and "osd.1" in str(waiting[-1])
     assert not any(isinstance(a, CleanConfig) for a in waiting)
     back = next_actions(view(marks=started))
     assert back == [
@@ -97,34 +94,36 @@ def test_config_rm_only_once_every_osd_runs_the_original_again() -> None:
 
 def test_a_rollback_rook_never_finishes_is_given_up_and_the_config_cleaned_anyway() -> None:
     stuck = (osd(0, "a", ready=False), osd(1, "b"))
-    late = next_actions(view(marks={RESTORE_STARTED: f"{NOW - 601}"}, pods=stuck))
+    late = next_actions(view(marks=RestoreMarks(started=NOW - 601), pods=stuck))
     assert late[0].reason == "RollbackTimeout"  # type: ignore[union-attr]
     assert "gave up waiting" in late[0].message  # type: ignore[union-attr]
     assert late[-1] == CleanConfig()
 
 
 def test_after_config_rm_a_classic_restore_is_over_with_its_outcome() -> None:
-    marks = {RESTORE_STARTED: f"{NOW - 60}", CONFIG_CLEANED: "failed: ceph config rm osd.0 x"}
+    marks = RestoreMarks(started=NOW - 60, config_cleaned="failed: ceph config rm osd.0 x")
     # the spec and the rollback are not looked at again once `config rm` ran
     actions = next_actions(view(marks=marks, cluster_spec=PATCHED))
-    assert actions == [Mark(CONFIG_RESTORED, "failed: ceph config rm osd.0 x"), Release()]
+    over = marks.model_copy(update={"over": "failed: ceph config rm osd.0 x"})
+    assert actions == [Mark(over), Release()]
 
 
 def test_crimson_osds_restart_after_config_rm_then_the_restore_is_over() -> None:
-    marks: dict[str, str] = {RESTORE_STARTED: f"{NOW - 60}", CONFIG_CLEANED: "done"}
+    marks = RestoreMarks(started=NOW - 60, config_cleaned="done")
     first = next_actions(view(marks=marks, crimson=True))
     restart, record, wait = first[-3:]
     # only the planned OSD restarts; osd.1 is not the run's
     assert restart == RestartOsds((osd(0, "a"),), "after the restore, so it runs without "
                                   "the run's layout")  # fmt: skip
-    assert record == Mark(OSDS_RESTARTED, json.dumps({"since": NOW, "uids": ["a"]}))
-    assert isinstance(wait, Wait) and "restarting osd.0" in wait.message
-    marks[OSDS_RESTARTED] = record.value  # type: ignore[union-attr]
+    restarted = OsdsRestarted(since=NOW, uids=["a"])
+    assert record == Mark(marks.model_copy(update={"osds_restarted": restarted}))
+    assert isinstance(wait, NotReady) and "restarting osd.0" in str(wait)
+    marks = record.marks  # type: ignore[union-attr]
     # the old pod going away: never deleted twice, waited for
     going = (osd(0, "a", terminating=True), osd(1, "b"))
     again = next_actions(view(marks=marks, crimson=True, pods=going, now=NOW + 5))
     assert not any(isinstance(a, RestartOsds) for a in again)
-    assert again[-1] == Wait("waiting 5 s for osd.0 to restart")
+    assert again[-1] == NotReady("waiting 5 s for osd.0 to restart")
     # Rook's next pod, Ready: over
     fresh = (osd(0, "c"), osd(1, "b"))
     done = next_actions(view(marks=marks, crimson=True, pods=fresh, now=NOW + 30))
@@ -135,23 +134,24 @@ def test_crimson_osds_restart_after_config_rm_then_the_restore_is_over() -> None
             "CrimsonOsdsRestarted",
             "osd.0 restarted without the run's reactor layout after 30 s",
         ),  # fmt: skip
-        Mark(CONFIG_RESTORED, "done"),
+        Mark(marks.model_copy(update={"over": "done"})),
         Release(),
     ]
     # a next pod that never turns Ready: given up after the timeout, said so, and over
     never = (osd(0, "c", ready=False), osd(1, "b"))
     late = next_actions(view(marks=marks, crimson=True, pods=never, now=NOW + 601))
     assert late[-3].reason == "RestartTimeout"  # type: ignore[union-attr]
-    assert late[-2:] == [Mark(CONFIG_RESTORED, "done"), Release()]
+    assert late[-2:] == [Mark(marks.model_copy(update={"over": "done"})), Release()]
 
 
 def test_nothing_is_done_twice_or_without_a_record() -> None:
     assert next_actions(view(original=None)) == []  # never patched
     # the CephCluster was deleted, or the restore is over: only the saved copy goes
     assert next_actions(view(cluster_spec=None)) == [Release()]
-    assert next_actions(view(marks={CONFIG_RESTORED: "done"}, cluster_spec=PATCHED)) == [Release()]
+    over = RestoreMarks(over="done")
+    assert next_actions(view(marks=over, cluster_spec=PATCHED)) == [Release()]
     # a spec someone put back already is not patched again; the start is not re-recorded
-    marks = {RESTORE_STARTED: f"{NOW - 1}"}
+    marks = RestoreMarks(started=NOW - 1)
     assert not any(isinstance(a, (PatchSpec, Mark)) for a in next_actions(view(marks=marks)))
 
 
@@ -165,23 +165,24 @@ def test_a_restarted_operator_resumes_from_the_marks_alone() -> None:
         applied += actions
         if Release() in actions:
             break
-        marks = dict(seen.marks)
+        marks = seen.marks
         for a in actions:
             if isinstance(a, Mark):
-                marks[a.key] = a.value
+                marks = a.marks
             elif isinstance(a, PatchSpec):
                 seen = replace(seen, cluster_spec=apply_merge_patch(seen.cluster_spec, a.patch))
             elif isinstance(a, CleanConfig):
-                marks[CONFIG_CLEANED] = "done"
+                marks = marks.model_copy(update={"config_cleaned": "done"})
             elif isinstance(a, RestartOsds):  # Rook's next pod for each, Ready
                 gone = {p.uid for p in a.pods}
                 pods = [replace(p, uid=p.uid + "-next") if p.uid in gone else p for p in seen.pods]
                 seen = replace(seen, pods=tuple(pods))
         seen = replace(seen, marks=marks, now=seen.now + 10)
     kinds = [type(a).__name__ for a in applied if not isinstance(a, Condition)]
-    assert kinds == ["PatchSpec", "Mark", "CleanConfig", "RestartOsds", "Mark", "Wait", "Mark",
-                     "Release"]  # fmt: skip
-    assert Mark(CONFIG_RESTORED, "done") in applied  # recorded before the copy goes
+    assert kinds == ["PatchSpec", "Mark", "CleanConfig", "RestartOsds", "Mark", "NotReady",
+                     "Mark", "Release"]  # fmt: skip
+    over = [a for a in applied if isinstance(a, Mark) and a.marks.over]
+    assert over and over[0].marks.over == "done"  # recorded before the copy goes
 
 
 # ---------------------------------------------------------------- whose word is taken

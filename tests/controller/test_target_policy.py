@@ -12,7 +12,7 @@ import yaml
 from pydantic import ValidationError
 
 from crimsonbench.controller.settings import Settings
-from crimsonbench.plan.target import (
+from crimsonbench.manifests.targets import (
     DEFAULT_ROOK_TARGETS,
     RookGrant,
     TargetPolicy,

@@ -4,7 +4,6 @@ harness's pods are all processes of this machine. Independent of the product: it
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -71,10 +70,8 @@ def expected_runs(run: Mapping[str, Any], steps: Sequence[str]) -> dict[str, int
     """fio clients each step should have run: once, plus once per retry the run recorded.
     A retry is only legitimate for an OSD that restarted or went down during the step (a
     loaded machine can fail an OSD's liveness probe): any other reason fails here."""
-    from crimsonbench.controller.fio_stage import STEP_RETRIES  # the run's own record
-
-    annotations = (run.get("metadata") or {}).get("annotations") or {}
-    retries: dict[str, list[str]] = json.loads(annotations.get(STEP_RETRIES) or "{}")
+    record = ((run.get("status") or {}).get("record")) or {}  # what the operator remembers
+    retries: dict[str, list[str]] = record.get("stepRetries") or {}
     for step, reasons in retries.items():
         assert step in steps and all(r.startswith("osd.") for r in reasons), (step, reasons)
     return {"prefill": 1, **{s: 1 + len(retries.get(s, [])) for s in steps}}

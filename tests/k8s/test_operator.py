@@ -240,6 +240,29 @@ def status_of(api: Any, name: str, namespace: str = RUN_NS) -> dict[str, Any]:
     return dict(get_run(api, name, namespace).get("status") or {})
 
 
+def ctx_of(
+    name: str, spec: Any, api: Any, settings: Any, status: dict[str, Any] | None = None,
+    uid: str = "uid-1", annotations: dict[str, str] | None = None,
+) -> Any:  # fmt: skip
+    """A tick's context, as the operator makes it from the run's status and annotations."""
+    import logging
+
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.record import RunRecord
+    from crimsonbench.controller.run_context import RunContext
+
+    record = RunRecord.load(status or {}, annotations)
+    return RunContext(name, RUN_NS, uid, spec, record, Kube(api), settings,
+                      logging.getLogger("t"))  # fmt: skip
+
+
+def carried(status: dict[str, Any], ctx: Any) -> dict[str, Any]:
+    """The status after a tick's patch, as the API server would hold it."""
+    from crimsonbench.manifests.cephcluster import apply_merge_patch
+
+    return apply_merge_patch(status, ctx.record.status_patch())
+
+
 def jobs_of(api: Any, run: str) -> list[str]:
     batch = kubernetes.client.BatchV1Api(api)
     selector = f"{G}/run={run}"
@@ -352,6 +375,50 @@ def _gone(api: Any, name: str, namespace: str = RUN_NS) -> bool:
     except ApiException as exc:
         return exc.status == 404
     return False
+
+
+def test_a_run_an_older_operator_started_resumes_with_its_record_moved_in(
+    admin: Any, cephcluster: dict[str, Any], operator: Callable[[], KopfRunner]
+) -> None:
+    """The operator upgraded mid-sweep: the run's status and annotations in the shape the
+    previous version left them (no status.record; step retries and a wait's start on
+    annotations, rolloutSince in status). The new operator goes on where it was (the
+    steps: no facts Job, no patch again, its fio servers asked for), moves what the old
+    one kept elsewhere into the record, then removes the old annotations."""
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    original = json.dumps(cephcluster["spec"], sort_keys=True)
+    retries = {"003-randread4k-qd004-r1": ["osd.0 restarted during the step"]}
+    old = {f"{G}/step-retries": json.dumps(retries), f"{G}/pool-wait-since": "1700000000.5"}
+    body = run_body("legacy")
+    body["metadata"]["annotations"] = old
+    custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", body)
+    left = {"phase": "Running", "stage": "steps", "startedAt": "2026-11-25T10:00:00Z",
+            "clientNodes": [NODE], "osdPlacement": {"0": NODE}, "optionFamily": "legacy",
+            "stepsTotal": 2, "progress": "0/2", "patchedGeneration": 1,
+            "rolloutSince": 1700000000.0, "prefilled": True,
+            # no images: their removal Job at the delete would wait for a kubelet here
+            "imagesCreated": False}  # fmt: skip
+    custom.patch_namespaced_custom_object_status(G, V, RUN_NS, "benchmarkruns", "legacy",
+                                                 {"status": left})  # fmt: skip
+    with operator() as runner:
+        st = wait_for("the record", lambda: "record" in status_of(admin, "legacy") and
+                      "fio servers" in status_of(admin, "legacy").get("message", "") and
+                      status_of(admin, "legacy"))  # fmt: skip
+        wait_for("the old annotations gone", lambda: not set(old) & set(
+            get_run(admin, "legacy")["metadata"].get("annotations") or {}))  # fmt: skip
+    assert runner.exit_code == 0, runner.output
+    record = st["record"]
+    assert record["stepRetries"] == retries
+    assert record["waits"] == {"pool": 1700000000.5, "rollout": 1700000000.0}
+    assert record["stepKeys"] == "position"  # its driver holds the steps by position
+    assert "rolloutSince" not in st and st["stage"] == "steps" and st["phase"] == "Running"
+    assert "waiting for fio servers: node-a" in st["message"]
+    assert jobs_of(admin, "legacy") == ["legacy-fio-server-node-a"]  # nothing done again
+    assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == original
+    with operator():
+        custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "legacy")
+        wait_for("run gone", lambda: _gone(admin, "legacy"))
+    assert jobs_of(admin, "legacy") == []
 
 
 def test_second_run_waits_for_the_first(
@@ -549,11 +616,7 @@ def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
 ) -> None:
     """Rook retries a failed CephBlockPool for ever (seen in kind: `rbd pool init` stuck
     behind an OSD's slow ops): the run waits, saying so, then fails (and restores)."""
-    import logging
-
     from crimsonbench.controller import rook_pool
-    from crimsonbench.controller.kube import Kube
-    from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import ExecutionError, NotReady
     from crimsonbench.manifests.rook_objects import cephblockpool
@@ -569,22 +632,21 @@ def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
     custom = kubernetes.client.CustomObjectsApi(admin)
     name = cephblockpool("poolfail", plan.pool)["metadata"]["name"]
 
-    def ctx(annotations: dict[str, str]) -> RunContext:
-        return RunContext("poolfail", RUN_NS, "uid-1", spec, {}, Kube(admin),
-                          Settings(rollout_timeout_seconds=60), logging.getLogger("t"),
-                          annotations=annotations)  # fmt: skip
+    def ctx(status: dict[str, Any]) -> Any:
+        return ctx_of("poolfail", spec, admin, Settings(rollout_timeout_seconds=60), status)
 
     first = ctx({})
     with pytest.raises(NotReady, match="waiting 0 s for Rook to create pool"):
         rook_pool.ensure_pool(first, plan)  # creates the CephBlockPool, as Rook's input
-    since = float(first.annotation_changes[rook_pool.POOL_WAIT_SINCE])
+    status = carried({}, first)  # the wait's start, in the run's record
+    since = status["record"]["waits"]["pool"]
     custom.patch_namespaced_custom_object_status(
         "ceph.rook.io", "v1", ROOK_NS, "cephblockpools", name, {"status": {"phase": "Failure"}}
     )
     try:
         with pytest.raises(NotReady, match="phase Failure"):
-            rook_pool.ensure_pool(ctx({rook_pool.POOL_WAIT_SINCE: str(since)}), plan)
-        late = ctx({rook_pool.POOL_WAIT_SINCE: str(since - 61)})
+            rook_pool.ensure_pool(ctx(status), plan)
+        late = ctx({"record": {"waits": {"pool": since - 61}}})
         with pytest.raises(ExecutionError, match="gave up .rolloutTimeoutSeconds.*ceph health"):
             rook_pool.ensure_pool(late, plan)
     finally:
@@ -598,15 +660,10 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
     """Rook retries a CephBlockPool it cannot delete for ever (seen on the real node: its
     image listing stuck behind an OSD's delayed op): cleanup waits, saying so, then gives
     up naming what is left, so the run ends and the cluster's lease is released. The wait's
-    start is kept on the run's record (the delete handler writes no status)."""
-    import logging
-
+    start is kept in the run's record (the delete handler writes it too)."""
     from crimsonbench.controller import rook_pool
-    from crimsonbench.controller.kube import Kube
-    from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import NotReady
-    from crimsonbench.manifests.results import run_configmap_name
     from crimsonbench.manifests.rook_objects import cephblockpool
     from crimsonbench.plan.build import build_plan
     from crimsonbench.plan.hosts import ClusterLayout
@@ -618,39 +675,35 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
     plan = build_plan("poolstuck", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
                       option_family="legacy")  # fmt: skip
     custom = kubernetes.client.CustomObjectsApi(admin)
-    core = kubernetes.client.CoreV1Api(admin)
     pool = cephblockpool("poolstuck", plan.pool, namespace=ROOK_NS)
     pool["metadata"]["finalizers"] = ["test.crimsonbench/rook-cannot-delete"]  # Rook's stand-in
     name = pool["metadata"]["name"]
     custom.create_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephblockpools", pool)
-    record = run_configmap_name("poolstuck")
-    core.create_namespaced_config_map(RUN_NS, {"metadata": {"name": record}})
 
-    def ctx() -> RunContext:
-        return RunContext("poolstuck", RUN_NS, "uid-1", spec, {}, Kube(admin),
-                          Settings(rollout_timeout_seconds=60), logging.getLogger("t"))  # fmt: skip
+    def ctx(status: dict[str, Any]) -> Any:
+        return ctx_of("poolstuck", spec, admin, Settings(rollout_timeout_seconds=60), status)
 
     try:
+        first = ctx({})
         with pytest.raises(NotReady, match=f"waiting 0 s for Rook to remove cephblockpools/{name}"):
-            rook_pool.remove_pool_and_user(ctx(), plan)
+            rook_pool.remove_pool_and_user(first, plan)
         got = custom.get_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS,
                                                   "cephblockpools", name)  # fmt: skip
         assert got["metadata"].get("deletionTimestamp"), "the run did not delete its pool"
-        marks = core.read_namespaced_config_map(record, RUN_NS).metadata.annotations
-        since = float(marks[rook_pool.REMOVAL_WAIT_SINCE])
+        status = carried({}, first)
+        since = status["record"]["waits"]["removal"]
+        again = ctx(status)
         with pytest.raises(NotReady, match="for Rook to remove"):
-            rook_pool.remove_pool_and_user(ctx(), plan)  # a later tick: still waiting
-        core.patch_namespaced_config_map(record, RUN_NS, {"metadata": {"annotations": {
-            rook_pool.REMOVAL_WAIT_SINCE: f"{since - 61:.1f}"}}})  # fmt: skip
-        late = ctx()
+            rook_pool.remove_pool_and_user(again, plan)  # a later tick: still waiting
+        assert again.record.status_patch() == {}  # the wait's start is not moved
+        late = ctx({"record": {"waits": {"removal": since - 61}}})
         rook_pool.remove_pool_and_user(late, plan)  # gives up: returns, cleanup goes on
-        (cond,) = [c for c in late.changes["conditions"] if c["type"] == "RookObjectsRemoved"]
-        assert cond["status"] == "False" and cond["reason"] == "RemovalTimeout", cond
-        assert f"cephblockpools/{name}" in cond["message"] and "ceph health" in cond["message"]
+        cond = late.record.conditions()["RookObjectsRemoved"]
+        assert cond.status == "False" and cond.reason == "RemovalTimeout", cond
+        assert f"cephblockpools/{name}" in cond.message and "ceph health" in cond.message
     finally:
         custom.patch_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephblockpools",
                                               name, {"metadata": {"finalizers": None}})  # fmt: skip
-        core.delete_namespaced_config_map(record, RUN_NS)
 
 
 def test_crimson_osds_restart_after_the_restore(
@@ -662,22 +715,11 @@ def test_crimson_osds_restart_after_the_restore(
     `config rm` (seen on kind: osd.0 kept the run's CPU): the restore deletes the planned
     OSD's pod, under the operator's own RBAC, waits for Rook's next one to be Ready, and
     only then records the restore as over (the run's marks leave the CephCluster, the saved
-    original goes). Driven through rook.restore_cluster from the point its record says it
-    reached (spec back, `config rm` done)."""
-    import logging
-
+    original goes). Driven through restore.restore_cluster from the point the run's record
+    says it reached (spec back, `config rm` done), each tick's record carried to the next."""
     from crimsonbench.controller import rook
-    from crimsonbench.controller.kube import Kube
-    from crimsonbench.controller.restore_steps import (
-        CONFIG_CLEANED,
-        CONFIG_RESTORED,
-        ORIGINAL_DIGEST,
-        OSDS_RESTARTED,
-        PATCHED_BY,
-        RESTORE_STARTED,
-        digest,
-    )
-    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.restore import restore_cluster
+    from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY, digest
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import NotReady
     from crimsonbench.spec.models import validate_spec
@@ -688,13 +730,12 @@ def test_crimson_osds_restart_after_the_restore(
     record = "crimsonbench-original-uid-1"  # in the operator's namespace, by the run's uid
     text = json.dumps(cephcluster["spec"])
 
-    def saved_as(marks: dict[str, str]) -> None:
-        """The restore's record as the patch stage left it, and its marks on the cluster."""
+    def saved() -> None:
+        """The original as the patch stage saved it, and its marks on the cluster."""
         with contextlib.suppress(ApiException):
             core.delete_namespaced_config_map(record, OP_NS)
         core.create_namespaced_config_map(OP_NS, {
-            "metadata": {"name": record, "annotations": marks},
-            "data": {rook.ORIGINAL_KEY: text},
+            "metadata": {"name": record}, "data": {rook.ORIGINAL_KEY: text},
         })  # fmt: skip
         custom.patch_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephclusters",
                                               "rook-ceph", {"metadata": {"annotations": {
@@ -702,16 +743,14 @@ def test_crimson_osds_restart_after_the_restore(
 
     # osd.0 of the module never turns Ready here (no kubelet): the rollback wait gave up
     # long ago, as it does after rolloutTimeoutSeconds
-    marks = {RESTORE_STARTED: f"{time.time() - 10_000:.1f}", CONFIG_CLEANED: "done"}
-    saved_as(marks)
+    marks = {"started": time.time() - 10_000, "configCleaned": "done"}
+    status: dict[str, Any] = {"osdPlacement": {"7": NODE}, "record": {"restore": marks}}
+    saved()
 
     def osd_pod(name: str) -> dict[str, Any]:  # osd.7: none of the module's other pods
         pod = copy.deepcopy(OSD_POD)
         pod["metadata"].update(name=name, labels={"app": "rook-ceph-osd", "ceph-osd-id": "7"})
         return pod
-
-    def saved() -> dict[str, str]:
-        return dict(core.read_namespaced_config_map(record, OP_NS).metadata.annotations or {})
 
     def cluster_marks() -> set[str]:
         return set(get_cluster(admin)["metadata"].get("annotations") or {}) & {
@@ -719,12 +758,15 @@ def test_crimson_osds_restart_after_the_restore(
 
     core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-7-run"))
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    settings = Settings(rollout_timeout_seconds=600, operator_namespace=OP_NS)
 
-    def tick() -> RunContext:
-        ctx = RunContext("restart", RUN_NS, "uid-1", spec, {"osdPlacement": {"7": NODE}},
-                         Kube(op), Settings(rollout_timeout_seconds=600, operator_namespace=OP_NS),
-                         logging.getLogger("t"))  # fmt: skip
-        assert rook.restore_cluster(ctx, None)
+    def tick() -> Any:
+        nonlocal status
+        ctx = ctx_of("restart", spec, op, settings, status)
+        try:
+            assert restore_cluster(ctx, None)
+        finally:
+            status = carried(status, ctx)
         return ctx
 
     try:
@@ -735,30 +777,32 @@ def test_crimson_osds_restart_after_the_restore(
             # run so a restarted operator does not delete the next pod again
             got = core.read_namespaced_pod("rook-ceph-osd-7-run", ROOK_NS)
             assert got.metadata.deletion_timestamp is not None
-            assert json.loads(saved()[OSDS_RESTARTED])["uids"] == [got.metadata.uid]
+            assert status["record"]["restore"]["osdsRestarted"]["uids"] == [got.metadata.uid]
             with pytest.raises(NotReady, match="waiting .* for osd.7 to restart"):
                 tick()
-            assert CONFIG_RESTORED not in saved()
+            assert "over" not in status["record"]["restore"]
             # Rook's Deployment makes the next pod; once Ready, the restore is over
             core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-7-next"))
             ready = {"status": {"conditions": [{"type": "Ready", "status": "True"}]}}
             core.patch_namespaced_pod_status("rook-ceph-osd-7-next", ROOK_NS, ready)
-            done = tick()
-            cond = {c["type"]: c for c in done.get("conditions")}
-            assert cond["OsdsRestarted"]["status"] == "True", cond
-            assert "osd.7 restarted" in cond["OsdsRestarted"]["message"]
+            cond = tick().record.conditions()
+            assert cond["OsdsRestarted"].status == "True", cond
+            assert "osd.7 restarted" in cond["OsdsRestarted"].message
             assert "RolledBack" not in cond  # decided before `config rm`, not looked at again
+            assert status["record"]["restore"]["over"] == "done"
             # over: the run's marks are off the CephCluster, the saved original is gone
             assert cluster_marks() == set()
             assert [c.metadata.name for c in core.list_namespaced_config_map(OP_NS).items
                     if c.metadata.name == record] == []  # fmt: skip
-            assert tick().get("conditions") is None  # restored: nothing more is done
+            assert tick().record.status_patch() == {}  # restored: nothing more is done
             # a pod that never comes back: given up after the rollout timeout, said so
             core.delete_namespaced_pod("rook-ceph-osd-7-next", ROOK_NS, grace_period_seconds=0)
             late = {"since": time.time() - 601, "uids": [got.metadata.uid]}
-            saved_as({**marks, OSDS_RESTARTED: json.dumps(late)})
-            cond = {c["type"]: c for c in tick().get("conditions")}["OsdsRestarted"]
-            assert cond["status"] == "False" and "keep the run's reactor layout" in cond["message"]
+            status = {"osdPlacement": {"7": NODE},
+                      "record": {"restore": {**marks, "osdsRestarted": late}}}  # fmt: skip
+            saved()
+            cond = tick().record.conditions()["OsdsRestarted"]
+            assert cond.status == "False" and "keep the run's reactor layout" in cond.message
             assert cluster_marks() == set()
     finally:
         for pod in ("rook-ceph-osd-7-run", "rook-ceph-osd-7-next"):
@@ -775,12 +819,10 @@ def test_a_crimson_osd_rook_did_not_restart_is_restarted_before_the_steps(
     planned (another policy, same reactor count) a crimson OSD would keep its old reactor
     layout and the run would measure it. The rollout restarts any planned OSD still in the
     pod it had at the patch, under the operator's RBAC, and waits for the next one."""
-    import logging
-
     from crimsonbench.controller import osd_restarts
     from crimsonbench.controller.kube import Kube
-    from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
+    from crimsonbench.errors import NotReady
     from crimsonbench.spec.models import validate_spec
 
     core = kubernetes.client.CoreV1Api(admin)
@@ -797,20 +839,19 @@ def test_a_crimson_osd_rook_did_not_restart_is_restarted_before_the_steps(
         with control_plane.api_client(token) as op:
             kube = Kube(op)
             at_patch = {p.osd_id: p.incarnation for p in kube.list_osd_pods(ROOK_NS)}
-            marks = {osd_restarts.OSD_INCARNATIONS: json.dumps({"8": at_patch[8]})}
-            ctx = RunContext("samelayout", RUN_NS, "uid-1", spec, {}, kube,
-                             Settings(), logging.getLogger("t"), annotations=marks)  # fmt: skip
+            status = {"record": {"osdIncarnations": {"8": at_patch[8]}}}
+            ctx = ctx_of("samelayout", spec, op, Settings(), status)
 
             def progress() -> Any:
                 pods = kube.list_osd_pods(ROOK_NS)
                 return osd_restarts.started_after_patch(ctx, {8: NODE}, pods)
 
             first = progress()
-            assert not first.done and "restarting osd.8: Rook did not" in first.message
+            assert isinstance(first, NotReady) and "restarting osd.8: Rook did not" in str(first)
             old = core.read_namespaced_pod("rook-ceph-osd-8-old", ROOK_NS)
             assert old.metadata.deletion_timestamp is not None  # deleted, Terminating
             core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-8-new"))
-            assert progress().done  # the next pod started after the patch
+            assert not isinstance(progress(), NotReady)  # the next pod started after the patch
     finally:
         for pod in ("rook-ceph-osd-8-old", "rook-ceph-osd-8-new"):
             with contextlib.suppress(ApiException):
@@ -824,14 +865,9 @@ def test_a_job_whose_pod_never_ran_fails_the_run_saying_why(
     kubelet rejected the facts Job's pod (OutOfcpu), and the run failed with only "the pod
     never ran". Here the kubelet's part is played by writing the pod's status as a kubelet
     does; the Job controller (the real kube-controller-manager) then fails the Job."""
-    import logging
-
-    from crimsonbench.controller.fio_stage import await_job
+    from crimsonbench.controller.jobs import job_log
     from crimsonbench.controller.kube import Kube
-    from crimsonbench.controller.run_context import RunContext
-    from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import ExecutionError
-    from crimsonbench.spec.models import validate_spec
 
     name = "rejected-facts"
     body = {
@@ -862,10 +898,8 @@ def test_a_job_whose_pod_never_ran_fails_the_run_saying_why(
         )  # fmt: skip
         kube = Kube(admin)
         wait_for("the Job failed", lambda: kube.job_state(ROOK_NS, name) == "failed")
-        ctx = RunContext("rejected", RUN_NS, "uid-1", validate_spec(run_body("rejected")["spec"]),
-                         {}, kube, Settings(), logging.getLogger("t"))  # fmt: skip
         with pytest.raises(ExecutionError) as err:
-            await_job(ctx, body, "reading the cluster")
+            job_log(kube, body, "reading the cluster")
         text = str(err.value)
         assert f"the pod never ran: pod {pod.metadata.name} Failed: {reason}: {message}" in text
     finally:
@@ -1047,12 +1081,10 @@ def test_the_restore_takes_only_the_original_the_operator_saved(
     said in a condition and an event; the run's marks stay on the cluster, so the next run
     refuses it too. Under the chart's RBAC, through the operator's own token."""
     import hashlib
-    import logging
 
     from crimsonbench.controller import rook
-    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.restore import restore_cluster
     from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
-    from crimsonbench.controller.run_context import RunContext
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import ExecutionError, NotReady
     from crimsonbench.plan.build import build_plan
@@ -1077,9 +1109,8 @@ def test_the_restore_takes_only_the_original_the_operator_saved(
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
     settings = Settings(operator_namespace=OP_NS, rollout_timeout_seconds=600)
 
-    def ctx(uid: str = "uid-d", name: str = "deputy") -> RunContext:
-        return RunContext(name, RUN_NS, uid, spec, {"osdPlacement": {"0": NODE}}, Kube(op),
-                          settings, logging.getLogger("t"))  # fmt: skip
+    def ctx(uid: str = "uid-d", name: str = "deputy") -> Any:
+        return ctx_of(name, spec, op, settings, {"osdPlacement": {"0": NODE}}, uid=uid)
 
     def cluster() -> dict[str, Any]:
         return get_cluster(admin)
@@ -1099,11 +1130,11 @@ def test_the_restore_takes_only_the_original_the_operator_saved(
             core.patch_namespaced_config_map(record, OP_NS, {"data": {
                 rook.ORIGINAL_KEY: json.dumps(evil)}})  # fmt: skip
             refused = ctx()
-            assert rook.restore_cluster(refused, plan) is False
-            cond = {c["type"]: c for c in refused.get("conditions")}["ClusterRestored"]
-            assert cond["status"] == "False" and cond["reason"] == "OriginalMismatch"
-            assert "does not match the sha256 recorded on the CephCluster" in cond["message"]
-            assert [r for r, _ in refused.events] == ["OriginalMismatch"]
+            assert restore_cluster(refused, plan) is False
+            cond = refused.record.conditions()["ClusterRestored"]
+            assert cond.status == "False" and cond.reason == "OriginalMismatch"
+            assert "does not match the sha256 recorded on the CephCluster" in cond.message
+            assert [r for r, _ in refused.record.events] == ["OriginalMismatch"]
             assert cluster()["spec"] == patched["spec"]  # nothing applied: no evil image
             assert cluster()["metadata"]["annotations"][PATCHED_BY] == f"{RUN_NS}/deputy/uid-d"
             # the next run on this cluster is refused before it starts (not an original)
@@ -1116,7 +1147,7 @@ def test_the_restore_takes_only_the_original_the_operator_saved(
             core.patch_namespaced_config_map(record, OP_NS, {"data": {
                 rook.ORIGINAL_KEY: saved}})  # fmt: skip
             with pytest.raises(NotReady, match="roll the OSDs back"):
-                rook.restore_cluster(ctx(), plan)
+                restore_cluster(ctx(), plan)
             assert cluster()["spec"] == original
             assert json.dumps(cluster()["spec"]) == json.dumps(cephcluster["spec"])
             # the planted ConfigMap was never read nor touched
@@ -1134,16 +1165,13 @@ def test_a_run_an_older_operator_patched_is_not_restored_from_beside_the_run(
     """An operator from before the saved-original check kept the original beside the run:
     after an upgrade mid-run that copy is not applied; the run says so (condition, event)
     instead of passing for restored."""
-    import logging
-
     from crimsonbench.controller import rook
-    from crimsonbench.controller.kube import Kube
-    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.restore import LEGACY_ORIGINAL, restore_cluster
     from crimsonbench.controller.settings import Settings
     from crimsonbench.spec.models import validate_spec
 
     core = kubernetes.client.CoreV1Api(admin)
-    legacy = rook.LEGACY_ORIGINAL.format(run="older")
+    legacy = LEGACY_ORIGINAL.format(run="older")
     evil = {**cephcluster["spec"], "dataDirHostPath": "/etc"}
     record = {"metadata": {"name": legacy}, "data": {rook.ORIGINAL_KEY: json.dumps(evil)}}
     core.create_namespaced_config_map(RUN_NS, record)
@@ -1152,21 +1180,20 @@ def test_a_run_an_older_operator_patched_is_not_restored_from_beside_the_run(
     try:
         with control_plane.api_client(token) as op:
 
-            def run() -> RunContext:  # as the patch stage left it: generation 2 patched
-                return RunContext("older", RUN_NS, "uid-o", spec, {"patchedGeneration": 2},
-                                  Kube(op), Settings(operator_namespace=OP_NS),
-                                  logging.getLogger("t"))  # fmt: skip
+            def run() -> Any:  # as the patch stage left it: generation 2 patched
+                settings = Settings(operator_namespace=OP_NS)
+                return ctx_of("older", spec, op, settings, {"patchedGeneration": 2}, uid="uid-o")
 
             ctx = run()
-            assert rook.restore_cluster(ctx, None) is False
-            cond = {c["type"]: c for c in ctx.get("conditions")}["ClusterRestored"]
-            assert cond["reason"] == "OriginalUntrusted" and legacy in cond["message"]
-            assert [r for r, _ in ctx.events] == ["OriginalUntrusted"]
+            assert restore_cluster(ctx, None) is False
+            cond = ctx.record.conditions()["ClusterRestored"]
+            assert cond.reason == "OriginalUntrusted" and legacy in cond.message
+            assert [r for r, _ in ctx.record.events] == ["OriginalUntrusted"]
             assert get_cluster(admin)["spec"] == cephcluster["spec"]  # nothing applied
             # restored already (no record of either kind): nothing said
             core.delete_namespaced_config_map(legacy, RUN_NS)
             done = run()
-            assert rook.restore_cluster(done, None) is True and not done.events
+            assert restore_cluster(done, None) is True and not done.record.events
     finally:
         with contextlib.suppress(ApiException):
             core.delete_namespaced_config_map(legacy, RUN_NS)

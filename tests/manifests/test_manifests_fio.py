@@ -30,8 +30,8 @@ from crimsonbench.manifests.ceph_access import (
 from crimsonbench.manifests.naming import dns_name, label_value
 from crimsonbench.manifests.pods import PodOptions
 from crimsonbench.manifests.rook_objects import ceph_client, cephblockpool
+from crimsonbench.manifests.targets import kube_target
 from crimsonbench.plan.build import build_plan
-from crimsonbench.plan.target import kube_target
 from crimsonbench.spec.models import ExternalTarget, validate_spec
 
 IMAGE = "quay.io/example/crimsonbench-fio:1.0"

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from crimsonbench.manifests.rbac import operator_rbac, render
-from crimsonbench.plan.target import RookGrant, TargetPolicy
+from crimsonbench.manifests.targets import RookGrant, TargetPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN_VERBS = {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}

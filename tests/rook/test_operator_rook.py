@@ -246,8 +246,8 @@ def test_osd_pod_deleted_mid_step_runs_the_step_again(bench: RookBench) -> None:
     assert retried is not None, bench.conditions(name)
     assert "osd.0 restarted during the step" in retried["message"], retried
     assert step in retried["message"], (step, retried["message"])
-    reasons = bench.run(name)["metadata"]["annotations"]["bench.crimson.ceph.io/step-retries"]  # type: ignore[index]
-    assert step in reasons and "osd.0" in reasons
+    reasons = bench.run(name)["status"]["record"]["stepRetries"]  # type: ignore[index]
+    assert list(reasons) == [step] and "osd.0" in reasons[step][0], reasons
     # the disturbed step ran twice (its first result dropped), every other step once
     runs = watch.fio.runs_per_step()
     assert runs == {"prefill": 1, **{s["id"]: 1 + (s["id"] == step) for s in st["steps"]}}, runs

@@ -1,64 +1,26 @@
-"""The operator's decisions, as pure functions of what it observed and of the plan. The
-kopf handlers and the Kubernetes client (stages.py and the *_stage modules) are the thin
-shell that observes, calls these and applies what they return; these are unit-tested
-without a cluster (tests/controller/test_decide.py).
+"""The operator's decisions before anything is touched, as pure functions of what it
+observed: which OSDs and client nodes a run uses, and preflight against what the cluster
+says of itself (the facts Job). The other decisions: rollout.py (Rook's OSD pods),
+step_decide.py (a step's life), restore_steps.py (the restore). stages.py observes, calls
+these and applies what they return; they are unit-tested without a cluster
+(tests/controller/test_decide.py).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from crimsonbench.controller.observed import NodeInfo, OsdPod
 from crimsonbench.controller.osd_stores import crimson_stores
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
-from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.manifests.maintenance import OSD_STORES
 from crimsonbench.plan.ceph_options import family_from_known_options
-from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.models import BenchmarkRunSpec, ClientSpec, Flavor, RookTarget
 
 # ---------------------------------------------------------------- what is observed
-
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([a-zA-Z]*)$")
-_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
-          "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}  # fmt: skip
-
-
-def quantity(text: str) -> float:
-    """A Kubernetes quantity ("500m", "8Gi", "1") as a number."""
-    m = _QUANTITY.match(text.strip())
-    if not m or m.group(2) not in _SCALE:
-        raise ValueError(f"not a Kubernetes quantity: {text!r}")
-    return float(m.group(1)) * _SCALE[m.group(2)]
-
-
-@dataclass(frozen=True)
-class OsdPod:
-    """A Rook OSD pod as the API shows it (label ceph-osd-id, spec.nodeName)."""
-
-    osd_id: int
-    node: str | None  # None while unscheduled
-    ready: bool
-    cpu_limit: str | None = None
-    memory_limit: str | None = None
-    terminating: bool = False
-    uid: str = ""
-    restarts: int = 0  # of the osd container
-    name: str = ""
-
-    @property
-    def incarnation(self) -> str:
-        """Changes whenever the OSD daemon is restarted: a new pod or a container restart."""
-        return f"{self.uid}/{self.restarts}"
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    name: str
-    labels: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -219,192 +181,3 @@ def preflight(spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[in
     if flavor != Flavor.CRIMSON or spec.target.external is not None:
         return ""
     return family_from_known_options(facts.known_options)
-
-
-# ---------------------------------------------------------------- rollout
-
-
-@dataclass(frozen=True)
-class Progress:
-    done: bool
-    message: str
-
-
-def rollout(
-    plan: RunPlan,
-    placement: Mapping[int, str],
-    pods: Sequence[OsdPod],
-    cluster_status: Mapping[str, Any],
-    patched_generation: int,
-) -> Progress:
-    """Rook reconciled our generation, every planned OSD runs again on its own node with
-    the planned resources, and is Ready. An OSD seen on another node fails the run."""
-    seen = int(cluster_status.get("observedGeneration") or 0)
-    phase = str(cluster_status.get("phase") or "unknown")
-    if seen < patched_generation or phase != "Ready":
-        return Progress(False, f"Rook at generation {seen}/{patched_generation}, phase {phase}")
-    want_cpu, want_mem = str(plan.osd_resources.cpu), plan.osd_resources.memory
-    by_id = {p.osd_id: p for p in pods if not p.terminating}
-    for osd_id, node in sorted(placement.items()):
-        pod = by_id.get(osd_id)
-        if pod is None or pod.node is None:
-            return Progress(False, f"osd.{osd_id} has no running pod yet")
-        if pod.node != node:
-            raise ExecutionError(
-                f"osd.{osd_id} moved from node {node} to {pod.node}; a run must never move "
-                "an OSD (check the CephCluster's placement)"
-            )
-        if (pod.cpu_limit, pod.memory_limit) != (want_cpu, want_mem):
-            return Progress(False, f"osd.{osd_id} not rolled out yet (limits {pod.cpu_limit})")
-        if not pod.ready:
-            return Progress(False, f"osd.{osd_id} on {node} not Ready yet")
-    return Progress(True, f"{len(placement)} OSDs Ready with the planned resources")
-
-
-def _sole_live_pod(pods: Sequence[OsdPod], osd_id: int) -> tuple[OsdPod | None, str]:
-    """The one pod of osd_id, or (None, why) when there is none, or more, or it is going."""
-    found = [p for p in pods if p.osd_id == osd_id]
-    live = [p for p in found if not p.terminating]
-    if len(found) != 1 or len(live) != 1:
-        return None, (f"osd.{osd_id} has {len(live)} running and {len(found) - len(live)} "
-                      "terminating pods")  # fmt: skip
-    return live[0], ""
-
-
-def osds_at_rest(plan_ids: Sequence[int], pods: Sequence[OsdPod]) -> str:
-    """'' when every planned OSD has one Ready pod that is not going away; else what is not
-    (a step must not start on an OSD that is restarting)."""
-    for osd_id in sorted(plan_ids):
-        pod, why = _sole_live_pod(pods, osd_id)
-        if pod is None:
-            return why
-        if not pod.ready:
-            return f"osd.{osd_id} is not Ready"
-    return ""
-
-
-def osd_incarnations(plan_ids: Sequence[int], pods: Sequence[OsdPod]) -> dict[str, str]:
-    """osd id -> incarnation of its live pod, for the planned OSDs (recorded at step start)."""
-    live = {p.osd_id: p for p in pods if not p.terminating}
-    return {str(i): live[i].incarnation for i in sorted(plan_ids) if i in live}
-
-
-def osd_disturbance(before: Mapping[str, str], pods: Sequence[OsdPod]) -> str:
-    """'' when every OSD recorded at a step's start still runs as the same daemon (same pod,
-    same container restart count) and is Ready; else which OSD restarted or is down: that
-    step measured a cluster in recovery, not the one planned."""
-    now = {str(p.osd_id): p for p in pods if not p.terminating}
-    out = []
-    for osd_id, was in sorted(before.items(), key=lambda kv: int(kv[0])):
-        pod = now.get(osd_id)
-        if pod is None:
-            out.append(f"osd.{osd_id} has no pod (was {was})")
-        elif pod.incarnation != was:
-            out.append(f"osd.{osd_id} restarted during the step (pod/restarts {was} -> "
-                       f"{pod.incarnation})")  # fmt: skip
-        elif not pod.ready:
-            out.append(f"osd.{osd_id} is not Ready")
-    return "; ".join(out)
-
-
-def original_osd_limits(original_spec: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(cpu, memory) limits of the OSD containers under the CephCluster spec as recorded
-    before the run (resources.osd; None where it sets none)."""
-    limits = ((original_spec.get("resources") or {}).get("osd") or {}).get("limits") or {}
-    cpu, mem = limits.get("cpu"), limits.get("memory")
-    return (None if cpu is None else str(cpu), None if mem is None else str(mem))
-
-
-def _same_quantity(a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    try:
-        return quantity(a) == quantity(b)
-    except ValueError:
-        return a == b
-
-
-def osds_running_with(
-    osd_ids: Sequence[int], pods: Sequence[OsdPod], want: tuple[str | None, str | None]
-) -> Progress:
-    """Every OSD of osd_ids runs one Ready pod with the (cpu, memory) limits `want` (None:
-    no limit). Rook sizes every OSD pod alike, so a resources change rolls them all: after
-    a run's patch (want: the plan's) and after the restore (want: the original's)."""
-    for osd_id in sorted(osd_ids):
-        pod, why = _sole_live_pod(pods, osd_id)
-        if pod is None:
-            return Progress(False, why)
-        if not (
-            _same_quantity(pod.cpu_limit, want[0]) and _same_quantity(pod.memory_limit, want[1])
-        ):
-            return Progress(False, f"osd.{osd_id} still has limits cpu={pod.cpu_limit} "
-                                   f"memory={pod.memory_limit}")  # fmt: skip
-        if not pod.ready:
-            return Progress(False, f"osd.{osd_id} not Ready yet")
-    return Progress(True, f"{len(osd_ids)} OSDs Ready with limits cpu={want[0]} memory={want[1]}")
-
-
-# ---------------------------------------------------------------- fio servers
-
-
-@dataclass(frozen=True)
-class PodState:
-    """The one pod of a Job, as far as the operator cares."""
-
-    phase: str  # Pending, Running, Succeeded, Failed, or Missing
-    ready: bool = False
-    ip: str | None = None
-    node: str | None = None
-    reason: str = ""
-    name: str = ""
-
-
-def server_addresses(
-    plan: RunPlan, pods: Mapping[str, PodState], port: int
-) -> dict[str, str] | Progress:
-    """client -> "ip:port" once every client's fio server is Ready on its node; else what
-    is being waited for. A server that ended (failed, evicted) fails the run."""
-    waiting = []
-    out: dict[str, str] = {}
-    for client in plan.clients:
-        pod = pods.get(client.name, PodState("Missing"))
-        if pod.phase in ("Failed", "Succeeded"):
-            raise ExecutionError(
-                f"the fio server of {client.name} ended ({pod.phase}: {pod.reason or '?'})"
-            )
-        if pod.node is not None and pod.node != client.node:
-            raise ExecutionError(f"fio server of {client.name} runs on {pod.node}")
-        if not pod.ready or pod.ip is None:
-            waiting.append(f"{client.name} ({pod.phase})")
-            continue
-        out[client.name] = f"{pod.ip}:{port}"
-    if waiting:
-        return Progress(False, "waiting for fio servers: " + ", ".join(waiting))
-    return out
-
-
-# ---------------------------------------------------------------- steps
-
-
-def expected_jobs(plan: RunPlan) -> dict[str, int]:
-    """client -> jobs fio must report for it in every step (job sections x numjobs)."""
-    out: dict[str, int] = {}
-    for job in plan.fio.jobs:
-        out[job.client] = out.get(job.client, 0) + plan.fio_numjobs
-    return out
-
-
-WAIT_MARGIN_S = 10.0  # fio's end: jobs stop, servers send their results, the JSON is written
-
-
-def wait_for_step_end(report: StepReport, expected_s: float, tick_s: float) -> float:
-    """How long this tick should wait in the fio driver for a running step: until its
-    expected end (started + ramp + runtime) when that comes before the next tick, plus a
-    margin for fio's end; else 0 (the next tick polls again). Waiting in the pod, the
-    operator sees the end within 0.1 s instead of up to a tick later."""
-    if report.state != "running" or not report.started:
-        return 0.0
-    remaining = report.started + expected_s - report.now
-    if remaining > tick_s:
-        return 0.0
-    return max(0.0, remaining) + WAIT_MARGIN_S

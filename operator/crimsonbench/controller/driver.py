@@ -1,5 +1,5 @@
-"""The operator's side of the fio driver (manifests/fio_driver.py): the driver Job, and a
-step (or the prefill) started, polled and ended by exec in its pod."""
+"""The operator's side of the fio driver (manifests/fio_driver.py, fio-driver.sh): a step
+(or the prefill) started, polled and ended by exec in the driver pod (fio_setup makes it)."""
 
 from __future__ import annotations
 
@@ -8,36 +8,11 @@ from collections.abc import Mapping
 from kubernetes.client.exceptions import ApiException
 
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.errors import ExecutionError
 from crimsonbench.manifests import fio_driver
-from crimsonbench.manifests.ceph_access import CephAccess
-from crimsonbench.manifests.fio import run_deadline_s
 from crimsonbench.manifests.fio_driver import StepReport
-from crimsonbench.plan.types import RunPlan
 
 EXEC_TIMEOUT_S = 60  # one exec: start, poll or end (a poll may also wait, see poll)
-
-
-def ensure_driver(ctx: RunContext, plan: RunPlan, namespace: str, access: CephAccess | None) -> str:
-    """The driver pod's name once it runs; NotReady before. It sits on the first client's
-    node, beside that client's fio server. `access`: to sample crimson's reactors."""
-    body = fio_driver.fio_driver_job(
-        ctx.name, namespace, ctx.settings.pod_options(),
-        node=plan.clients[0].node, lifetime_s=run_deadline_s(plan), access=access,
-    )  # fmt: skip
-    name = body["metadata"]["name"]
-    state = ctx.kube.job_state(namespace, name)
-    if state == "missing":
-        ctx.kube.ensure_job(namespace, body)
-        raise NotReady(f"fio driver Job {namespace}/{name} created")
-    if state != "running":
-        # its pod ended: the steps it held are lost, and a new one would start empty
-        raise ExecutionError(f"the fio driver Job {namespace}/{name} ended ({state})")
-    pod = ctx.kube.job_pod(namespace, name)
-    if pod.phase != "Running":
-        why = f" ({pod.reason})" if pod.reason else ""
-        raise NotReady(f"waiting for the fio driver pod of {name}: {pod.phase}{why}")
-    return pod.name
 
 
 def _exec(ctx: RunContext, namespace: str, pod: str, argv: list[str], timeout_s: float) -> str:

@@ -7,55 +7,38 @@ first, Rook deletes the pool at once."""
 
 from __future__ import annotations
 
-from crimsonbench.controller.fio_stage import fio_access
+from crimsonbench.controller.fio_setup import fio_access
+from crimsonbench.controller.jobs import job_outcome
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import NotReady
 from crimsonbench.manifests.maintenance import remove_images_job
-from crimsonbench.manifests.naming import GROUP
-from crimsonbench.manifests.results import run_configmap_name
 from crimsonbench.plan.types import RunPlan
-
-# On the run's `<run>-run` ConfigMap: "done" or "failed" once the removal Job ended. The
-# delete handler writes no status, and cleanup's last sweep deletes the Job: without a
-# durable mark a retried cleanup would run the Job again (on Rook as a cephx user that is
-# gone by then, so its pod never starts).
-IMAGES_REMOVED = f"{GROUP}/images-removed"
 
 
 def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
     """NotReady until the removal Job has finished; a failed one is reported, not retried
-    (the images are named in the condition, to remove by hand). Done once per run
-    (status.imagesRemoved, and IMAGES_REMOVED on the run's record)."""
-    if ctx.target.kind == "local" or ctx.spec.keep_images or ctx.get("imagesRemoved"):
+    (the images are named in the condition, to remove by hand). Done once per run: the
+    record says so (record.imagesRemoved), and cleanup's last sweep deletes the Job."""
+    book = ctx.record.book
+    if ctx.target.kind == "local" or ctx.spec.keep_images or book.images_removed:
         return
-    if plan is None or not ctx.get("imagesCreated"):
+    if plan is None or not ctx.record.status.images_created:
         return  # never planned, or no image was created
-    record = run_configmap_name(ctx.name)
-    marks = ctx.kube.configmap_annotations(ctx.namespace, record)
-    if (marks or {}).get(IMAGES_REMOVED):
-        return  # an earlier cleanup call saw the Job end
     images = plan.pool.images
     access = fio_access(ctx, plan)
     job = remove_images_job(ctx.name, plan.pool.name, images, access, ctx.settings.pod_options())
-    ns, name = access.namespace, job["metadata"]["name"]
-    state = ctx.kube.job_state(ns, name)
-    if state == "missing":
-        ctx.kube.ensure_job(ns, job)
-        raise NotReady(f"removing {len(images)} RBD images (Job {ns}/{name})")
-    if state == "running":
-        raise NotReady(f"removing {len(images)} RBD images (Job {ns}/{name} running)")
-    if state == "failed":
-        ctx.condition(
+    out = job_outcome(ctx.kube, job)
+    if out.state == "pending":
+        raise NotReady(f"removing {len(images)} RBD images ({out.where} {out.text})")
+    if out.state == "failed":
+        ctx.record.condition(
             "ImagesRemoved",
             False,
             "RemovalFailed",
-            f"Job {ns}/{name} failed; remove {plan.pool.name}/{{{','.join(images)}}} "
-            "by hand: " + ctx.kube.failed_job_text(ns, name, 300),
+            f"{out.where} failed; remove {plan.pool.name}/{{{','.join(images)}}} "
+            f"by hand: {out.text[-300:]}",
         )
-        if marks is not None:
-            ctx.kube.annotate_configmap(ctx.namespace, record, {IMAGES_REMOVED: "failed"})
+        book.images_removed = "failed"
         return
-    ctx.condition("ImagesRemoved", True, "Removed", f"{len(images)} RBD images removed")
-    if marks is not None:  # the record exists once the run was planned
-        ctx.kube.annotate_configmap(ctx.namespace, record, {IMAGES_REMOVED: "done"})
-    ctx.set(imagesRemoved=True)
+    ctx.record.condition("ImagesRemoved", True, "Removed", f"{len(images)} RBD images removed")
+    book.images_removed = "done"

@@ -13,7 +13,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from crimsonbench.controller.decide import NodeInfo, OsdPod, PodState
+from crimsonbench.controller.observed import NodeInfo, OsdPod, PodState
 
 log = logging.getLogger(__name__)
 
@@ -264,6 +264,18 @@ class Kube:
             node=pod.spec.node_name,
             reason=str(pod.status.reason or ", ".join(r for r in waiting if r) or ""),
         )
+
+    def pod_metrics(self, namespace: str, selector: str) -> list[dict[str, Any]] | None:
+        """metrics.k8s.io's PodMetrics of the matching pods; None when it is not served."""
+        try:
+            found = self.custom.list_namespaced_custom_object(
+                "metrics.k8s.io", "v1beta1", namespace, "pods", label_selector=selector
+            )
+        except ApiException as exc:
+            if exc.status in (404, 503):
+                return None
+            raise
+        return list(found["items"])
 
     # ------------------------------------------------------------ nodes and OSD pods
     def list_nodes(self) -> list[NodeInfo]:

@@ -1,10 +1,15 @@
-"""kopf wiring only: each handler builds a RunContext and hands off to the stages.
+"""kopf wiring only (the one module of the package that knows kopf): each handler loads
+the run's record, builds a RunContext and hands off to the stages; what the tick changed
+goes back as one status patch. Shared state (settings, the API client, the metrics view,
+the plan cache) lives in kopf's memo, made by the startup handler; nothing is read at
+import.
 
 Run with `kopf run -m crimsonbench.controller.main` (or `crimsonbench operator`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from typing import Any
@@ -16,18 +21,24 @@ from prometheus_client import start_http_server
 from crimsonbench.controller import stages
 from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.metrics_view import RECONCILES, RunsView
+from crimsonbench.controller.plan_cache import PlanCache
+from crimsonbench.controller.record import LegacyMarks, RunRecord
+from crimsonbench.controller.rook import original_name
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.settings import Settings
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, ParseError
+from crimsonbench.manifests.results import run_configmap_name
 from crimsonbench.metrics import RunCollector, new_registry
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
 from crimsonbench.spec.models import validate_spec
 from crimsonbench.spec.names import validate_name
 from crimsonbench.spec.status import Phase
 
-# kopf fixes a timer's interval when the decorator runs, so this setting is read at import.
-TICK_SECONDS = Settings().tick_seconds
-_state: dict[str, Any] = {}
+RECORD_LOST = (
+    "the run's status.record was not kept: the BenchmarkRun CRD in the cluster is older "
+    "than this operator (helm does not upgrade CRDs); apply crds/benchmarkrun.yaml of this "
+    "version. Nothing is done for the run until its record is kept"
+)
 
 
 @kopf.on.login()
@@ -51,109 +62,117 @@ def _load_client_config() -> None:
 
 
 @kopf.on.startup()
-def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
+def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     ours = Settings()  # fails fast on a bad CRIMSONBENCH_* value
-    _state["settings"] = ours
     _load_client_config()
-    _state["kube"] = Kube(client.ApiClient())
-    view = RunsView(ours.finished_run_ttl_seconds)
-    _state["view"] = view
-    registry = new_registry(RunCollector(view.states), RECONCILES)
-    server, _thread = start_http_server(ours.metrics_port, registry=registry)
-    _state["metrics_server"] = server
+    memo.settings = ours
+    memo.kube = Kube(client.ApiClient())
+    memo.view = RunsView(ours.finished_run_ttl_seconds)
+    memo.plans = PlanCache()
+    memo.recorded = set()  # runs whose record this operator has written
+    registry = new_registry(RunCollector(memo.view.states), RECONCILES)
+    memo.metrics_server, _thread = start_http_server(ours.metrics_port, registry=registry)
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.INFO
     settings.watching.server_timeout = 300
+    _register_reconcile(ours.tick_seconds)
 
 
-def _context(
-    name: str,
-    namespace: str | None,
-    uid: str,
-    spec: Any,
-    status: Any,
-    logger: Any,
-    annotations: Any = None,
-) -> RunContext:
-    return RunContext(
-        # the CRD's CEL rule refuses such names at admission; an object that predates the
-        # rule (or a server without it) is refused here, before any name is made from it
-        name=validate_name(name),
-        namespace=namespace or "default",
-        uid=uid,
-        spec=validate_spec(dict(spec)),
-        status=dict(status or {}),
-        kube=_state["kube"],
-        settings=_state["settings"],
-        logger=logger,
-        annotations={str(k): str(v) for k, v in dict(annotations or {}).items()},
-    )
+@functools.cache
+def _register_reconcile(tick_seconds: float) -> None:
+    """The reconcile timer, at the interval the settings say (read at startup, when kopf
+    has not begun watching; kopf fixes a timer's interval when it is registered). Once per
+    process: the registry is the process's."""
+    kopf.timer(GROUP, VERSION, PLURAL, interval=tick_seconds, initial_delay=0.5, idle=0)(reconcile)
 
 
-def _apply(ctx: RunContext, patch: kopf.Patch, body: Any, logger: Any) -> None:
-    before = ctx.status.get("phase")
-    for key, value in ctx.changes.items():
+def _context(memo: kopf.Memo, meta: Any, spec: Any, status: Any, logger: Any) -> RunContext:
+    name, namespace, uid = meta["name"], meta.get("namespace") or "default", meta["uid"]
+    # the CRD's CEL rule refuses such names at admission; an object that predates the rule
+    # (or a server without it) is refused here, before any name is made from it
+    name = validate_name(name)
+    model = validate_spec(dict(spec))
+    settings, kube = memo.settings, memo.kube
+    annotations = {str(k): str(v) for k, v in dict(meta.get("annotations") or {}).items()}
+    legacy = None
+    if RunRecord.needs_legacy_marks(status):  # a run an older operator started
+        legacy = LegacyMarks(
+            kube.configmap_annotations(namespace, run_configmap_name(name)),
+            kube.configmap_annotations(settings.operator_namespace, original_name(uid)),
+        )
+    record = RunRecord.load(status, annotations, legacy)
+    return RunContext(name, namespace, uid, model, record, kube, settings, logger, memo.plans)
+
+
+def _apply(ctx: RunContext, before: Phase, patch: kopf.Patch, body: Any, logger: Any) -> None:
+    """What the tick changed, as one status patch (and the annotations an older operator
+    kept, once the record holds them); an event per phase change and per refusal."""
+    record = ctx.record
+    for key, value in record.status_patch().items():
         patch.status[key] = value
-    for key, text in ctx.annotation_changes.items():
-        patch.metadata.annotations[key] = text
-    after = ctx.changes.get("phase", before)
+    for key in record.stale_annotations:
+        patch.metadata.annotations[key] = None
+    after = record.status.phase
     if after != before:
-        message = f"phase {before or 'new'} -> {after}: {ctx.get('message', '')}"
+        message = f"phase {before.value} -> {after.value}: {record.status.message}"
         logger.info("%s", message)
         # An Event per phase change, for `kubectl describe` (timer logs are not posted).
-        event = kopf.warn if after == Phase.FAILED.value else kopf.info
-        event(body, reason=str(after), message=message[:1000])
-    for reason, text in ctx.events:  # refusals: what was not done, and why
+        event = kopf.warn if after == Phase.FAILED else kopf.info
+        event(body, reason=after.value, message=message[:1000])
+    for reason, text in record.events:  # refusals: what was not done, and why
         kopf.warn(body, reason=reason, message=text[:1000])
 
 
-@kopf.timer(GROUP, VERSION, PLURAL, interval=TICK_SECONDS, initial_delay=0.5, idle=0)
 @RECONCILES.instrument
 def reconcile(
-    body: Any,
-    name: str,
-    namespace: str | None,
-    uid: str,
-    spec: Any,
-    status: Any,
-    patch: kopf.Patch,
-    logger: Any,
-    annotations: Any,
-    **_: Any,
-) -> None:
+    body: Any, meta: Any, spec: Any, status: Any, patch: kopf.Patch, logger: Any,
+    memo: kopf.Memo, **_: Any,
+) -> None:  # fmt: skip
     if (status or {}).get("phase") in (Phase.COMPLETED.value, Phase.FAILED.value):
         return
     try:
-        ctx = _context(name, namespace, uid, spec, status, logger, annotations)
+        ctx = _context(memo, meta, spec, status, logger)
     except InvalidSpec as exc:  # the CRD let through what only Python checks (e.g. overlap)
         patch.status.update(phase=Phase.FAILED.value, message=str(exc), stage="done")
         raise kopf.PermanentError(str(exc)) from exc
+    uid = meta["uid"]
+    if ctx.record.migrated and uid in memo.recorded and (status or {}).get("stage"):
+        # written by this operator, gone now: the API server prunes it (an older CRD).
+        # Nothing is done, nor is the record written again: only the condition says why.
+        alarm = RunRecord.load(status)
+        alarm.condition("RecordKept", False, "CrdTooOld", RECORD_LOST)
+        patch.status["conditions"] = alarm.status_patch()["conditions"]
+        kopf.warn(body, reason="CrdTooOld", message=RECORD_LOST)
+        return
+    memo.recorded.add(uid)
+    before = ctx.record.status.phase
     try:
         stages.tick(ctx)
     except (InvalidSpec, ExecutionError, ParseError) as exc:
-        _apply(ctx, patch, body, logger)
+        _apply(ctx, before, patch, body, logger)
         raise kopf.PermanentError(str(exc)) from exc
     finally:
         try:
-            _state["view"].observe(ctx)
+            memo.view.observe(ctx)
         except Exception:  # metrics must never break reconciling
             logger.exception("could not update the metrics view")
-    _apply(ctx, patch, body, logger)
+    _apply(ctx, before, patch, body, logger)
 
 
 @kopf.on.cleanup()
-def shutdown(**_: Any) -> None:
-    server = _state.pop("metrics_server", None)
+def shutdown(memo: kopf.Memo, **_: Any) -> None:
+    server = memo.pop("metrics_server", None)
     if server is not None:
         server.shutdown()
+        server.server_close()  # the port is free for the next operator in this process
 
 
 @kopf.on.probe(id="reconciled_runs")
-def reconciled_runs(**_: Any) -> int:
+def reconciled_runs(memo: kopf.Memo, **_: Any) -> int:
     """For the liveness endpoint (`kopf run --liveness`): runs currently known."""
-    view = _state.get("view")
+    view = memo.get("view")
     return len(view.states()) if view else 0
 
 
@@ -165,16 +184,26 @@ DELETE_TIMEOUT_S = 2 * 3600
 
 @kopf.on.delete(GROUP, VERSION, PLURAL, backoff=5, timeout=DELETE_TIMEOUT_S)
 def delete(
-    name: str, namespace: str | None, uid: str, spec: Any, status: Any, logger: Any, **_: Any
-) -> None:
-    """Stop fio, restore the cluster, release the lease; the finalizer waits for this."""
+    body: Any, meta: Any, spec: Any, status: Any, patch: kopf.Patch, logger: Any,
+    memo: kopf.Memo, **_: Any,
+) -> None:  # fmt: skip
+    """Stop fio, restore the cluster, release the lease; the finalizer waits for this.
+    What it got done is written to the record like a tick's (a retry goes on from there)."""
     try:
-        ctx = _context(name, namespace, uid, spec, status, logger)
+        ctx = _context(memo, meta, spec, status, logger)
     except InvalidSpec:
         return  # never started anything
+    before = ctx.record.status.phase
     try:
         stages.cleanup(ctx)
     except CrimsonBenchError as exc:
+        _apply(ctx, before, patch, body, logger)
         raise kopf.TemporaryError(f"cleanup not finished: {exc}", delay=5) from exc
-    _state["view"].forget(namespace, name)
+    memo.view.forget(ctx.namespace, ctx.name)
     logger.info("run deleted; cluster restored and children removed")
+
+
+def run_here(namespaces: list[str], liveness: str | None) -> None:
+    """The operator in this process (`crimsonbench operator`, for development)."""
+    kopf.run(clusterwide=not namespaces, namespaces=namespaces, liveness_endpoint=liveness,
+             standalone=True)  # fmt: skip

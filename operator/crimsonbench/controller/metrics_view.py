@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from crimsonbench.controller.fio_stage import load_results
 from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.stored_results import load_results
 from crimsonbench.metrics import RunState
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.status import Phase
@@ -36,9 +36,8 @@ class RunsView:
 
     def observe(self, ctx: RunContext) -> None:
         key = f"{ctx.namespace}/{ctx.name}"
-        phase = Phase(ctx.get("phase") or Phase.PENDING.value)
-        done = int(ctx.get("stepsDone") or 0)
-        current = str(ctx.get("currentStep") or "")
+        status = ctx.record.status
+        phase, done, current = status.phase, status.steps_done, status.current_step
         cached = self._results.get(key)
         if cached is None or cached[0] != done:  # read the results ConfigMaps only on change
             cached = (done, sorted(load_results(ctx).values(), key=lambda r: r.step_id))
@@ -48,7 +47,7 @@ class RunsView:
             info=info,
             namespace=ctx.namespace,
             phase=phase,
-            steps_total=int(ctx.get("stepsTotal") or 0),
+            steps_total=status.steps_total,
             steps=cached[1],
             step_seconds={
                 r.step_id: float(r.extra["wall_seconds"])

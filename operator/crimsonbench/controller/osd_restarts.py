@@ -6,41 +6,35 @@ after the restore is decided in restore_steps.)"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from crimsonbench.controller import decide
+from crimsonbench.controller.observed import OsdPod
 from crimsonbench.controller.restore_steps import osd_list
+from crimsonbench.controller.rollout import stale_after_patch
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.errors import ExecutionError
-from crimsonbench.manifests.naming import GROUP
-
-# The planned crimson OSDs' incarnations (pod uid/restarts) when the run patched the cluster.
-OSD_INCARNATIONS = f"{GROUP}/osd-incarnations"
+from crimsonbench.errors import ExecutionError, NotReady
 
 
 def started_after_patch(
-    ctx: RunContext, placement: dict[int, str], pods: Sequence[decide.OsdPod]
-) -> decide.Progress:
+    ctx: RunContext, placement: Mapping[int, str], pods: Sequence[OsdPod]
+) -> str | NotReady:
     """Every planned crimson OSD runs in a pod started after the patch. Rook restarts an
     OSD only when its Deployment changes (resources): when they were already as planned (a
     second run with the same reactor count and another policy, say) a crimson OSD would
     keep its old reactor layout, read only at start, and the run would measure that. Any
     still in the pod it had then is restarted here (Rook has applied the cephConfig by now:
-    decide.rollout saw our generation reconciled)."""
-    before = json.loads(ctx.annotation(OSD_INCARNATIONS) or "{}")
-    stale = [p for p in pods if not p.terminating and p.osd_id in placement
-             and before.get(str(p.osd_id)) == p.incarnation]  # fmt: skip
+    rollout saw our generation reconciled)."""
+    stale = stale_after_patch(ctx.record.book.osd_incarnations or {}, placement, pods)
     if not stale:
-        return decide.Progress(True, f"{len(placement)} crimson OSDs started with the run's layout")
+        return f"{len(placement)} crimson OSDs started with the run's layout"
     delete_osd_pods(ctx, stale, "so it starts with the run's reactor layout")
-    return decide.Progress(
-        False, f"restarting {osd_list([p.osd_id for p in stale])}: Rook did not (their "
-        "resources were already as planned) and crimson reads its reactor layout only at start",
-    )  # fmt: skip
+    return NotReady(
+        f"restarting {osd_list([p.osd_id for p in stale])}: Rook did not (their resources "
+        "were already as planned) and crimson reads its reactor layout only at start"
+    )
 
 
-def delete_osd_pods(ctx: RunContext, pods: Sequence[decide.OsdPod], why: str) -> None:
+def delete_osd_pods(ctx: RunContext, pods: Sequence[OsdPod], why: str) -> None:
     """Restart OSDs by deleting their pods (Rook's Deployments recreate them on their
     nodes); a refusal names the chart value that grants it."""
     ns = ctx.target.rook_namespace

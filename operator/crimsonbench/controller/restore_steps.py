@@ -7,8 +7,9 @@ The order is the safety argument: the spec goes back first; `config rm` runs onl
 Rook has rolled every OSD back (Rook applies a spec's cephConfig before it updates the
 OSDs, so after that no reconcile can put the run's keys back); crimson OSDs are restarted
 once more after `config rm` (crimson reads its reactor layout only at start); the record
-says restored last. Each mark is kept on the original-spec ConfigMap, so a restarted
-operator goes on where the restore stopped and never runs the cleanup Job twice.
+says restored last. Each mark is kept in the run's record (status.record.restore:
+spec.status.RestoreMarks), so a restarted operator goes on where the restore stopped and
+never runs the cleanup Job twice.
 
 Whose word the restore takes (trusted_original): the original is saved in the operator's
 own namespace, where no run's neighbour writes, and its sha256 is put on the CephCluster
@@ -27,14 +28,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crimsonbench.controller.decide import OsdPod, original_osd_limits, osds_running_with
+from crimsonbench.controller.observed import OsdPod
+from crimsonbench.controller.rollout import original_osd_limits, osds_running_with
+from crimsonbench.errors import NotReady
 from crimsonbench.manifests.cephcluster import RUN_KEYS, restore_patch
 from crimsonbench.manifests.naming import GROUP
-
-RESTORE_STARTED = f"{GROUP}/restore-started"  # epoch seconds of the restoring patch
-CONFIG_CLEANED = f"{GROUP}/config-cleaned"  # the `config rm` Job's outcome: "done" | "failed: …"
-OSDS_RESTARTED = f"{GROUP}/crimson-osds-restarted"  # {"since": epoch, "uids": [...]} (JSON)
-CONFIG_RESTORED = f"{GROUP}/config-restored"  # the restore is over: CONFIG_CLEANED's value
+from crimsonbench.spec.status import OsdsRestarted, RestoreMarks
 
 # On the CephCluster, set by the patch that changes its spec, removed when the restore is
 # over: which run patched it ("namespace/name/uid") and the sha256 of the saved original.
@@ -54,10 +53,9 @@ class PatchSpec:
 
 @dataclass(frozen=True)
 class Mark:
-    """Record a step as done on the original-spec ConfigMap (an annotation)."""
+    """Record how far the restore got: these marks from now on (the run's record)."""
 
-    key: str
-    value: str
+    marks: RestoreMarks
 
 
 @dataclass(frozen=True)
@@ -71,7 +69,7 @@ class Condition:
 @dataclass(frozen=True)
 class CleanConfig:
     """Run (or await) the Job that `ceph config rm`s the run's keys; its outcome becomes the
-    CONFIG_CLEANED mark, and the restore is asked again."""
+    config_cleaned mark, and the restore is asked again."""
 
 
 @dataclass(frozen=True)
@@ -83,19 +81,12 @@ class RestartOsds:
 
 
 @dataclass(frozen=True)
-class Wait:
-    """Nothing more this tick: come back later (NotReady with this message)."""
-
-    message: str
-
-
-@dataclass(frozen=True)
 class Release:
     """The restore is over (or there is nothing left to restore): remove the run's
     annotations from the CephCluster, then delete the saved original."""
 
 
-Action = PatchSpec | Mark | Condition | CleanConfig | RestartOsds | Wait | Release
+Action = PatchSpec | Mark | Condition | CleanConfig | RestartOsds | NotReady | Release
 
 
 @dataclass(frozen=True)
@@ -175,7 +166,7 @@ def foreign_patch(annotations: Mapping[str, str], holder: str, where: str) -> st
 class RestoreView:
     original: Mapping[str, Any] | None  # the spec as found; None: the run never patched
     cluster_spec: Mapping[str, Any] | None  # the CephCluster's spec now; None: it is gone
-    marks: Mapping[str, str]  # the restore's marks so far
+    marks: RestoreMarks  # how far the restore got
     placement: Sequence[int]  # the OSD ids the run planned
     pods: Sequence[OsdPod]  # Rook's OSD pods now
     now: float  # epoch seconds
@@ -185,15 +176,15 @@ class RestoreView:
 
 def next_actions(seen: RestoreView) -> list[Action]:
     """The restore's actions for this tick, in order; [] when there is nothing to do (never
-    patched). Ends with Wait when Rook must act first, with CleanConfig when the cleanup
-    Job's outcome decides the rest, or with Release when the restore is over (after the
-    CONFIG_RESTORED mark; alone when restored already or the CephCluster was deleted)."""
+    patched). Ends with NotReady when Rook must act first, with CleanConfig when the
+    cleanup Job's outcome decides the rest, or with Release when the restore is over
+    (after the `over` mark; alone when restored already or the CephCluster was deleted)."""
     marks = seen.marks
     if seen.original is None:
         return []
-    if marks.get(CONFIG_RESTORED) or seen.cluster_spec is None:
+    if marks.over or seen.cluster_spec is None:
         return [Release()]
-    if CONFIG_CLEANED not in marks:
+    if marks.config_cleaned is None:
         actions: list[Action] = []
         # Until `config rm` ran: the spec back (again, if someone changed it meanwhile),
         # then Rook's rollback. After it, neither is looked at again: a crimson OSD's
@@ -202,18 +193,18 @@ def next_actions(seen: RestoreView) -> list[Action]:
         patch = restore_patch(seen.original, seen.cluster_spec, ours=ours)
         if patch:
             actions.append(PatchSpec(patch))
-        since = float(marks.get(RESTORE_STARTED) or seen.now)
-        if RESTORE_STARTED not in marks:
-            actions.append(Mark(RESTORE_STARTED, f"{round(seen.now, 1)}"))
+        since = seen.now if marks.started is None else marks.started
+        if marks.started is None:
+            actions.append(Mark(marks.model_copy(update={"started": round(seen.now, 1)})))
         actions += rollback(seen, seen.original, waited_s=seen.now - since)
-        if isinstance(actions[-1], Wait):
+        if isinstance(actions[-1], NotReady):
             return actions
         return [*actions, CleanConfig()]  # its Job is deleted once done: never run it twice
-    done = Mark(CONFIG_RESTORED, marks[CONFIG_CLEANED])
+    done = Mark(marks.model_copy(update={"over": marks.config_cleaned}))
     if not seen.crimson:
         return [done, Release()]
     restarts = crimson_restarts(seen)
-    return restarts if isinstance(restarts[-1], Wait) else [*restarts, done, Release()]
+    return restarts if isinstance(restarts[-1], NotReady) else [*restarts, done, Release()]
 
 
 def rollback(seen: RestoreView, original: Mapping[str, Any], *, waited_s: float) -> list[Action]:
@@ -222,13 +213,13 @@ def rollback(seen: RestoreView, original: Mapping[str, Any], *, waited_s: float)
     the RolledBack condition) after timeout_s: the config is cleaned anyway."""
     ids = sorted({p.osd_id for p in seen.pods} | set(seen.placement))
     progress = osds_running_with(ids, seen.pods, original_osd_limits(original))
-    if progress.done:
+    if not isinstance(progress, NotReady):
         return [Condition("RolledBack", True, "OsdsRestored",
-                          f"{progress.message} after {waited_s:.0f} s")]  # fmt: skip
-    message = f"waiting {waited_s:.0f} s for Rook to roll the OSDs back: {progress.message}"
+                          f"{progress} after {waited_s:.0f} s")]  # fmt: skip
+    message = f"waiting {waited_s:.0f} s for Rook to roll the OSDs back: {progress}"
     if waited_s > seen.timeout_s:
         return [Condition("RolledBack", False, "RollbackTimeout", message + "; gave up waiting")]
-    return [Condition("RolledBack", False, "RollingBack", message), Wait(message)]
+    return [Condition("RolledBack", False, "RollingBack", message), NotReady(message)]
 
 
 def crimson_restarts(seen: RestoreView) -> list[Action]:
@@ -240,20 +231,20 @@ def crimson_restarts(seen: RestoreView) -> list[Action]:
     marks, now = seen.marks, seen.now
     ids = sorted(seen.placement)
     planned = [p for p in seen.pods if p.osd_id in ids]
-    if OSDS_RESTARTED not in marks:
+    if marks.osds_restarted is None:
         old = tuple(p for p in planned if not p.terminating)
-        record = json.dumps({"since": round(now, 1), "uids": [p.uid for p in old]})
+        record = OsdsRestarted(since=round(now, 1), uids=[p.uid for p in old])
         message = f"restarting {osd_list(ids)} to start without the run's reactor layout"
         return [
             RestartOsds(old, "after the restore, so it runs without the run's layout"),
-            Mark(OSDS_RESTARTED, record),
-            Wait(message),
+            Mark(marks.model_copy(update={"osds_restarted": record})),
+            NotReady(message),
         ]
-    done = json.loads(marks[OSDS_RESTARTED])
+    done = marks.osds_restarted
     fresh = {p.osd_id for p in planned
-             if p.ready and not p.terminating and p.uid not in done["uids"]}  # fmt: skip
+             if p.ready and not p.terminating and p.uid not in done.uids}  # fmt: skip
     waiting = [i for i in ids if i not in fresh]
-    waited = now - float(done["since"])
+    waited = now - done.since
     if not waiting:
         return [Condition("OsdsRestarted", True, "CrimsonOsdsRestarted",
                           f"{osd_list(ids)} restarted without the run's reactor layout "
@@ -263,7 +254,7 @@ def crimson_restarts(seen: RestoreView) -> list[Action]:
         return [Condition("OsdsRestarted", False, "RestartTimeout",
                           f"{message}; gave up: until they restart they keep the run's "
                           "reactor layout")]  # fmt: skip
-    return [Wait(message)]
+    return [NotReady(message)]
 
 
 def osd_list(ids: Sequence[int]) -> str:

@@ -8,8 +8,7 @@ import time
 
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, NotReady
-from crimsonbench.manifests.naming import GROUP, LABEL_RUN, label_value
-from crimsonbench.manifests.results import run_configmap_name
+from crimsonbench.manifests.naming import LABEL_RUN, label_value
 from crimsonbench.manifests.rook_objects import cephblockpool
 from crimsonbench.plan.types import RunPlan
 
@@ -27,9 +26,7 @@ def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
         return
     # Rook retries a failed pool for ever (seen here: its `rbd pool init` timing out
     # behind an OSD's stuck ops): the run gives up in time and restores the cluster.
-    since = float(ctx.annotation(POOL_WAIT_SINCE) or time.time())
-    ctx.annotate(POOL_WAIT_SINCE, str(since))
-    waited = time.time() - since
+    waited = ctx.record.waited("pool", time.time())
     message = (f"waiting {waited:.0f} s for Rook to create pool {plan.pool.name} "
                f"(CephBlockPool phase {phase or 'unknown'})")  # fmt: skip
     if waited > ctx.settings.rollout_timeout_seconds:
@@ -38,9 +35,6 @@ def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
             "`ceph health detail` (slow ops, PGs not active)"
         )
     raise NotReady(message)
-
-
-POOL_WAIT_SINCE = f"{GROUP}/pool-wait-since"  # epoch seconds: when the run began waiting
 
 
 def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
@@ -68,16 +62,8 @@ def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
         return
     # Rook retries a pool it cannot delete for ever (seen here: its image listing stuck
     # behind an OSD's delayed op): the run stops waiting in time, says what is left, and
-    # releases the cluster. The start of the wait is kept on the run's record, which the
-    # delete handler (it writes no status) can also annotate.
-    record = run_configmap_name(ctx.name)
-    marks = ctx.kube.configmap_annotations(ctx.namespace, record)
-    since = float((marks or {}).get(REMOVAL_WAIT_SINCE) or ctx.annotation(REMOVAL_WAIT_SINCE)
-                  or time.time())  # fmt: skip
-    if marks is not None and REMOVAL_WAIT_SINCE not in marks:
-        ctx.kube.annotate_configmap(ctx.namespace, record, {REMOVAL_WAIT_SINCE: f"{since:.1f}"})
-    ctx.annotate(REMOVAL_WAIT_SINCE, f"{since:.1f}")
-    waited = time.time() - since
+    # releases the cluster.
+    waited = ctx.record.waited("removal", time.time())
     message = f"waiting {waited:.0f} s for Rook to remove {', '.join(waiting)}"
     if waited <= ctx.settings.rollout_timeout_seconds:
         raise NotReady(message)
@@ -86,8 +72,5 @@ def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
         f"Rook keeps trying (see Rook's operator log and `ceph health detail`: slow ops); "
         f"pool {pool} may still hold the run's images"
     )
-    ctx.condition("RookObjectsRemoved", False, "RemovalTimeout", left)
+    ctx.record.condition("RookObjectsRemoved", False, "RemovalTimeout", left)
     ctx.logger.warning("%s", left)
-
-
-REMOVAL_WAIT_SINCE = f"{GROUP}/removal-wait-since"  # epoch s: when cleanup began waiting

@@ -1,4 +1,5 @@
-"""Operator settings from CRIMSONBENCH_* environment variables, checked at startup."""
+"""Operator settings from CRIMSONBENCH_* environment variables, read and checked once by
+the startup handler (main.startup), kept in kopf's memo."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from crimsonbench.manifests.fio import FIO_PORT
 from crimsonbench.manifests.pods import PodOptions
+from crimsonbench.manifests.targets import DEFAULT_ROOK_TARGETS, RookGrant, TargetPolicy
 from crimsonbench.plan.build import DEFAULT_GRACE_S
-from crimsonbench.plan.target import DEFAULT_ROOK_TARGETS, RookGrant, TargetPolicy
 
 
 class RookTargetValue(BaseModel):
@@ -31,61 +32,45 @@ _DEFAULT_TARGETS = [
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CRIMSONBENCH_", frozen=True)
+    """Read once, by the operator's startup handler (never at import); each field's
+    docstring says what it sets."""
 
-    fio_image: str = Field(
-        default="crimsonbench-fio:latest", description="Image with fio (rbd engine), lscpu, rbd."
+    model_config = SettingsConfigDict(
+        env_prefix="CRIMSONBENCH_", frozen=True, use_attribute_docstrings=True
     )
+
+    fio_image: str = "crimsonbench-fio:latest"
+    """Image with fio (rbd engine), lscpu, rbd (any image with them and sh works)."""
     image_pull_policy: str = Field(default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$")
-    host_network: bool = Field(
-        default=False,
-        description="Jobs (probe, prefill, fio, ceph commands) use the node's network: for "
-        "Ceph clusters only the host reaches, and nodes without a pod network.",
-    )
-    job_tolerations: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="Tolerations (JSON list) for the prefill, fio and ceph Jobs, e.g. for "
-        "tainted storage nodes. The topology probe tolerates every taint anyway.",
-    )
-    namespace: str | None = Field(
-        default=None, description="Watch only this namespace (default: all)."
-    )
-    operator_namespace: str = Field(
-        default="crimsonbench", description="Where node topology caches are kept."
-    )
-    tick_seconds: float = Field(
-        default=2.0,
-        gt=0,
-        le=300,
-        description="Reconcile interval: how soon a finished fio Job is noticed (one GET "
-        "per run per tick).",
-    )
-    step_grace_seconds: int = Field(
-        default=DEFAULT_GRACE_S, ge=10, description="Beyond runtime + ramp before a step fails."
-    )
-    fio_port: int = Field(
-        default=FIO_PORT,
-        ge=1024,
-        le=65535,
-        description="Port of the fio servers (on the node's address with hostNetwork).",
-    )
+    host_network: bool = False
+    """Jobs (probe, prefill, fio, ceph commands) use the node's network: for Ceph clusters
+    only the host reaches, and nodes without a pod network."""
+    job_tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    """Tolerations (JSON list) for the prefill, fio and ceph Jobs, e.g. for tainted storage
+    nodes. The topology probe tolerates every taint anyway."""
+    namespace: str | None = None
+    """Watch only this namespace (default: all)."""
+    operator_namespace: str = "crimsonbench"
+    """Where node topology caches, leases and saved originals are kept."""
+    tick_seconds: float = Field(default=2.0, gt=0, le=300)
+    """Reconcile interval: how soon a finished step is noticed (one poll per run per tick)."""
+    step_grace_seconds: int = Field(default=DEFAULT_GRACE_S, ge=10)
+    """Beyond runtime + ramp before a step fails."""
+    fio_port: int = Field(default=FIO_PORT, ge=1024, le=65535)
+    """Port of the fio servers (on the node's address with hostNetwork)."""
     rollout_timeout_seconds: int = Field(default=1800, ge=60)
+    """How long a bounded wait for Rook (rollout, pool, removal, restore) lasts."""
     metrics_port: int = Field(default=9464, ge=0, le=65535)
-    finished_run_ttl_seconds: int = Field(
-        default=86400, ge=60, description="Drop a finished run's metric series after this."
-    )
+    finished_run_ttl_seconds: int = Field(default=86400, ge=60)
+    """Drop a finished run's metric series after this."""
 
-    rook_targets: list[RookTargetValue] = Field(
-        default_factory=lambda: list(_DEFAULT_TARGETS),
-        description="JSON list of {cephCluster: namespace/name, allowedNamespaces: [...]}: "
-        "the Rook clusters the operator may act on and which namespaces' runs may target "
-        "each (the cluster's own always may). The chart's targets.rook.",
-    )
-    external_namespaces: list[str] = Field(
-        default_factory=list,
-        description="JSON list: namespaces whose runs may target external clusters. The "
-        "chart's targets.externalNamespaces.",
-    )
+    rook_targets: list[RookTargetValue] = Field(default_factory=lambda: list(_DEFAULT_TARGETS))
+    """JSON list of {cephCluster: namespace/name, allowedNamespaces: [...]}: the Rook
+    clusters the operator may act on and which namespaces' runs may target each (the
+    cluster's own always may). The chart's targets.rook."""
+    external_namespaces: list[str] = Field(default_factory=list)
+    """JSON list: namespaces whose runs may target external clusters. The chart's
+    targets.externalNamespaces."""
 
     @model_validator(mode="after")
     def _policy_is_valid(self) -> Settings:

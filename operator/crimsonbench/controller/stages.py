@@ -1,41 +1,36 @@
 """The reconcile state machine. One tick runs the current stage once; a stage returns the
 next stage, or raises NotReady to be called again on the next tick. All state is in the
-API (status, named ConfigMaps/Jobs/Leases), so a restarted operator resumes where it was.
+API (the run's status, record.RunRecord; named ConfigMaps/Jobs/Leases), so a restarted
+operator resumes where it was.
 
     lease -> observe -> patch -> rollout -> prepare -> steps -> restore -> (Completed|Failed)
 
 observe records what the run depends on once (client nodes, where each OSD runs, each
-node's CPUs, the option names the mons know) in the status, so every later tick and every
-restarted operator makes the very same plan from it.
+node's CPUs, the option names the mons know, the spec as planned) in the status, so every
+later tick and every restarted operator makes the very same plan from it (plans.py).
 """
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Callable
 
 from crimsonbench.controller import decide, external, rook, rook_pool
-from crimsonbench.controller.fio_stage import (
+from crimsonbench.controller.fio_setup import (
     admin_access,
-    await_job,
     ensure_client_user,
     ensure_driver,
     ensure_images,
     ensure_servers,
     jobs_namespace,
-    run_prefill,
-    run_steps,
 )
-from crimsonbench.controller.run_context import RunContext, now
-from crimsonbench.controller.topology import node_topologies
-from crimsonbench.errors import (
-    CrimsonBenchError,
-    ExecutionError,
-    InvalidSpec,
-    NotReady,
-    ParseError,
-)
+from crimsonbench.controller.jobs import job_log
+from crimsonbench.controller.plans import layout_of, plan_for
+from crimsonbench.controller.record import now_iso
+from crimsonbench.controller.restore import restore_cluster
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.step_loop import run_prefill, run_steps
+from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, NotReady, ParseError
 from crimsonbench.manifests import fio_driver
 from crimsonbench.manifests.maintenance import (
     ROLE_CEPH_CLEANUP,
@@ -44,10 +39,10 @@ from crimsonbench.manifests.maintenance import (
 )
 from crimsonbench.manifests.naming import LABEL_ROLE
 from crimsonbench.manifests.results import run_configmap
-from crimsonbench.plan.build import build_plan
-from crimsonbench.plan.hosts import ClusterLayout, plan_hosts
+from crimsonbench.plan.hosts import plan_hosts
+from crimsonbench.plan.meaning import meaning_changes
 from crimsonbench.plan.summary import plan_summary
-from crimsonbench.plan.types import RunPlan, Topology
+from crimsonbench.plan.types import RunPlan
 from crimsonbench.results import step_log
 from crimsonbench.results.types import RunInfo
 from crimsonbench.spec.status import Phase
@@ -55,87 +50,12 @@ from crimsonbench.spec.status import Phase
 ORDER = ("lease", "observe", "patch", "rollout", "prepare", "steps", "restore")
 
 
-# A run's plan is the same every tick (its inputs are recorded in status); the largest
-# take ~0.25 s to plan and read a topology ConfigMap per node, so the operator keeps a few:
-# up to 16 plans, and at most _PLAN_ITEMS_KEPT steps + jobs among them (the largest specs
-# admitted hold 40,960 steps or 65,536 jobs, ~4 MiB each: bench/bench_spec_bounds.py).
-_PLANS: OrderedDict[tuple[str, ...], RunPlan] = OrderedDict()
-_PLANS_KEPT = 16
-_PLAN_ITEMS_KEPT = 200_000
-
-
-def _plan_items(plan: RunPlan) -> int:
-    return len(plan.steps) + len(plan.fio.jobs)
-
-
-def remember_plan(key: tuple[str, ...], plan: RunPlan) -> None:
-    """Into the cache, the oldest out while it holds too many plans or items."""
-    _PLANS[key] = plan
-    while len(_PLANS) > 1 and (
-        len(_PLANS) > _PLANS_KEPT or sum(map(_plan_items, _PLANS.values())) > _PLAN_ITEMS_KEPT
-    ):
-        _PLANS.popitem(last=False)
-
-
-def plan_for(ctx: RunContext) -> RunPlan:
-    """Made from what observe recorded; the planner is pure, so every tick (and every
-    restarted operator) gets the same plan."""
-    if ctx.plan is not None:
-        return ctx.plan
-    version, family = rook.ceph_version(ctx), _family(ctx)
-    key = (
-        ctx.uid,
-        ctx.spec.model_dump_json(),
-        json.dumps([ctx.get("clientNodes"), ctx.get("osdPlacement")], sort_keys=True),
-        str(version),
-        str(family),
-        str(ctx.settings.step_grace_seconds),
-    )
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = build_plan(
-            ctx.name,
-            ctx.spec,
-            layout_of(ctx),
-            ceph_version=version,
-            option_family=family,
-            grace_s=ctx.settings.step_grace_seconds,
-        )
-        remember_plan(key, plan)
-    _PLANS.move_to_end(key)
-    ctx.plan = plan
-    return plan
-
-
-def _family(ctx: RunContext) -> str | None:
-    """The crimson option family preflight read from the mons (None: not crimson, or
-    not read yet, and the planner falls back to the Ceph version)."""
-    family = str(ctx.get("optionFamily") or "")
-    return family if family in ("legacy", "current") else None
-
-
-def layout_of(ctx: RunContext) -> ClusterLayout:
-    clients = tuple(ctx.get("clientNodes") or ())
-    placement = {int(k): str(v) for k, v in (ctx.get("osdPlacement") or {}).items()}
-    nodes = sorted(set(clients) | set(placement.values()))
-    topologies: dict[str | None, Topology] = {}
-    topologies.update(node_topologies(ctx, nodes))
-    return ClusterLayout(
-        topologies=topologies,
-        placement=placement,
-        client_nodes=clients,
-        osd_field="spec.osd.count",
-        plan_osds=ctx.target.kind == "rook",
-    )
-
-
 def stage_lease(ctx: RunContext) -> str:
-    holder = ctx.kube.acquire_lease(
-        ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder
-    )
+    holder = ctx.kube.acquire_lease(*ctx.lease, ctx.holder)
+    status = ctx.record.status
     if holder != ctx.holder:
-        ctx.set(phase=Phase.PENDING.value)
-        ctx.condition(
+        status.phase = Phase.PENDING
+        ctx.record.condition(
             "ClusterFree",
             False,
             "ClusterBusy",
@@ -144,41 +64,46 @@ def stage_lease(ctx: RunContext) -> str:
         )
         raise NotReady("cluster busy")
     rook.check_not_patched(ctx)  # a run before left it patched: that is not an original
-    ctx.condition("ClusterFree", True, "LeaseAcquired", "this run has the cluster to itself")
-    ctx.set(phase=Phase.PREPARING.value, startedAt=ctx.get("startedAt") or now())
+    ctx.record.condition("ClusterFree", True, "LeaseAcquired", "this run has the cluster to itself")
+    status.phase, status.started_at = Phase.PREPARING, status.started_at or now_iso()
     return "observe"
 
 
 def stage_observe(ctx: RunContext) -> str:
-    if not ctx.get("clientNodes"):
-        nodes = decide.select_client_nodes(ctx.spec.client, ctx.kube.list_nodes())
-        ctx.set(clientNodes=list(nodes))
+    status = ctx.record.status
+    if not status.client_nodes:
+        status.client_nodes = list(decide.select_client_nodes(ctx.spec.client,
+                                                              ctx.kube.list_nodes()))  # fmt: skip
     rook_ns, selection = ctx.target.rook_namespace, ctx.spec.target.rook  # osdNodes, osdIds
-    if rook_ns is not None and selection is not None and not ctx.get("osdPlacement"):
+    if rook_ns is not None and selection is not None and not status.osd_placement:
         placement = decide.select_osds(ctx.kube.list_osd_pods(rook_ns), selection)
-        ctx.set(osdPlacement={str(k): v for k, v in placement.items()})
+        status.osd_placement = {str(k): v for k, v in placement.items()}
     layout = layout_of(ctx)  # NotReady until every node's topology is probed
     # CPU layout first, and consent where the cephConfig shows a deployed crimson layout:
     # a spec that cannot run on these nodes fails here, before any Job reads the cluster
     hosts, _ = plan_hosts(ctx.spec, layout)
     rook.check_consent_now(ctx, hosts, early=True)
-    if not ctx.get("optionFamily"):
+    if not status.option_family:
         job = cluster_facts_job(ctx.name, admin_access(ctx), ctx.settings.pod_options())
-        facts_log = await_job(ctx, job, "reading the cluster")
+        facts_log = job_log(ctx.kube, job, "reading the cluster")
         facts = decide.ClusterFacts.from_sections(step_log.parse_sections(facts_log))
-        placement = {int(k): str(v) for k, v in (ctx.get("osdPlacement") or {}).items()}
-        family = decide.preflight(ctx.spec, facts, placement)
+        family = decide.preflight(ctx.spec, facts, ctx.record.placement)
         ctx.kube.delete_job(job["metadata"]["namespace"], job["metadata"]["name"])
-        ctx.set(optionFamily=family or "none")
+        status.option_family = family or "none"
     rook.check_consent_now(ctx, hosts)  # the OSDs are what the spec says: may it re-provision?
     plan = plan_for(ctx)  # InvalidSpec here names the field (e.g. cpuSet vs a node)
     fio_driver.check_fits_one_exec(plan)  # a step's job files travel in one exec
     _record_run_info(ctx, plan)
-    ctx.set(stepsTotal=len(plan.steps), progress=f"0/{len(plan.steps)}")
+    ctx.record.book.planned_spec = json.dumps(_spec_json(ctx), sort_keys=True)
+    status.steps_total, status.progress = len(plan.steps), f"0/{len(plan.steps)}"
     where = ", ".join(f"{h.node}: osd {list(h.osd_ids)}" for h in plan.hosts) or "none"
     clients = ", ".join(f"{c.name} cpus {c.cpuset}" for c in plan.clients)
-    ctx.condition("Planned", True, "CpuPlanned", f"OSDs {where}; fio {clients}")
+    ctx.record.condition("Planned", True, "CpuPlanned", f"OSDs {where}; fio {clients}")
     return "patch"
+
+
+def _spec_json(ctx: RunContext) -> dict[str, object]:
+    return ctx.spec.model_dump(mode="json", by_alias=True)
 
 
 def _record_run_info(ctx: RunContext, plan: RunPlan) -> None:
@@ -188,7 +113,7 @@ def _record_run_info(ctx: RunContext, plan: RunPlan) -> None:
         ctx.spec,
         ceph_version=rook.ceph_version(ctx) or "",
         host=",".join(c.node or "" for c in plan.clients),
-        started=str(ctx.get("startedAt") or now()),
+        started=ctx.record.status.started_at or now_iso(),
     )
     cm = run_configmap(ctx.name, info, plan_summary(plan), namespace=ctx.namespace)
     cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]
@@ -214,28 +139,26 @@ def stage_prepare(ctx: RunContext) -> str:
     ensure_images(ctx, plan)
     servers = ensure_servers(ctx, plan)
     run_prefill(ctx, plan, servers, ensure_driver(ctx, plan))
-    ctx.set(phase=Phase.RUNNING.value)
+    ctx.record.status.phase = Phase.RUNNING
     return "steps"
 
 
 def stage_steps(ctx: RunContext) -> str:
     plan = plan_for(ctx)
+    ctx.record.status.steps_total = len(plan.steps)  # the spec may have gained steps
     servers = ensure_servers(ctx, plan)
     run_steps(ctx, plan, servers, ensure_driver(ctx, plan))  # NotReady while steps remain
     return "restore"
 
 
 def stage_restore(ctx: RunContext) -> str:
-    if ctx.get("phase") != Phase.RESTORING.value:
-        ctx.set(phase=Phase.RESTORING.value)
+    status = ctx.record.status
+    status.phase = Phase.RESTORING
     cleanup(ctx)
-    failure = ctx.get("failure")
-    ctx.set(
-        phase=Phase.FAILED.value if failure else Phase.COMPLETED.value,
-        message=failure or "all steps done",
-        finishedAt=now(),
-        currentStep="",
-    )
+    failure = status.failure
+    status.phase = Phase.FAILED if failure else Phase.COMPLETED
+    status.message, status.finished_at = failure or "all steps done", now_iso()
+    status.current_step = ""
     return "done"
 
 
@@ -248,15 +171,14 @@ def cleanup(ctx: RunContext) -> None:
     A run whose target the chart does not allow, or that never held the cluster (it was
     waiting for the lease), touches nothing outside the operator's namespace: the Jobs
     and objects there named after it belong to another run of the same name."""
-    if ctx.refusal is not None or ctx.get("stage") in (None, "lease"):
-        ctx.kube.release_lease(ctx.settings.operator_namespace, ctx.target.lease_name,
-                               ctx.holder)  # fmt: skip
+    if ctx.refusal is not None or ctx.record.status.stage in ("", "lease"):
+        ctx.kube.release_lease(*ctx.lease, ctx.holder)
         return
     ns = jobs_namespace(ctx)
     # every Job but the cleanup ones, which must outlive the fio servers they wait for
     keep = f"{LABEL_ROLE}!={ROLE_RBD_CLEANUP},{LABEL_ROLE}!={ROLE_CEPH_CLEANUP}"
     ctx.kube.delete_jobs(ns, f"{ctx.selector},{keep}")
-    restored = rook.restore_cluster(ctx, _plan_or_none(ctx))
+    restored = restore_cluster(ctx, _plan_or_none(ctx))
     external.remove_images(ctx, _plan_or_none(ctx))  # as the run's user: before it goes
     rook_pool.remove_pool_and_user(ctx, _plan_or_none(ctx))
     # nothing of the run left in the Jobs' namespace: Jobs and their pods
@@ -264,13 +186,15 @@ def cleanup(ctx: RunContext) -> None:
     pods = ctx.kube.pod_names(ns, ctx.selector)
     if pods:
         raise NotReady(f"waiting for {len(pods)} pod(s) of the run to go: {', '.join(pods[:5])}")
-    ctx.kube.release_lease(ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder)
+    ctx.kube.release_lease(*ctx.lease, ctx.holder)
     if restored:
-        ctx.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
+        ctx.record.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
         return
-    refused = next(c for c in ctx.get("conditions") if c["type"] == "ClusterRestored")
-    failure = ctx.get("failure")
-    ctx.set(failure=(f"{failure}; " if failure else "") + f"not restored: {refused['message']}")
+    refused = ctx.record.conditions()["ClusterRestored"]
+    failure = ctx.record.status.failure
+    ctx.record.status.failure = (f"{failure}; " if failure else "") + (
+        f"not restored: {refused.message}"
+    )
 
 
 def _plan_or_none(ctx: RunContext) -> RunPlan | None:
@@ -300,28 +224,50 @@ def refuse_target(ctx: RunContext) -> None:
     refused = ctx.refusal
     if refused is None:
         return
-    touched = ORDER.index(ctx.get("stage") or "lease") >= ORDER.index("patch")
+    status = ctx.record.status
+    touched = ORDER.index(status.stage or "lease") >= ORDER.index("patch")
     message = str(refused) + (
         "; the operator no longer acts on it: what the run changed stays" if touched else ""
     )
-    ctx.kube.release_lease(ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder)
-    ctx.set(phase=Phase.FAILED.value, message=message, stage="done", finishedAt=now())
-    ctx.condition("Succeeded", False, "TargetNotAllowed", message)
+    ctx.kube.release_lease(*ctx.lease, ctx.holder)
+    status.phase, status.message, status.stage = Phase.FAILED, message, "done"
+    status.finished_at = now_iso()
+    ctx.record.condition("Succeeded", False, "TargetNotAllowed", message)
     ctx.warn("TargetNotAllowed", message)
     raise refused
 
 
+def check_meaning(ctx: RunContext) -> None:
+    """A spec edited after the run was planned: more iodepths, repeats or workloads run
+    too, but a change of what a step measures (plan.meaning) stops the run (InvalidSpec,
+    naming each field): its stored steps would not compare with the rest."""
+    planned, stage = ctx.record.book.planned_spec, ctx.record.status.stage
+    if not planned or stage not in ORDER[ORDER.index("patch") : ORDER.index("restore")]:
+        return
+    changes = meaning_changes(json.loads(planned), _spec_json(ctx))
+    if changes:
+        raise InvalidSpec(
+            "spec",
+            f"the spec changed what the run's steps measure after it was planned "
+            f"({'; '.join(changes)}): the steps stored so far would not compare with the "
+            "rest, so the run stops here (its results are kept); create a new BenchmarkRun "
+            "for this spec",
+        )
+
+
 def tick(ctx: RunContext) -> None:
     """Advance as far as possible in one tick; stop at the first stage that must wait."""
-    if ctx.get("stage") == "done":
+    status = ctx.record.status
+    if status.stage == "done":
         return
     refuse_target(ctx)
-    stage = ctx.get("stage") or "lease"
+    stage = status.stage or "lease"
     while stage in STAGES:
         try:
+            check_meaning(ctx)
             nxt = STAGES[stage](ctx)
         except NotReady as exc:
-            ctx.set(message=str(exc))
+            status.message = str(exc)
             return
         except (InvalidSpec, ExecutionError, ParseError) as exc:
             if stage == "restore":
@@ -332,16 +278,15 @@ def tick(ctx: RunContext) -> None:
                 for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
                     if stage != "lease":
                         ctx.kube.delete_jobs(ns, ctx.selector)
-                ctx.kube.release_lease(
-                    ctx.settings.operator_namespace, ctx.target.lease_name, ctx.holder
-                )
-                ctx.set(phase=Phase.FAILED.value, message=str(exc), stage="done", finishedAt=now())
+                ctx.kube.release_lease(*ctx.lease, ctx.holder)
+                status.phase, status.message, status.stage = Phase.FAILED, str(exc), "done"
+                status.finished_at = now_iso()
                 reason = "InvalidSpec" if isinstance(exc, InvalidSpec) else "PreflightFailed"
-                ctx.condition("Succeeded", False, reason, str(exc))
+                ctx.record.condition("Succeeded", False, reason, str(exc))
                 raise
-            ctx.set(failure=str(exc))
+            status.failure = str(exc)
             reason = "InvalidSpec" if isinstance(exc, InvalidSpec) else "StepFailed"
-            ctx.condition("Succeeded", False, reason, str(exc))
+            ctx.record.condition("Succeeded", False, reason, str(exc))
             nxt = "restore"  # something was changed: put it back before failing
-        ctx.set(stage=nxt)
+        status.stage = nxt
         stage = nxt

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from crimsonbench.controller.jobs import job_outcome
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests.maintenance import topology_probe_job
@@ -44,21 +45,15 @@ def node_topologies(ctx: RunContext, nodes: list[str]) -> dict[str, Topology]:
         if cached and CACHE_KEY in cached:
             out[node] = parse_lscpu_json(cached[CACHE_KEY])
             continue
-        job = topology_probe_job(ctx.name, node, ns, ctx.settings.pod_options())
-        job_name = job["metadata"]["name"]
-        state = ctx.kube.job_state(ns, job_name)
-        if state == "missing":
-            ctx.kube.ensure_job(ns, job)
-        elif state == "failed":
-            raise ExecutionError(
-                f"topology probe on node {node} failed (Job {ns}/{job_name}): "
-                + ctx.kube.failed_job_text(ns, job_name, 500)
-            )
-        elif state == "succeeded":
-            text = ctx.kube.job_log(ns, job_name)
-            out[node] = parse_lscpu_json(text)  # ParseError names the command to run
-            ctx.kube.ensure_configmap(ns, cache_configmap(node, text))
-            ctx.kube.delete_job(ns, job_name)  # cached: the Job is done with
+        probe = job_outcome(ctx.kube, topology_probe_job(ctx.name, node, ns,
+                                                         ctx.settings.pod_options()))  # fmt: skip
+        if probe.state == "failed":
+            raise ExecutionError(f"topology probe on node {node} failed ({probe.where}): "
+                                 f"{probe.text[-500:]}")  # fmt: skip
+        if probe.state == "succeeded":
+            out[node] = parse_lscpu_json(probe.text)  # ParseError names the command to run
+            ctx.kube.ensure_configmap(ns, cache_configmap(node, probe.text))
+            ctx.kube.delete_job(ns, probe.name)  # cached: the Job is done with
             continue
         waiting.append(node)
     if waiting:

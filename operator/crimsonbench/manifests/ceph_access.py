@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.errors import InvalidSpec
-from crimsonbench.plan.target import KubeTarget
+from crimsonbench.manifests.targets import KubeTarget
 from crimsonbench.spec.models import ExternalTarget
 
 CEPH_CONF = "/etc/ceph/ceph.conf"

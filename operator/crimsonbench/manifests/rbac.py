@@ -1,5 +1,5 @@
 """The operator's RBAC: a ServiceAccount, a least-privilege ClusterRole and Roles, scoped by
-the trust boundary the chart's `targets` values draw (plan/target.py's TargetPolicy).
+the trust boundary the chart's `targets` values draw (manifests/targets.py's TargetPolicy).
 
     python -m crimsonbench.manifests.rbac [NAMESPACE] > manifests/rbac.yaml
 
@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from crimsonbench.manifests.naming import APP, LABEL_NAME
-from crimsonbench.plan.target import TargetPolicy
+from crimsonbench.manifests.targets import TargetPolicy
 from crimsonbench.spec.api import GROUP, PLURAL
 
 DEFAULT_NAMESPACE = "crimsonbench"

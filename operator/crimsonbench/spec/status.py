@@ -1,12 +1,32 @@
-"""status of a BenchmarkRun, written by the operator (and mirrored by local mode)."""
+"""status of a BenchmarkRun, written by the operator (and mirrored by local mode): the
+one place that says everything the operator remembers of a run.
+
+What it shows (phase, progress, steps, peaks, conditions, where the run runs) is at the
+top; what it only remembers to carry on after a restart is in `record` (RunBookkeeping:
+retries, OSD incarnations, when each bounded wait began, how far the restore got). The
+operator loads the whole status once per tick as these models and writes back what
+changed (controller/record.py). Fields marked "before the record" are read once from a
+run an older operator started, then removed.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from crimsonbench.spec.base import SpecModel
+
+
+# The operator changes a status field by field while a tick runs (each assignment
+# checked), and reads what the API server returns (a whole number for a float, keys of
+# other versions: ignored).
+class StatusModel(SpecModel):
+    """A part of a BenchmarkRun's status."""
+
+    # a field's docstring is its description in the CRD
+    model_config = ConfigDict(frozen=False, validate_assignment=True, extra="ignore",
+                              strict=False, use_attribute_docstrings=True)  # fmt: skip
 
 
 class Phase(StrEnum):
@@ -18,7 +38,7 @@ class Phase(StrEnum):
     FAILED = "Failed"
 
 
-class Condition(SpecModel):
+class Condition(StatusModel):
     """The standard Kubernetes condition shape (metav1.Condition)."""
 
     type: str = Field(max_length=316)
@@ -29,7 +49,7 @@ class Condition(SpecModel):
     observed_generation: int | None = None
 
 
-class StepSummary(SpecModel):
+class StepSummary(StatusModel):
     id: str
     workload: str
     iodepth: int
@@ -49,14 +69,14 @@ class StepSummary(SpecModel):
     stopped_early: str = Field(default="", description="Why the sweep stopped after this step.")
 
 
-class StepSample(SpecModel):
+class StepSample(StatusModel):
     t: float
     osd_cpu: float
     osd_mem_mib: float
     fio_cpu: float
 
 
-class WorkloadPeak(SpecModel):
+class WorkloadPeak(StatusModel):
     workload: str
     iodepth: int
     iops: float
@@ -64,13 +84,64 @@ class WorkloadPeak(SpecModel):
     clat_ms: float
 
 
-class ResultsRef(SpecModel):
+class ResultsRef(StatusModel):
     kind: str = Field(default="ConfigMap")
     name: str
     path: str | None = Field(default=None, description="Results directory (local mode).")
 
 
-class BenchmarkRunStatus(SpecModel):
+class OsdsRestarted(StatusModel):
+    """Crimson: the planned OSDs restarted after `config rm`."""
+
+    since: float
+    """When their pods were deleted (epoch s)."""
+    uids: list[str] = Field(default_factory=list)
+    """The pods deleted."""
+
+
+# A restarted operator goes on where the restore stopped, and never runs its cleanup Job
+# twice: controller/restore_steps.py decides from these.
+class RestoreMarks(StatusModel):
+    """How far the restore got."""
+
+    started: float | None = None
+    """The restoring patch (epoch s)."""
+    config_cleaned: str | None = None
+    """The `config rm` Job's outcome: "done" or "failed: <the commands to run by hand>"."""
+    osds_restarted: OsdsRestarted | None = None
+    over: str | None = None
+    """The restore is over (configCleaned's value then)."""
+
+
+class Waits(StatusModel):
+    """When each bounded wait began (epoch s): a wait gives up rolloutTimeoutSeconds later."""
+
+    rollout: float | None = None
+    """For Rook to roll the OSDs out."""
+    pool: float | None = None
+    """For Rook to create the run's pool."""
+    removal: float | None = None
+    """For Rook to remove the run's pool and cephx user."""
+
+
+class RunBookkeeping(StatusModel):
+    """What the operator remembers of a run only to carry on after a restart."""
+
+    step_retries: dict[str, list[str]] = Field(default_factory=dict)
+    """Step -> why each of its attempts was dropped."""
+    osd_incarnations: dict[str, str] | None = None
+    """Crimson: each planned OSD's pod uid/restarts when the run patched it."""
+    waits: Waits = Field(default_factory=Waits)
+    restore: RestoreMarks = Field(default_factory=RestoreMarks)
+    images_removed: str = ""
+    """The run's RBD images removed: "done", or "failed" (left to remove by hand)."""
+    planned_spec: str = ""
+    """The spec as planned (JSON): one changing what its steps measure later stops the run."""
+    step_keys: str = Field(default="content", pattern="^(content|position)$")
+    """How the fio driver keys steps: position for a run an older operator started."""
+
+
+class BenchmarkRunStatus(StatusModel):
     phase: Phase = Field(default=Phase.PENDING, strict=False)
     message: str = ""
     observed_generation: int | None = None
@@ -85,8 +156,8 @@ class BenchmarkRunStatus(SpecModel):
     results: ResultsRef | None = None
     started_at: str = ""
     finished_at: str = ""
-    # The operator's bookkeeping: the state machine lives here, not in memory, so a
-    # restarted operator resumes exactly where the last one stopped.
+    # The operator's state machine lives here, not in memory, so a restarted operator
+    # resumes exactly where the last one stopped.
     stage: str = Field(default="", description="Reconcile stage (lease, topology, patch, ...).")
     failure: str = Field(default="", description="Why the run fails once the cluster is restored.")
     prefilled: bool = False
@@ -104,10 +175,14 @@ class BenchmarkRunStatus(SpecModel):
     fio_servers: dict[str, str] = Field(
         default_factory=dict, description="fio client -> its fio server's address:port."
     )
-    images_removed: bool = Field(default=False, description="External cluster: images removed.")
     patched_generation: int = Field(default=0, description="CephCluster generation we patched.")
-    rollout_since: float = Field(default=0.0, description="When the rollout wait began (epoch s).")
     metrics_source: str = Field(default="", description="metrics.k8s.io, or none.")
     step_samples: list[StepSample] = Field(
         default_factory=list, max_length=720, description="Samples of the running step."
     )
+    record: RunBookkeeping | None = Field(
+        default=None, description="What the operator remembers to carry on after a restart."
+    )
+    # before the record (read once from a run an older operator started, then removed)
+    images_removed: bool | None = Field(default=None, description="Before the record.")
+    rollout_since: float | None = Field(default=None, description="Before the record.")

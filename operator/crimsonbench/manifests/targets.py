@@ -1,7 +1,8 @@
-"""Where an operator run acts, resolved once from spec.target, and whether it may act
-there. The executors read KubeTarget, never the spec's one-of-three union: each of them
-re-checking which target it is, and re-deriving namespaces from it, is how they came to
-disagree.
+"""Where an operator run acts on Kubernetes, resolved once from spec.target, and whether
+it may act there. The operator and the manifests read KubeTarget, never the spec's
+one-of-three union: each of them re-checking which target it is, and re-deriving
+namespaces from it, is how they came to disagree. (Not the planner's: a plan knows
+nothing of namespaces; the operator names its leases from KubeTarget.cluster_id.)
 
 The operator's trust boundary (TargetPolicy, from the chart's `targets` values): the Rook
 CephClusters it may act on and the namespaces whose runs may target each (a run in the
@@ -12,7 +13,6 @@ chart's RBAC grants nothing outside the same lists.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,11 +37,20 @@ class KubeTarget:
     # where Jobs that mount the cluster's credentials run: Rook's Secrets can only be
     # mounted in Rook's namespace; an external keyring Secret lives beside the run
     jobs_namespace: str
-    lease_name: str  # one run per Ceph cluster (a Lease in the operator's namespace)
     rook_namespace: str | None = None  # Rook's: OSD pods, CephCluster, pools, clients
     cluster_name: str | None = None  # the CephCluster
     allow_reprovision: bool = False
     external: ExternalTarget | None = None
+
+    @property
+    def cluster_id(self) -> str:
+        """The Ceph cluster, as one string (the operator's lease per cluster is named
+        after it)."""
+        if self.kind == "rook":
+            return f"rook/{self.rook_namespace}/{self.cluster_name}"
+        if self.external is not None:
+            return f"external/{self.external.mon_host}"
+        return "local"
 
     @property
     def where(self) -> str:
@@ -59,7 +68,6 @@ def kube_target(spec: BenchmarkRunSpec, run_namespace: str) -> KubeTarget:
         return KubeTarget(
             kind="rook",
             jobs_namespace=t.rook.namespace,
-            lease_name=_lease_name(f"rook/{t.rook.namespace}/{t.rook.cluster_name}"),
             rook_namespace=t.rook.namespace,
             cluster_name=t.rook.cluster_name,
             allow_reprovision=t.rook.allow_reprovision,
@@ -68,14 +76,9 @@ def kube_target(spec: BenchmarkRunSpec, run_namespace: str) -> KubeTarget:
         return KubeTarget(
             kind="external",
             jobs_namespace=run_namespace,
-            lease_name=_lease_name(f"external/{t.external.mon_host}"),
             external=t.external,
         )
-    return KubeTarget(kind="local", jobs_namespace=run_namespace, lease_name=_lease_name("local"))
-
-
-def _lease_name(ident: str) -> str:
-    return "crimsonbench-" + hashlib.sha256(ident.encode()).hexdigest()[:12]
+    return KubeTarget(kind="local", jobs_namespace=run_namespace)
 
 
 # ---------------------------------------------------------------- the trust boundary

@@ -1,10 +1,12 @@
-"""Where an operator run acts, resolved once from spec.target (plan/target.py)."""
+"""Where an operator run acts, resolved once from spec.target (manifests/targets.py), and
+the lease the operator names after the cluster (controller/run_context.lease_name)."""
 
 from __future__ import annotations
 
 import pytest
 
-from crimsonbench.plan.target import kube_target
+from crimsonbench.controller.run_context import lease_name
+from crimsonbench.manifests.targets import kube_target
 from crimsonbench.spec.models import validate_spec
 
 CLIENT = {"node": "n1"}
@@ -50,13 +52,14 @@ def test_external_target_acts_beside_the_run() -> None:
     ],
 )  # fmt: skip
 def test_lease_names_are_stable_across_versions(target: dict, lease: str) -> None:
-    assert kube_target(validate_spec({"target": target, "client": CLIENT}), "x").lease_name == lease
+    spec = validate_spec({"target": target, "client": CLIENT})
+    assert lease_name(kube_target(spec, "x")) == lease
 
 
 def test_two_rook_clusters_never_share_a_lease() -> None:
     def lease(ns: str, name: str) -> str:
         body = {"target": {"rook": {"clusterName": name, "namespace": ns}}, "client": CLIENT}
-        return kube_target(validate_spec(body), "runs").lease_name
+        return lease_name(kube_target(validate_spec(body), "runs"))
 
     assert lease("a", "c") != lease("b", "c") != lease("b", "d")
     assert lease("a", "c") == lease("a", "c")

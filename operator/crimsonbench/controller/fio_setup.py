@@ -1,0 +1,92 @@
+"""fio on Kubernetes before the first step: where the run's Jobs run and as which Ceph user,
+the run's cephx user (Rook) and images, one pinned fio server per client node and the
+run's fio driver pod (the steps then run in it: step_loop.py)."""
+
+from __future__ import annotations
+
+from crimsonbench.controller.jobs import job_log, serving_pod
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.step_decide import server_addresses
+from crimsonbench.errors import NotReady
+from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
+from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
+from crimsonbench.plan.types import RunPlan
+
+
+def jobs_namespace(ctx: RunContext) -> str:
+    """Rook's secrets can only be mounted in their own namespace, so Jobs run there."""
+    return ctx.target.jobs_namespace
+
+
+def admin_access(ctx: RunContext) -> CephAccess:
+    """For cluster-wide reads and commands (facts, crimson setup, config cleanup)."""
+    return ceph_access_for(ctx.target)
+
+
+def fio_access(ctx: RunContext, plan: RunPlan) -> CephAccess:
+    """What fio and the image Jobs use: on Rook the run's CephClient, limited to the run's
+    pool; on external clusters the user and keyring the spec names."""
+    rook_ns = ctx.target.rook_namespace
+    if rook_ns is not None:
+        return rook_client_access(rook_ns, plan.pool.user)
+    return admin_access(ctx)
+
+
+def ensure_client_user(ctx: RunContext, plan: RunPlan) -> None:
+    """Rook: the run's CephClient (caps on the run's pool only); NotReady until Rook made
+    its key. External clusters use the keyring the spec names."""
+    rook_ns = ctx.target.rook_namespace
+    if rook_ns is None:
+        return
+    body = rook_objects.ceph_client(ctx.name, plan.pool, namespace=rook_ns)
+    ctx.kube.ensure_custom(rook_ns, "cephclients", body)
+    found = ctx.kube.get_custom(rook_ns, "cephclients", plan.pool.user) or {}
+    phase = (found.get("status") or {}).get("phase", "")
+    if phase != "Ready":
+        raise NotReady(f"waiting for Rook to create cephx user client.{plan.pool.user} ({phase})")
+
+
+def ensure_images(ctx: RunContext, plan: RunPlan) -> None:
+    status = ctx.record.status
+    if status.images_created:
+        return
+    access = fio_access(ctx, plan)
+    body = maintenance.create_images_job(
+        ctx.name, plan.pool.name, plan.pool.images, plan.pool.image_size_bytes, access,
+        ctx.settings.pod_options(),
+    )  # fmt: skip
+    job_log(ctx.kube, body, f"creating {len(plan.pool.images)} RBD images")
+    ctx.kube.delete_job(access.namespace, body["metadata"]["name"])
+    status.images_created = True
+
+
+def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
+    """One fio server Job per client node; client -> "ip:port" once all are Ready."""
+    access = fio_access(ctx, plan)
+    opts = ctx.settings.pod_options()
+    pods = {}
+    for client in plan.clients:
+        body = fio.fio_server_job(ctx.name, client, plan, access, opts, port=ctx.settings.fio_port)
+        pods[client.name] = serving_pod(ctx.kube, body, f"the fio server of {client.name}")
+    found = server_addresses(plan, pods, ctx.settings.fio_port)
+    if isinstance(found, NotReady):
+        raise found
+    ctx.record.status.fio_servers = found
+    return found
+
+
+def ensure_driver(ctx: RunContext, plan: RunPlan) -> str:
+    """The run's fio driver pod (steps run in it by exec); NotReady until it runs. It sits
+    on the first client's node, beside that client's fio server; crimson runs give it the
+    run's fio user, to sample the reactors."""
+    access = fio_access(ctx, plan) if plan.flavor == "crimson" else None
+    body = fio_driver.fio_driver_job(
+        ctx.name, jobs_namespace(ctx), ctx.settings.pod_options(),
+        node=plan.clients[0].node, lifetime_s=fio.run_deadline_s(plan), access=access,
+    )  # fmt: skip
+    name = body["metadata"]["name"]
+    pod = serving_pod(ctx.kube, body, "the fio driver")
+    if pod.phase != "Running":
+        why = f" ({pod.reason})" if pod.reason else ""
+        raise NotReady(f"waiting for the fio driver pod of {name}: {pod.phase}{why}")
+    return pod.name

@@ -1,0 +1,59 @@
+"""What the operator observes of the cluster, as the I/O layer (kube.py) returns it: Rook's
+OSD pods, nodes, a Job's pod, Kubernetes quantities. Plain data; the decision modules read
+it and kube.py makes it, so neither imports the other."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([a-zA-Z]*)$")
+_SCALE = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1.0, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
+          "Ti": 2**40, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}  # fmt: skip
+
+
+def quantity(text: str) -> float:
+    """A Kubernetes quantity ("500m", "8Gi", "1") as a number."""
+    m = _QUANTITY.match(text.strip())
+    if not m or m.group(2) not in _SCALE:
+        raise ValueError(f"not a Kubernetes quantity: {text!r}")
+    return float(m.group(1)) * _SCALE[m.group(2)]
+
+
+@dataclass(frozen=True)
+class OsdPod:
+    """A Rook OSD pod as the API shows it (label ceph-osd-id, spec.nodeName)."""
+
+    osd_id: int
+    node: str | None  # None while unscheduled
+    ready: bool
+    cpu_limit: str | None = None
+    memory_limit: str | None = None
+    terminating: bool = False
+    uid: str = ""
+    restarts: int = 0  # of the osd container
+    name: str = ""
+
+    @property
+    def incarnation(self) -> str:
+        """Changes whenever the OSD daemon is restarted: a new pod or a container restart."""
+        return f"{self.uid}/{self.restarts}"
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    name: str
+    labels: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class PodState:
+    """The one pod of a Job, as far as the operator cares."""
+
+    phase: str  # Pending, Running, Succeeded, Failed, or Missing
+    ready: bool = False
+    ip: str | None = None
+    node: str | None = None
+    reason: str = ""
+    name: str = ""

@@ -1,0 +1,168 @@
+"""The prefill and the sweep on the fio driver: observe a step, ask step_decide what to do,
+carry it out, until the tick must wait (NotReady) or the sweep is over. A step that ends
+within this tick is stored and the next one starts in the same tick.
+
+What is observed for a view: the driver's answer for the step (poll), and on Rook, when
+that answer is missing or done, the OSD pods. The fio driver keys a step by what it
+measures, or, in a run an older operator started, by its position (its driver holds the
+step in flight under that)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+
+from crimsonbench.controller import driver
+from crimsonbench.controller.fio_setup import fio_access, jobs_namespace
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.sampling import sample_step, samples_of
+from crimsonbench.controller.step_decide import (
+    MAX_STEP_RETRIES,
+    PREFILL,
+    OsdView,
+    Poll,
+    Prefilled,
+    Retry,
+    Sample,
+    Start,
+    StepView,
+    Store,
+    next_step_actions,
+)
+from crimsonbench.controller.stored_results import load_results, store_results
+from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.manifests import fio, fio_driver
+from crimsonbench.manifests.fio_driver import StepReport
+from crimsonbench.plan.types import RunPlan, Step
+from crimsonbench.results.sweep_state import SweepState
+
+_MISSING = StepReport("missing", now=0.0)  # a key the driver cannot hold (just stored)
+# Decisions in one step's tick: a few polls and a start; more means the driver's answers
+# contradict each other (a start says the step exists, a poll that it does not).
+_MOST_DECISIONS = 20
+
+
+def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str) -> None:
+    status = ctx.record.status
+    if status.prefilled or not plan.prefill.jobs:
+        status.prefilled = True
+        return
+    view = StepView(plan, None, PREFILL, None, servers=servers, tick_s=ctx.settings.tick_seconds)
+    _carry_out(ctx, view, PREFILL, pod)
+    status.prefilled = True
+
+
+def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str) -> None:
+    """The sweep: NotReady while steps remain; returns once the sweep is over."""
+    results = load_results(ctx)  # resume: what is stored is done, whatever status says
+    state = SweepState(plan.sweep, results.values(), plan.bandwidth_workloads)
+    status, book = ctx.record.status, ctx.record.book
+    report: StepReport | None = None
+    while (step := state.next_step(plan.steps)) is not None:
+        status.current_step = step.id
+        view = StepView(
+            plan, step, f"step {step.index + 1}/{len(plan.steps)} {step.id}", report,
+            retries=tuple(book.step_retries.get(step.id, ())), servers=servers,
+            samples=samples_of(status.step_samples),
+            metrics_source=status.metrics_source or "none", tick_s=ctx.settings.tick_seconds,
+        )  # fmt: skip
+        done = _carry_out(ctx, view, _driver_key(ctx, step), pod)
+        assert isinstance(done, Store)  # a step's view ends stored, never prefilled
+        stored = done.result
+        results[step.id] = stored
+        store_results(ctx, plan, results)  # stored before its directory goes: never run twice
+        driver.end(ctx, jobs_namespace(ctx), pod, _driver_key(ctx, step), stored=True)
+        status.step_samples = []  # the next step starts its own samples
+        if stored.extra.get("reactor_utilization_error"):
+            ctx.logger.warning("%s: reactor utilization: %s", view.what,
+                               stored.extra["reactor_utilization_error"])  # fmt: skip
+        note = state.record(step, stored)
+        if note:
+            ctx.logger.info("%s", note)
+        report = _MISSING  # the next step is new: start it at once
+    status.current_step = ""
+
+
+def _driver_key(ctx: RunContext, step: Step) -> str:
+    return step.positional_id if ctx.record.book.step_keys == "position" else step.id
+
+
+def _observed(ctx: RunContext, view: StepView, report: StepReport) -> StepView:
+    """The view with the driver's answer, and Rook's OSD pods when a decision reads them."""
+    rook_ns = ctx.target.rook_namespace
+    if view.step is None or rook_ns is None or report.state == "running":
+        return replace(view, report=report, osds=None)
+    pods = ctx.kube.list_osd_pods(rook_ns)
+    ids = sorted({p.osd_id for p in pods} | set(ctx.record.placement))
+    return replace(view, report=report, osds=OsdView(ids, pods))
+
+
+def _carry_out(ctx: RunContext, view: StepView, key: str, pod: str) -> Store | Prefilled:
+    """Carry out the decisions for one step until it is stored (or the prefill done);
+    NotReady when the tick must wait, ExecutionError when the step failed."""
+    ns = jobs_namespace(ctx)
+    if view.report is not None:
+        view = _observed(ctx, view, view.report)
+    for _ in range(_MOST_DECISIONS):
+        for action in next_step_actions(view):
+            match action:
+                case Poll(wait_s=wait):
+                    report = driver.poll(ctx, ns, pod, key, wait_s=wait)
+                    view = replace(_observed(ctx, view, report), waited=view.waited or wait > 0)
+                    break
+                case Start(osds=osds):
+                    if driver.start(ctx, ns, pod, key, _job_files(view), view.servers or {},
+                                    deadline_s=view.deadline_s,
+                                    extra_files=_extra_files(view, osds)):  # fmt: skip
+                        raise NotReady(f"{view.what} started")
+                    view = replace(view, report=None)  # started by an earlier operator
+                    break
+                case Sample():
+                    sample_step(ctx, fio_access(ctx, view.plan).namespace, view.plan)
+                    view = replace(
+                        view,
+                        samples=samples_of(ctx.record.status.step_samples),
+                        metrics_source=ctx.record.status.metrics_source or "none",
+                    )
+                case Store() | Prefilled():
+                    if isinstance(action, Prefilled):
+                        driver.end(ctx, ns, pod, key, stored=True)
+                    return action
+                case Retry(why=why):
+                    _retry(ctx, view, key, pod, why)
+                case ExecutionError() | NotReady():
+                    raise action
+    raise NotReady(f"{view.what}: the fio driver's answers contradict each other; again")
+
+
+def _retry(ctx: RunContext, view: StepView, key: str, pod: str, why: str) -> None:
+    """Drop the attempt (its result is not stored) and note why; the step runs again once
+    every OSD is back (NotReady)."""
+    assert view.step is not None
+    retries = ctx.record.book.step_retries
+    reasons = [*retries.get(view.step.id, []), why]
+    ctx.record.book.step_retries = {**retries, view.step.id: reasons}
+    driver.end(ctx, jobs_namespace(ctx), pod, key, stored=False)
+    ctx.record.status.step_samples = []
+    message = f"{view.what} runs again ({len(reasons)}/{MAX_STEP_RETRIES}): {why}"
+    ctx.record.condition("StepRetried", True, "OsdRestarted", message)
+    ctx.logger.warning("%s", message)
+    raise NotReady(message)
+
+
+def _job_files(view: StepView) -> dict[str, str]:
+    return fio.client_job_files(view.plan, view.step)
+
+
+def _extra_files(view: StepView, osds: Mapping[str, str]) -> dict[str, str]:
+    """What the driver keeps with the attempt: the OSDs' incarnations (a step), and on
+    crimson the OSDs whose reactors it samples while fio runs."""
+    plan = view.plan
+    if view.step is None:
+        return {}
+    files = {fio_driver.OSDS_FILE: json.dumps(dict(osds))}
+    if plan.flavor == "crimson" and plan.osds:
+        ids = " ".join(str(o.osd_id) for o in plan.osds)
+        files[fio_driver.REACTOR_OSDS_FILE] = f"{plan.sample_interval_s:g} {ids}\n"
+    return files

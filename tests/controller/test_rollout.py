@@ -1,0 +1,102 @@
+"""Rook's OSD pods decided on, without a cluster: rolled out as planned, moved, at rest
+before a step, restarted during one, back to the original limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crimsonbench.controller.observed import OsdPod
+from crimsonbench.controller.rollout import (
+    osd_disturbance,
+    osd_incarnations,
+    osds_at_rest,
+    osds_running_with,
+    rollout,
+)
+from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.hosts import ClusterLayout
+from crimsonbench.plan.topology import parse_lscpu_json
+from crimsonbench.spec.models import validate_spec
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+ADJ = parse_lscpu_json((FIXTURES / "lscpu" / "adjacent-2s-8c-ht.json").read_text())
+
+# ---------------------------------------------------------------- rollout
+
+
+def _plan(**client: Any) -> Any:
+    s = validate_spec(
+        {
+            "target": {"rook": {"clusterName": "c"}},
+            "osd": {"flavor": "classic", "count": 2, "cpuSet": "0-3"},
+            "client": {"cpuSet": "8-11", **client},
+        }
+    )
+    nodes = client.get("nodes") or [client["node"]]
+    layout = ClusterLayout({n: ADJ for n in {"a", "b", *nodes}}, {0: "a", 1: "b"}, tuple(nodes))
+    return build_plan("r", s, layout)
+
+
+def test_rollout_waits_for_rook_then_every_osd_with_the_planned_limits() -> None:
+    plan = _plan(node="a")
+    want = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
+    ready = {"observedGeneration": 3, "phase": "Ready"}
+    old = [OsdPod(0, "a", True, "1", "1Gi"), OsdPod(1, "b", True, "1", "1Gi")]
+    new = [OsdPod(0, "a", True, *want), OsdPod(1, "b", True, *want)]
+    assert isinstance(rollout(plan, {0: "a", 1: "b"}, new, {"observedGeneration": 2}, 3),
+                      NotReady)  # fmt: skip
+    assert "not rolled out" in str(rollout(plan, {0: "a", 1: "b"}, old, ready, 3))
+    starting = [OsdPod(0, "a", False, *want), new[1]]
+    assert "not Ready" in str(rollout(plan, {0: "a", 1: "b"}, starting, ready, 3))
+    assert rollout(plan, {0: "a", 1: "b"}, new, ready, 3) == (
+        "2 OSDs Ready with the planned resources"
+    )
+
+
+def test_an_osd_that_moved_fails_the_run() -> None:
+    plan = _plan(node="a")
+    want = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
+    moved = [OsdPod(0, "a", True, *want), OsdPod(1, "a", True, *want)]
+    with pytest.raises(ExecutionError, match="osd.1 moved from node b to a"):
+        rollout(plan, {0: "a", 1: "b"}, moved, {"observedGeneration": 1, "phase": "Ready"}, 1)
+
+
+# ---------------------------------------------------------------- OSDs at rest, restarts
+
+
+def _pod(osd: int, **kw: object) -> OsdPod:
+    base: dict[str, object] = {"osd_id": osd, "node": "n1", "ready": True, "uid": f"u{osd}"}
+    return OsdPod(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_osds_at_rest_names_the_first_osd_that_is_not() -> None:
+    assert osds_at_rest([0, 1], [_pod(0), _pod(1)]) is None
+    going = [_pod(0), _pod(1, terminating=True), _pod(1, uid="new", ready=False)]
+    assert osds_at_rest([0, 1], going) == NotReady("osd.1 has 1 running and 1 terminating pods")
+    assert osds_at_rest([0, 1], [_pod(0), _pod(1, ready=False)]) == NotReady("osd.1 is not Ready")
+    assert osds_at_rest([2], [_pod(0)]) == NotReady("osd.2 has 0 running and 0 terminating pods")
+
+
+def test_a_restart_during_a_step_is_a_disturbance() -> None:
+    pods = [_pod(0), _pod(1)]
+    before = osd_incarnations([0, 1], pods)
+    assert osd_disturbance(before, pods) == ""
+    restarted = [_pod(0, restarts=1), _pod(1)]  # same pod, its container restarted
+    assert "osd.0 restarted during the step" in osd_disturbance(before, restarted)
+    replaced = [_pod(0), _pod(1, uid="u1-new")]  # a new pod
+    assert "osd.1 restarted during the step" in osd_disturbance(before, replaced)
+    assert "osd.1 has no pod" in osd_disturbance(before, [_pod(0)])
+
+
+def test_osds_running_with_compares_quantities_not_strings() -> None:
+    pods = [_pod(0, cpu_limit="2", memory_limit="4Gi"), _pod(1, cpu_limit="2000m",
+                                                             memory_limit="4096Mi")]  # fmt: skip
+    assert not isinstance(osds_running_with([0, 1], pods, ("2", "4Gi")), NotReady)
+    late = osds_running_with([0, 1], pods, ("3", "4Gi"))
+    assert isinstance(late, NotReady) and "osd.0 still has limits cpu=2" in str(late)
+    none = osds_running_with([0], [_pod(0)], (None, None))  # the original had none
+    assert none == "1 OSDs Ready with limits cpu=None memory=None"

@@ -1,0 +1,206 @@
+"""A step's whole life on the fio driver, decided from views alone (no cluster, no API): the
+driver's replies are real ones (tests/fixtures/driver: a real step of the plan's own job
+file through fio-driver.sh, fio's rbd engine against a real cluster), the OSD pods and
+the clock are data. Start, running, about to end, done and stored; an OSD restarted
+mid-step (run again, then given up); an operator restarted mid-step; a fio client lost
+past its deadline; a failed step; the prefill."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crimsonbench.controller.observed import OsdPod, PodState
+from crimsonbench.controller.step_decide import (
+    LOST_AFTER_S,
+    MAX_STEP_RETRIES,
+    WAIT_MARGIN_S,
+    OsdView,
+    Poll,
+    Prefilled,
+    Retry,
+    Sample,
+    Start,
+    StepView,
+    Store,
+    next_step_actions,
+    server_addresses,
+    wait_for_end,
+)
+from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.manifests.fio_driver import StepReport, parse_report
+from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.hosts import ClusterLayout
+from crimsonbench.plan.topology import parse_lscpu_json
+from crimsonbench.results.types import ResourceSample
+from crimsonbench.spec.models import validate_spec
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DRIVER = FIXTURES / "driver"
+TOPOLOGY = parse_lscpu_json((FIXTURES / "lscpu" / "single-socket-8-noht.json").read_text())
+PLAN = build_plan("driver", validate_spec(json.loads((DRIVER / "spec.json").read_text())),
+                  ClusterLayout({"here": TOPOLOGY}, {}, ("here",), plan_osds=False))  # fmt: skip
+SERVERS = json.loads((DRIVER / "servers.json").read_text())
+STEP = PLAN.steps[0]
+
+
+def reply(name: str) -> StepReport:
+    return parse_report((DRIVER / name).read_text())
+
+
+MISSING, RUNNING, DONE, FAILED = (reply(f"{n}.txt") for n in ("missing", "running", "done",
+                                                              "failed"))  # fmt: skip
+
+
+def osd(uid: str = "uid-a", restarts: int = 0, **kw: Any) -> OsdPod:
+    """osd.0 as the fixture's step recorded it at its start: uid-a/0."""
+    return OsdPod(0, "node-a", kw.pop("ready", True), uid=uid, restarts=restarts, **kw)
+
+
+AT_REST = OsdView([0], [osd()])
+
+
+def view(report: StepReport | None, **kw: Any) -> StepView:
+    base: dict[str, Any] = dict(plan=PLAN, step=STEP, what=f"step 1/1 {STEP.id}", report=report,
+                                osds=AT_REST, servers=SERVERS, tick_s=2.0)  # fmt: skip
+    return StepView(**{**base, **kw})
+
+
+def test_a_step_from_its_start_to_stored() -> None:
+    # not asked yet: ask the driver
+    assert next_step_actions(view(None)) == [Poll()]
+    # never started, every OSD at rest: start it, the OSDs' incarnations recorded with it
+    assert next_step_actions(view(MISSING)) == [Start({"0": "uid-a/0"})]
+    # running, its end beyond this tick: one usage sample, then wait for the next tick
+    early = replace(RUNNING, now=RUNNING.started + 1)
+    assert next_step_actions(view(early)) == [Sample(), NotReady(
+        f"step 1/1 {STEP.id} running (1 s)")]  # fmt: skip
+    # about to end: wait for it in the pod (one exec), once per tick
+    late = replace(RUNNING, now=RUNNING.started + PLAN.timing.fio_s - 0.5)
+    assert next_step_actions(view(late)) == [Sample(), Poll(0.5 + WAIT_MARGIN_S)]
+    assert next_step_actions(view(late, waited=True)) == [NotReady(
+        f"step 1/1 {STEP.id} running ({late.age_s:.0f} s)")]  # fmt: skip
+    # done: the result, from fio's own JSON of every job and its IOPS logs
+    samples = [ResourceSample(t=0, osd_cpu=50, osd_mem_mib=100, fio_cpu=20)] * 2
+    (store,) = next_step_actions(view(DONE, samples=samples, metrics_source="metrics.k8s.io"))
+    assert isinstance(store, Store)
+    result = store.result
+    assert (result.step_id, result.workload, result.iodepth) == (STEP.id, "randread4k", 4)
+    assert result.fio.jobs == len(PLAN.fio.jobs) == 2 and result.fio.iops > 0
+    assert result.resources.osd_cpu == 50 and result.resources.samples == 2
+    assert result.extra["metrics_source"] == "metrics.k8s.io"
+    assert result.extra["wall_seconds"] == pytest.approx(DONE.wall_s, abs=0.001)
+    assert set(result.clients) == {"here"}
+
+
+def test_a_step_waits_for_every_osd_to_rest_before_it_starts() -> None:
+    going = OsdView([0], [osd(terminating=True), osd("uid-b", ready=False)])
+    (wait,) = next_step_actions(view(MISSING, osds=going))
+    assert wait == NotReady(f"step 1/1 {STEP.id} waits for the OSDs: osd.0 has 1 running and "
+                            "1 terminating pods")  # fmt: skip
+    # an external cluster: nothing to watch, nothing recorded
+    assert next_step_actions(view(MISSING, osds=None)) == [Start({})]
+
+
+@pytest.mark.parametrize(
+    ("now", "why"),
+    [
+        ([osd(restarts=1)], "osd.0 restarted during the step (pod/restarts uid-a/0 -> uid-a/1)"),
+        ([osd("uid-b")], "osd.0 restarted during the step (pod/restarts uid-a/0 -> uid-b/0)"),
+        ([osd(ready=False)], "osd.0 is not Ready"),
+        ([], "osd.0 has no pod (was uid-a/0)"),
+    ],
+)
+def test_an_osd_restarted_mid_step_drops_the_attempt(now: list[OsdPod], why: str) -> None:
+    """The step measured a cluster in recovery: run again, up to MAX_STEP_RETRIES times,
+    then the run fails saying why each time."""
+    disturbed = OsdView([0], now)
+    assert next_step_actions(view(DONE, osds=disturbed)) == [Retry(why)]
+    again = view(DONE, osds=disturbed, retries=["before"] * MAX_STEP_RETRIES)
+    times = MAX_STEP_RETRIES + 1
+    assert next_step_actions(again) == [
+        ExecutionError(f"step 1/1 {STEP.id} failed {times} times; last: {why}")
+    ]
+
+
+def test_a_failed_step_says_what_fio_said_and_a_disturbed_one_runs_again() -> None:
+    (fail,) = next_step_actions(view(FAILED))
+    assert isinstance(fail, ExecutionError) and str(fail).startswith(
+        f"step 1/1 {STEP.id}: fio exited 1"
+    )
+    assert "output tail" in str(fail) or "fio said" in str(fail)
+    # failed while an OSD restarted: the restart is why, the step runs again
+    (retry,) = next_step_actions(view(FAILED, osds=OsdView([0], [osd("uid-b")])))
+    assert isinstance(retry, Retry) and retry.why.startswith("osd.0 restarted during the step")
+    assert f"the step failed: step 1/1 {STEP.id}: fio exited 1" in retry.why
+
+
+def test_an_operator_restarted_mid_step_collects_it() -> None:
+    """A new operator has no memory of the step: the driver's answer is the state. Its
+    start finds the attempt there (Start answered "exists": asked again), and a running
+    step is polled like any other."""
+    assert next_step_actions(view(None)) == [Poll()]
+    assert next_step_actions(view(RUNNING))[0] == Sample()
+    (store,) = next_step_actions(view(DONE))
+    assert isinstance(store, Store)
+
+
+def test_a_fio_client_lost_past_its_deadline_fails_the_step() -> None:
+    lost = replace(RUNNING, now=RUNNING.started + PLAN.timing.deadline_s + LOST_AFTER_S + 1)
+    (fail,) = next_step_actions(view(lost))
+    assert isinstance(fail, ExecutionError) and "its fio client is gone" in str(fail)
+
+
+def test_a_result_from_an_unknown_server_or_short_of_jobs_fails() -> None:
+    (fail,) = next_step_actions(view(DONE, servers={"here": "10.9.9.9:8765"}))
+    assert isinstance(fail, ExecutionError) and "unknown server 127.0.0.1" in str(fail)
+    two = replace(PLAN, fio=replace(PLAN.fio, jobs=PLAN.fio.jobs * 2))
+    (short,) = next_step_actions(view(DONE, plan=two))
+    assert isinstance(short, ExecutionError) and "here: 2 of expected=4" in str(short)
+
+
+def test_the_prefill_has_no_osds_to_watch_nor_samples() -> None:
+    prefill = view(None, step=None, what="prefill", osds=None)
+    assert next_step_actions(prefill) == [Poll()]
+    assert next_step_actions(replace(prefill, report=MISSING)) == [Start({})]
+    assert next_step_actions(replace(prefill, report=RUNNING)) == [NotReady(
+        f"prefill running ({RUNNING.age_s:.0f} s)")]  # fmt: skip
+    with_prefill = replace(PLAN, prefill=replace(PLAN.prefill, jobs=PLAN.fio.jobs))
+    done = replace(prefill, plan=with_prefill, report=DONE)
+    assert next_step_actions(done) == [Prefilled()]
+
+
+@pytest.mark.parametrize(
+    ("state", "started", "now", "wait"),
+    [
+        ("running", 100.0, 101.0, 0.0),  # 13 s left of 14: the next tick polls again
+        ("running", 100.0, 112.5, 1.5 + WAIT_MARGIN_S),  # ends before the next tick
+        ("running", 100.0, 120.0, WAIT_MARGIN_S),  # overdue: fio is ending
+        ("running", 0.0, 120.0, 0.0),  # started not yet written
+        ("missing", 0.0, 120.0, 0.0),
+    ],
+)
+def test_a_tick_waits_in_the_driver_only_for_a_step_about_to_end(
+    state: str, started: float, now: float, wait: float
+) -> None:
+    report = StepReport(state, now, started)
+    assert wait_for_end(report, expected_s=14, tick_s=2) == pytest.approx(wait)
+
+
+def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
+    doc = json.loads((DRIVER / "spec.json").read_text())
+    doc["client"] = {**doc["client"], "nodes": ["a", "c"], "node": None}
+    del doc["client"]["node"]
+    topo = ClusterLayout({"a": TOPOLOGY, "c": TOPOLOGY}, {}, ("a", "c"), plan_osds=False)
+    plan = build_plan("s", validate_spec(doc), topo)
+    up = {"a": PodState("Running", True, "10.0.0.1", "a"), "c": PodState("Pending")}
+    assert server_addresses(plan, up, 8765) == NotReady("waiting for fio servers: c (Pending)")
+    up["c"] = PodState("Running", True, "10.0.0.3", "c")
+    assert server_addresses(plan, up, 8765) == {"a": "10.0.0.1:8765", "c": "10.0.0.3:8765"}
+    up["c"] = PodState("Failed", reason="Evicted")
+    with pytest.raises(ExecutionError, match="fio server of c ended"):
+        server_addresses(plan, up, 8765)
