@@ -7,6 +7,12 @@ operator installed from this repository's chart with the real helm.
         s.kind.kubectl("apply", "-f", "run.yaml")
         s.rook.osd_nodes()
 
+With monitoring=True, the real prometheus-operator and a Prometheus it runs come up beside
+Rook (e2e/harness/monitoring.py, on the control-plane node), and our chart is installed with
+its ServiceMonitor and PrometheusRule on (`BenchStack.monitoring`): that Prometheus scrapes
+our operator because of them. Each BenchmarkRun of RUN_NS is then also fetched with
+`crimsonbench fetch` as its steps finish (`monitoring.recorder`).
+
 The workers' kubelets declare 4 CPUs (e2e/harness/kind_cpus.py says why) and the static
 CPU manager is off; the pods still run on, and are pinned within, the machine's 2 CPUs.
 Raises KindUnavailable where the machine cannot run it (for a skip); anything of ours that
@@ -30,6 +36,14 @@ from harness.controlplane import REPO, environmental
 from harness.images import FIO_IMAGE, OPERATOR_IMAGE, ImagesUnavailable, product_archives
 from harness.kind import KindCluster, KindUnavailable, kind_cluster
 from harness.kind_rook import CLUSTER, NAMESPACE, KindRook, kind_rook, new_loop_devices
+from harness.monitoring import (
+    Monitoring,
+    MonitoringUnavailable,
+    RunRecorder,
+    chart_values,
+    install_monitoring,
+)
+from harness.monitoring import environmental as monitoring_environmental
 from harness.operator_install import GROUP, VERSION
 from harness.rook import CRIMSON_FIO_IMAGE, RookUnavailable, crimson_fio_archive
 from harness.waiting import wait_for
@@ -129,6 +143,7 @@ class BenchStack:
     kind: KindCluster
     rook: KindRook
     timings: dict[str, float] = field(default_factory=dict)
+    monitoring: Monitoring | None = None  # kind_bench_stack(monitoring=True)
 
     def operator_logs(self, lines: int = 60) -> str:
         return self.kind.kubectl("-n", OPERATOR_NS, "logs", "deploy/crimsonbench-operator",
@@ -158,10 +173,11 @@ def install_operator(rook: KindRook, values: dict[str, Any], timeout: float = 60
     """`helm install` of the repository's chart (with its CRDs) into OPERATOR_NS, Ready."""
     values_file = rook.loops.dir / "crimsonbench-values.yaml"
     values_file.write_text(yaml.safe_dump(values))
+    # first: the chart's RBAC for the runs' namespaces (targets.rook allowedNamespaces) lives in it
+    rook.kind.kubectl("create", "namespace", RUN_NS)
     rook.helm("install", "crimsonbench", str(REPO), "--namespace", OPERATOR_NS,
               "--create-namespace", "-f", str(values_file), "--wait",
               "--timeout", f"{int(timeout)}s", timeout=timeout + 60)  # fmt: skip
-    rook.kind.kubectl("create", "namespace", RUN_NS)
 
     def ready() -> bool:
         pods = rook.kind.kubectl_json("-n", OPERATOR_NS, "get", "pods")["items"]
@@ -184,11 +200,20 @@ def switch_fio_image(rook: KindRook, tag: str, timeout: float = 600) -> None:
                       f"--timeout={int(timeout)}s", timeout=timeout + 60)  # fmt: skip
 
 
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
 @contextlib.contextmanager
 def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1.0,
-                     flavor: str = "classic",
-                     extra_archives: Sequence[Path] = ()) -> Iterator[BenchStack]:  # fmt: skip
-    """extra_archives: more images for the nodes (e.g. another fio image to compare)."""
+                     flavor: str = "classic", extra_archives: Sequence[Path] = (),
+                     monitoring: bool = False) -> Iterator[BenchStack]:  # fmt: skip
+    """extra_archives: more images for the nodes (e.g. another fio image to compare).
+    monitoring: prometheus-operator and its Prometheus too, our chart's ServiceMonitor and
+    PrometheusRule on (e2e/harness/monitoring.py)."""
     loops = new_loop_devices()
     timings: dict[str, float] = {}
     try:
@@ -214,13 +239,35 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
             for archive in [*archives, *extra_archives]:
                 k.load_image_archive(archive)
             timings["product_images_load_s"] = time.monotonic() - t
+            mon = None
+            if monitoring:  # applied now, comes up while Rook does
+                try:
+                    mon = install_monitoring(k)
+                except MonitoringUnavailable as exc:
+                    if monitoring_environmental(exc):
+                        raise KindUnavailable(f"no monitoring stack here: {exc}") from exc
+                    raise
             try:
                 with kind_rook(k, loops, flavor=flavor) as rook:
                     timings.update(rook.timings)
+                    values = operator_values(tick_seconds, fio_tag)
+                    if mon is not None:
+                        mon.wait_ready()
+                        values = _merged(values, chart_values())
                     t = time.monotonic()
-                    install_operator(rook, operator_values(tick_seconds, fio_tag))
+                    install_operator(rook, values)
                     timings["operator_install_s"] = time.monotonic() - t
-                    yield BenchStack(k, rook, timings)
+                    with contextlib.ExitStack() as stack:
+                        if mon is not None:
+                            mon.recorder = stack.enter_context(
+                                RunRecorder(k, RUN_NS, loops.dir / "fetched")
+                            )
+                        try:
+                            yield BenchStack(k, rook, timings, monitoring=mon)
+                        finally:
+                            if mon is not None:
+                                timings.update(mon.timings)
+                                timings.update(mon.cost())
             except RookUnavailable as exc:  # its image or binary cannot be built here
                 raise KindUnavailable(f"Rook cannot be built here: {exc}") from exc
         timings.update(k.timings)  # delete_s

@@ -45,10 +45,12 @@ def kind() -> Iterator[KindCluster]:
         TIMINGS.update(cluster.timings)
 
 
-def _bench_stack(flavor: str, what: str, prefix: str) -> Iterator[BenchStack]:
+def _bench_stack(
+    flavor: str, what: str, prefix: str, monitoring: bool = False
+) -> Iterator[BenchStack]:
     """kind_bench_stack(flavor) as a fixture: skipped (the reason printed) where the machine
     cannot run it; on exit the cluster deleted, the host checked, the timings kept."""
-    ctx = kind_bench_stack(flavor=flavor)
+    ctx = kind_bench_stack(flavor=flavor, monitoring=monitoring)
     try:
         s = ctx.__enter__()
     except KindUnavailable as exc:
@@ -65,8 +67,11 @@ def _bench_stack(flavor: str, what: str, prefix: str) -> Iterator[BenchStack]:
 
 @pytest.fixture(scope="module")
 def kind_rook() -> Iterator[BenchStack]:
-    """kind with Rook (one OSD per worker) and our operator (e2e/harness/kind_bench.py)."""
-    yield from _bench_stack("classic", "Rook", "rook_stack")
+    """kind with Rook (one OSD per worker) and our operator (e2e/harness/kind_bench.py),
+    and the monitoring chain users run: prometheus-operator's Prometheus scraping our
+    operator through the chart's ServiceMonitor, with its PrometheusRule
+    (e2e/harness/monitoring.py; checks: tests/kind/monitoring_checks.py)."""
+    yield from _bench_stack("classic", "Rook", "rook_stack", monitoring=True)
 
 
 @pytest.fixture(scope="module")

@@ -401,3 +401,21 @@ def leftovers(a: Api) -> dict[str, list[str]]:
     names = [le.metadata.name for le in coordination.list_namespaced_lease(OPERATOR_NS).items]
     found["leases"] = [n for n in names if n.startswith("crimsonbench-")]
     return {k: v for k, v in found.items() if v}
+
+
+# ---------------------------------------------------------------- the same run, monitored
+# The stack's prometheus-operator runs a Prometheus that found our operator through the
+# chart's ServiceMonitor and our rules through its PrometheusRule, as kube-prometheus-stack
+# does (tests/kind/monitoring_checks.py). After the run above, on the same cluster.
+
+
+def test_prometheus_from_our_servicemonitor_saw_the_run(kind_rook: BenchStack) -> None:
+    import monitoring_checks
+
+    monitoring_checks.prometheus_saw_the_run(kind_rook, RUN)
+
+
+def test_a_failed_run_fires_our_alerts(kind_rook: BenchStack) -> None:
+    import monitoring_checks
+
+    monitoring_checks.failed_run_fires_alerts(kind_rook)
