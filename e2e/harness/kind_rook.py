@@ -48,6 +48,7 @@ from harness.rook import (
     RELEASE,
     ROOK_IMAGE,
     crimson_rook_image_archive,
+    rook_csi_crds,
     rook_image_archive,
     rook_install_args,
 )
@@ -118,6 +119,9 @@ class KindRook:
     loops: LoopDevices
     image: str = ROOK_IMAGE
     flavor: str = "classic"  # or "crimson": every OSD a crimson-osd (CRIMSON_ROOK_IMAGE)
+    # crimson's object store: bluestore (Rook's own, through alien threads) or cyanstore /
+    # seastore, made by our image's ceph-osd from the mon db (e2e/rook/image/ceph-osd)
+    store: str = "bluestore"
     namespace: str = NAMESPACE
     name: str = CLUSTER
     timings: dict[str, float] = field(default_factory=dict)
@@ -208,6 +212,9 @@ class KindRook:
 
     # ------------------------------------------------------------------ bring-up
     def install_operator(self, timeout: float) -> None:
+        crds = rook_csi_crds()
+        if crds:  # server-side: operatorconfigs' schema is too large for an annotation
+            self.kind.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(crds))
         self.helm(*rook_install_args(self.loops.dir / "chart", self.namespace, VALUES, self.image))
         self.kind.kubectl("-n", self.namespace, "rollout", "status", "deploy/rook-ceph-operator",
                           f"--timeout={int(timeout)}s", timeout=timeout + 60)  # fmt: skip
@@ -229,6 +236,11 @@ class KindRook:
             # crimson-osd aborts unless its reactors are given, even to mkfs; one unpinned
             # reactor until a BenchmarkRun plans them (Rook provisions bluestore: alien threads)
             doc["spec"]["cephConfig"]["osd"] = {"crimson_seastar_num_threads": "1"}
+            if self.store != "bluestore":  # before any OSD exists: each starts on it
+                doc["spec"]["cephConfig"]["osd"]["crimson_osd_objectstore"] = self.store
+            if self.store == "seastore":  # a file in the OSD's directory (seastore stalls
+                # below 4Gi: local.osds.SEASTORE_MIN_BYTES)
+                doc["spec"]["cephConfig"]["osd"]["seastore_device_size"] = "4294967296"
         return doc
 
     def toolbox_manifest(self) -> dict[str, Any]:
@@ -317,9 +329,11 @@ def kind_rook(
     operator_timeout: float = 900,
     ready_timeout: float = 2400,
     flavor: str = "classic",
+    store: str = "bluestore",
 ) -> Iterator[KindRook]:
     """Rook's operator and a CephCluster with one OSD per worker (on LOOPS, attached here),
-    Ready; FLAVOR crimson: every OSD a crimson-osd (bluestore through its alien threads).
+    Ready; FLAVOR crimson: every OSD a crimson-osd, on STORE (bluestore through its alien
+    threads, or cyanstore / seastore set in cephConfig before the OSDs exist).
     On exit the loop devices are detached lazily; call `loops.release()` once the nodes are
     gone (the OSDs hold them open until then)."""
     t0 = time.monotonic()
@@ -327,7 +341,7 @@ def kind_rook(
         archive, image = crimson_rook_image_archive(), CRIMSON_ROOK_IMAGE
     else:
         archive, image = rook_image_archive(), ROOK_IMAGE  # cached: seconds
-    rook = KindRook(kind, loops, image=image, flavor=flavor,
+    rook = KindRook(kind, loops, image=image, flavor=flavor, store=store,
                     timings={"rook_image_s": time.monotonic() - t0})  # fmt: skip
     try:
         t = time.monotonic()

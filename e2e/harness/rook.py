@@ -172,6 +172,20 @@ def rook_chart(dest: Path, version: str = ROOK_VERSION) -> Path:
     return chart
 
 
+def rook_csi_crds(version: str = ROOK_VERSION) -> list[dict[str, object]]:
+    """The csi.ceph.io CRDs (CephConnection, ClientProfile, ...) of releases whose chart
+    takes CSI from the ceph-csi-operator chart (v1.20): their operator creates a
+    CephConnection per cluster and fails the CephCluster ("no matches for kind
+    CephConnection") without the CRD, even with installCsiOperator false. The CRDs only,
+    from the release's own deploy/examples/csi-operator.yaml; [] for older releases."""
+    module = rook_module_dir(version)
+    chart = yaml.safe_load((module / "deploy" / "charts" / "rook-ceph" / "Chart.yaml").read_text())
+    if not any(d.get("name") == "ceph-csi-operator" for d in chart.get("dependencies") or []):
+        return []
+    docs = yaml.safe_load_all((module / "deploy" / "examples" / "csi-operator.yaml").read_text())
+    return [d for d in docs if d and d.get("kind") == "CustomResourceDefinition"]
+
+
 def rook_install_args(dest: Path, namespace: str, values: Path, image: str) -> list[str]:
     """`helm install` arguments for Rook's own operator chart (copied under DEST) into
     NAMESPACE with VALUES, running IMAGE (repository:tag, loaded into the nodes)."""

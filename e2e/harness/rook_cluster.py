@@ -62,6 +62,7 @@ from harness.rook import (
     REPO,
     ROOK_IMAGE,
     RookUnavailable,
+    rook_csi_crds,
     rook_image_archive,
     rook_install_args,
 )
@@ -259,6 +260,9 @@ class RookCluster(RookTeardown):
         subprocess.run(["iptables", "-t", "nat", "-I", *self._nat], check=True, timeout=60)
 
     def _install_operator(self) -> None:
+        crds = rook_csi_crds()
+        if crds:  # v1.20's operator needs csi.ceph.io's CRDs (harness.rook.rook_csi_crds)
+            self.cp.apply_yaml(crds)
         self.helm(*rook_install_args(self.dir / "chart", self.namespace, VALUES, self.image))
 
         def operator_ready() -> bool:
