@@ -11,8 +11,8 @@
 # as checked after the download, every patch's name and sha256, the CMake flags);
 # bin/crimson-osd.inputs says the same in words. Another key re-runs patch, configure and
 # compile on the kept tree (ninja rebuilds what changed), never the chroot; a binary without
-# a key (an older script made it) gets one the same way (its tarball checked, cmake run
-# again, a ninja that finds nothing to do), not a 2-hour rebuild.
+# a key (an older script made it) gets one once its tarball, its patches and the build
+# dir's CMake flags are checked, without cmake or ninja (not a 2-hour rebuild).
 #
 # Cache layout (CRIMSONBENCH_CACHE, default ~/.cache/crimsonbench):
 #   crimson/<VERSION>/chroot/              sid build chroot (gcc, cmake, ninja, build-deps)
@@ -395,6 +395,29 @@ run_stage builddeps "${CRIMSON_TIMEOUT_BUILDDEPS:-5400}"
 # changed or removed is noticed.
 rm -f "$TOP/.done-patch"
 run_stage patch "${CRIMSON_TIMEOUT_PATCH:-300}"
+# A binary an older run of this script built has no key and no record of what it compiled.
+# Its tree is the one checked above (tarball's sha256, every wanted patch applied); when the
+# build dir's CMakeCache also holds every flag, it was built from these inputs: it gets its
+# key without cmake or ninja (a cmake run regenerates files most objects depend on: seen,
+# 383 of 506 steps again).
+cache_has_flags() {
+  local cache="$ROOT$OBJ/CMakeCache.txt" a key val
+  [ -s "$cache" ] && grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$cache" || return 1
+  for a in "${CMAKE_ARGS[@]}"; do
+    case $a in -D*=*) key=${a#-D}; val=${key#*=}; key=${key%%=*} ;; *) continue ;; esac
+    grep -qx "$key:[A-Z]*=$val" "$cache" || { log "  CMakeCache has no $key=$val"; return 1; }
+  done
+}
+if [ -x "$BIN" ] && [ ! -e "$STAMP" ] && [ ! -s "$TOP/.compiled-files" ] && cache_has_flags; then
+  log "$BIN: built by an older run from these inputs (tarball, patches, flags checked): keyed, not rebuilt"
+  record_compiled
+  echo "${CMAKE_ARGS[*]}" >"$TOP/.configured-args"
+  inputs >"$BIN.inputs"
+  cache_key >"$STAMP.tmp"
+  mv "$STAMP.tmp" "$STAMP"
+  echo "$BIN"
+  exit 0
+fi
 # Configure again when the flags differ from those of the build dir (or are unknown: a
 # build dir of the older script); cmake keeps what did not change.
 if [ "$(cat "$TOP/.configured-args" 2>/dev/null)" != "${CMAKE_ARGS[*]}" ]; then
