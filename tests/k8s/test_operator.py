@@ -421,6 +421,43 @@ def test_a_run_an_older_operator_started_resumes_with_its_record_moved_in(
     assert jobs_of(admin, "legacy") == []
 
 
+def test_under_a_crd_that_drops_the_record_the_run_waits_saying_why(
+    control_plane: ControlPlane, admin: Any, cephcluster: dict[str, Any],
+    operator: Callable[[], KopfRunner],
+) -> None:  # fmt: skip
+    """helm does not upgrade CRDs: under the previous CRD (no status.record) the API server
+    prunes the record the operator writes. The run does nothing more (no second Job),
+    saying why in a condition, until this version's CRD is applied (and the operator
+    restarted, as an upgrade does); then it goes on."""
+    crd = yaml.safe_load((ROOT / "crds" / "benchmarkrun.yaml").read_text())
+    older = copy.deepcopy(crd)
+    schema = older["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    del schema["properties"]["status"]["properties"]["record"]
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    control_plane.apply_yaml([older])
+    try:
+        with operator() as runner:
+            custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns",
+                                                   run_body("oldcrd"))  # fmt: skip
+            st = wait_for("the refusal", lambda: {c["type"]: c for c in status_of(
+                admin, "oldcrd").get("conditions", [])}.get("RecordKept"))  # fmt: skip
+            assert st["status"] == "False" and st["reason"] == "CrdTooOld"
+            assert "apply crds/benchmarkrun.yaml" in st["message"]
+            time.sleep(3)  # more ticks: nothing more is done
+            assert jobs_of(admin, "oldcrd") == ["oldcrd-facts"]  # the first tick's only
+            assert "record" not in status_of(admin, "oldcrd")
+        assert runner.exit_code == 0, runner.output
+        control_plane.apply_yaml([crd])  # then the operator restarted, as on an upgrade
+        with operator():
+            wait_for("the record kept", lambda: "record" in status_of(admin, "oldcrd") and {
+                c["type"]: c["status"] for c in status_of(admin, "oldcrd")["conditions"]
+            }["RecordKept"] == "True")  # fmt: skip
+            custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "oldcrd")
+            wait_for("run gone", lambda: _gone(admin, "oldcrd"))
+    finally:
+        control_plane.apply_yaml([crd])
+
+
 def test_second_run_waits_for_the_first(
     admin: Any, cephcluster: dict[str, Any], operator: Callable[[], KopfRunner]
 ) -> None:

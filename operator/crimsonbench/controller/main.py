@@ -37,7 +37,7 @@ from crimsonbench.spec.status import Phase
 RECORD_LOST = (
     "the run's status.record was not kept: the BenchmarkRun CRD in the cluster is older "
     "than this operator (helm does not upgrade CRDs); apply crds/benchmarkrun.yaml of this "
-    "version. Nothing is done for the run until its record is kept"
+    "version (then restart the operator). Nothing is done for the run until its record is kept"
 )
 
 
@@ -140,13 +140,16 @@ def reconcile(
     uid = meta["uid"]
     if ctx.record.migrated and uid in memo.recorded and (status or {}).get("stage"):
         # written by this operator, gone now: the API server prunes it (an older CRD).
-        # Nothing is done, nor is the record written again: only the condition says why.
-        alarm = RunRecord.load(status)
-        alarm.condition("RecordKept", False, "CrdTooOld", RECORD_LOST)
-        patch.status["conditions"] = alarm.status_patch()["conditions"]
+        # Nothing is done: the record is written again (kept once the CRD is applied) and
+        # a condition says why.
+        ctx.record.condition("RecordKept", False, "CrdTooOld", RECORD_LOST)
+        lost = ctx.record.status_patch()
+        patch.status.update({k: lost[k] for k in ("record", "conditions") if k in lost})
         kopf.warn(body, reason="CrdTooOld", message=RECORD_LOST)
         return
     memo.recorded.add(uid)
+    if "RecordKept" in ctx.record.conditions():  # said before the CRD was applied
+        ctx.record.condition("RecordKept", True, "CrdApplied", "the run's record is kept")
     before = ctx.record.status.phase
     try:
         stages.tick(ctx)

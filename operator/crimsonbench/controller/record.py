@@ -87,7 +87,7 @@ def _legacy(
         osds_restarted=None if restarted is None else OsdsRestarted(**json.loads(restarted)),
         over=mark(original, "config-restored"),
     )
-    if raw.get("stage") in _STARTED:
+    if raw.get("stage") == "steps":  # its driver may hold a step in flight by position
         book.step_keys = "position"
     return book
 
