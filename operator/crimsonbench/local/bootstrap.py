@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from crimsonbench.errors import ExecutionError
 from crimsonbench.local.ceph_cli import run
+from crimsonbench.local.readiness import poll_until
 from crimsonbench.local.userland import Userland
 from crimsonbench.plan.ini import CEPH_CONF, render_ini
 
@@ -232,12 +232,15 @@ def loop_devices_of(backing: Path) -> list[str]:
 def detach_loop(dev: str, backing: Path, timeout: float = 30.0) -> list[str]:
     """Detach a loop device; the OSD may hold it a moment after exiting, so retry.
     Returns what could not be detached (empty on success)."""
-    deadline = time.monotonic() + timeout
-    while loop_devices_of(backing):
+
+    def detached() -> list[str]:
+        if not loop_devices_of(backing):
+            return []
         try:
             run(["losetup", "--detach", dev], timeout=15)
         except ExecutionError as exc:
-            if time.monotonic() > deadline:
-                return [f"loop device {dev} ({backing}): {exc}"]
-            time.sleep(0.5)
-    return []
+            return [f"loop device {dev} ({backing}): {exc}"]
+        still = loop_devices_of(backing)
+        return [f"loop device {dev} ({backing}): still attached"] if still else []
+
+    return poll_until(detached, timeout, interval=0.5)

@@ -6,11 +6,11 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 from crimsonbench.local import bootstrap as bs
 from crimsonbench.local import procs
+from crimsonbench.local.readiness import poll_until
 
 
 def remove_dir(root: Path, made_it: bool) -> None:
@@ -33,9 +33,7 @@ def destroy(root: Path) -> list[str]:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             continue
-    deadline = time.monotonic() + 10
-    while procs.processes_mentioning(str(root)) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    poll_until(lambda: [str(p) for p in procs.processes_mentioning(str(root))], 10, 0.2)
     left: list[str] = []
     note = root / "ceph-root-mount"  # cluster.MOUNT_NOTE: its Ceph root's private mount
     if note.is_file():

@@ -59,18 +59,35 @@ def _pg_gaps(pgmap: dict[str, Any], osd_dump: dict[str, Any]) -> list[str]:
     return [f"{sum(bad.values())} of {expected} PGs not active+clean ({states})"]
 
 
-def wait_until(what: str, probe: Callable[[], list[str]], timeout: float, where: str) -> None:
-    """Call `probe` (returns what is still missing) until it returns nothing or the deadline
-    passes; NotReady then lists what was still missing."""
+def poll_until(
+    probe: Callable[[], list[str]], timeout: float, interval: float = POLL_S
+) -> list[str]:
+    """The package's one bounded wait (local mode blocks; the operator's waits span ticks:
+    controller/record.RunRecord.waited): call `probe` (what is still missing) until it
+    returns nothing or `timeout` seconds passed; what was still missing then ([]: reached)."""
     deadline = time.monotonic() + timeout
     gaps = probe()
-    while gaps:
-        if time.monotonic() > deadline:
-            raise NotReady(
-                f"{what} not reached within {timeout:.0f} s ({where}); still missing: "
-                + "; ".join(gaps)
-            )
-        time.sleep(POLL_S)
-        last, gaps = gaps, probe()
+    while gaps and time.monotonic() <= deadline:
+        time.sleep(interval)
+        gaps = probe()
+    return gaps
+
+
+def wait_until(what: str, probe: Callable[[], list[str]], timeout: float, where: str) -> None:
+    """poll_until, NotReady listing what was still missing when the deadline passed."""
+    last: list[str] = []
+
+    def logged() -> list[str]:
+        nonlocal last
+        gaps = probe()
         if gaps != last:
             log.debug("%s: waiting for %s", what, "; ".join(gaps) or "nothing")
+        last = gaps
+        return gaps
+
+    gaps = poll_until(logged, timeout)
+    if gaps:
+        raise NotReady(
+            f"{what} not reached within {timeout:.0f} s ({where}); still missing: "
+            + "; ".join(gaps)
+        )
