@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -44,10 +43,6 @@ class Kube:
         self.batch: Any = client.BatchV1Api(api)
         self.custom: Any = client.CustomObjectsApi(api)
         self.coord: Any = client.CoordinationV1Api(api)
-        # kubernetes.stream swaps its ApiClient's transport for the call: execs get a
-        # client of their own, one at a time, never the one other threads are using
-        self._exec_core: Any = client.CoreV1Api(client.ApiClient(api.configuration))
-        self._exec_lock = threading.Lock()
 
     # ------------------------------------------------------------ Rook
     def get_cephcluster(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -135,10 +130,14 @@ class Kube:
     def exec_in_pod(
         self, namespace: str, pod: str, argv: list[str], timeout_s: float = 60
     ) -> tuple[int, str, str]:
-        """Run argv in the pod's (first) container: (exit code, stdout, stderr)."""
-        with self._exec_lock:
+        """Run argv in the pod's (first) container: (exit code, stdout, stderr).
+
+        kubernetes.stream swaps its ApiClient's transport for the call, so each exec gets a
+        client of its own: execs of several runs (a poll may wait up to a tick in the pod)
+        go on at once, and never touch the client other threads use."""
+        with client.ApiClient(self.api.configuration) as own:
             resp = stream(
-                self._exec_core.connect_get_namespaced_pod_exec, pod, namespace,
+                client.CoreV1Api(own).connect_get_namespaced_pod_exec, pod, namespace,
                 command=argv, stdin=False, stdout=True, stderr=True, tty=False,
                 _preload_content=False, _request_timeout=timeout_s,
             )  # fmt: skip
