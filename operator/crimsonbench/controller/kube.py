@@ -108,16 +108,6 @@ class Kube:
     def delete_configmap(self, namespace: str, name: str) -> None:
         _unless_gone(self.core.delete_namespaced_config_map, name, namespace)
 
-    def delete_configmaps(self, namespace: str, selector: str) -> int:
-        items = self.core.list_namespaced_config_map(namespace, label_selector=selector).items
-        for cm in items:
-            self.delete_configmap(namespace, cm.metadata.name)
-        return len(items)
-
-    def annotate_configmap(self, namespace: str, name: str, annotations: dict[str, str]) -> None:
-        body = {"metadata": {"annotations": annotations}}
-        self.core.patch_namespaced_config_map(name, namespace, body)
-
     def configmap_annotations(self, namespace: str, name: str) -> dict[str, str] | None:
         """None when the ConfigMap does not exist."""
         cm = _unless_gone(self.core.read_namespaced_config_map, name, namespace)
@@ -170,18 +160,6 @@ class Kube:
             if cond.status == "True" and cond.type in ("Failed", "FailureTarget"):
                 return "failed"
         return "running"
-
-    def job_annotations(self, namespace: str, name: str) -> dict[str, str]:
-        job = _unless_gone(self.batch.read_namespaced_job, name, namespace)
-        return {} if job is None else dict(job.metadata.annotations or {})
-
-    def job_seconds(self, namespace: str, name: str) -> float:
-        """Wall time of a finished Job (startTime -> completionTime); 0 when unknown."""
-        job = _unless_gone(self.batch.read_namespaced_job_status, name, namespace)
-        st = None if job is None else job.status
-        if st is None or st.start_time is None or st.completion_time is None:
-            return 0.0
-        return float((st.completion_time - st.start_time).total_seconds())
 
     def _newest_job_pod(self, namespace: str, name: str) -> Any | None:
         """The Job's newest pod (the one a retry or a restart made last); None when none."""
