@@ -244,7 +244,10 @@ def check_meaning(ctx: RunContext) -> None:
     planned, stage = ctx.record.book.planned_spec, ctx.record.status.stage
     if not planned or stage not in ORDER[ORDER.index("patch") : ORDER.index("restore")]:
         return
-    changes = meaning_changes(json.loads(planned), _spec_json(ctx))
+    now = _spec_json(ctx)
+    if planned == json.dumps(now, sort_keys=True):
+        return  # the spec as planned (every tick but after an edit)
+    changes = meaning_changes(json.loads(planned), now)
     if changes:
         raise InvalidSpec(
             "spec",
