@@ -74,6 +74,11 @@ BUILDS = {
         Build("rook", 5, ("rook/v1.17.8/bin/rook",), "e2e/build-rook.sh"),
         Build("rook image", 5, ("images/rook-ceph-v1.17.8-18.2.7.tar",),
               "e2e/rook/build-image.sh"),
+        # the kind run's monitoring chain: prometheus-operator v0.93.0 (Go build 6.7 min
+        # with every cache empty) + Debian trixie's prometheus image (1.5 min with its own
+        # debootstrap, ~0.5 on Rook's trixie base), bench/RESULTS.md
+        Build("monitoring images", 8, ("images/monitoring-v0.93.0-trixie.tar",),
+              "e2e/monitoring/build-images.sh"),
         # starts our dockerd and stops it when done: its tier waits for the prefetch to
         # finish it (tier_builds_ready) so the daemon is never stopped under the tests.
         # Under the real node's lock: its containerd shims share /run/containerd with a
@@ -133,7 +138,7 @@ TIERS = (
     # a BenchmarkRun across two nodes: Rook in kind with our chart (took over the single
     # real-node e2e of tier "node")
     Tier("kind", 14, ("k8s control plane", "kubelet", "helm", "our images", "rook image",
-                      "kind node image")),
+                      "monitoring images", "kind node image")),
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs
     # (tests/crimson, and crimson on Rook in kind: tests/kind/test_kind_rook_crimson.py)
     Tier("crimson", 14, ("crimson", "k8s control plane", "kubelet", "helm", "our images",
