@@ -47,6 +47,7 @@ from harness.rook import (
     CRIMSON_ROOK_IMAGE,
     RELEASE,
     ROOK_IMAGE,
+    config_override,
     crimson_rook_image_archive,
     rook_csi_crds,
     rook_image_archive,
@@ -353,7 +354,8 @@ def kind_rook(
         rook.install_operator(operator_timeout)
         rook.timings["rook_operator_s"] = time.monotonic() - t
         t = time.monotonic()
-        kind.apply([rook.cluster_manifest(), rook.toolbox_manifest()])
+        kind.apply([config_override(rook.namespace), rook.cluster_manifest(),
+                    rook.toolbox_manifest()])  # fmt: skip
         rook.wait_ready(ready_timeout)
         rook.timings["rook_cluster_ready_s"] = time.monotonic() - t
         yield rook

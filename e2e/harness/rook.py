@@ -186,6 +186,21 @@ def rook_csi_crds(version: str = ROOK_VERSION) -> list[dict[str, object]]:
     return [d for d in docs if d and d.get("kind") == "CustomResourceDefinition"]
 
 
+def config_override(namespace: str) -> dict[str, object]:
+    """Rook's rook-config-override ConfigMap (the daemons' ceph.conf), made before the
+    CephCluster: a test cluster on the machine's shared disk. A mon refuses to start once
+    the *host's* filesystem has less than mon_data_avail_crit (5 %) free, whatever the
+    cluster holds (seen: "available: 4% 11 GiB" of 252 GiB, every mon in CrashLoopBackOff,
+    while other sessions' builds filled the disk); 1 % keeps that from failing every Rook
+    test. The mons still warn below mon_data_avail_warn (30 %): readiness ignores health."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "rook-config-override", "namespace": namespace},
+        "data": {"config": "[global]\nmon_data_avail_crit = 1\n"},
+    }
+
+
 def rook_install_args(dest: Path, namespace: str, values: Path, image: str) -> list[str]:
     """`helm install` arguments for Rook's own operator chart (copied under DEST) into
     NAMESPACE with VALUES, running IMAGE (repository:tag, loaded into the nodes)."""

@@ -62,6 +62,7 @@ from harness.rook import (
     REPO,
     ROOK_IMAGE,
     RookUnavailable,
+    config_override,
     rook_csi_crds,
     rook_image_archive,
     rook_install_args,
@@ -181,7 +182,7 @@ class RookCluster(RookTeardown):
             self.timings["operator_ready_s"] = time.monotonic() - t1
             t2 = time.monotonic()
             self.mark_changed()
-            self.cp.apply_yaml([self.cluster_manifest()])
+            self.cp.apply_yaml([config_override(self.namespace), self.cluster_manifest()])
             self.wait_ready(self.ready_timeout)
             self.timings["cluster_ready_s"] = time.monotonic() - t2
             if self.settle:
