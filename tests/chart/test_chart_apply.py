@@ -88,6 +88,14 @@ def applied(control_plane: ControlPlane, render: Render) -> Iterator[list[dict[s
                     adm.delete_validating_admission_policy_binding(name)
                 elif doc["kind"] == "ValidatingAdmissionPolicy":
                     adm.delete_validating_admission_policy(name)
+        # the API server drops a deleted policy from its cache a moment later: wait until
+        # a run it refused is admitted again, or the next module's runs meet the policy
+        custom = kubernetes.client.CustomObjectsApi(api)
+        probe = _run("a", {"rook": {"clusterName": "rook-ceph", "namespace": "rook-ceph"}})
+        deadline = time.monotonic() + 60
+        while _refusal(custom, "intruder", probe):
+            assert time.monotonic() < deadline, "the admission policy outlived its deletion"
+            time.sleep(0.5)
 
 
 def test_every_object_is_accepted(applied: list[dict[str, Any]]) -> None:
@@ -207,9 +215,13 @@ def test_admission_refuses_targets_the_chart_does_not_allow(
         while not _refusal(custom, "intruder", _run("a", rook)):  # the policy is loaded
             assert time.monotonic() < deadline, "the admission policy never took effect"
             time.sleep(0.5)
-        # the API server type-checked every expression against the CRD's schema
-        checked = adm.read_validating_admission_policy(policy).status
-        assert checked.type_checking is not None
+        # the API server type-checked every expression against the CRD's schema (it
+        # reports so in the policy's status a moment after the policy takes effect)
+        while (
+            checked := adm.read_validating_admission_policy(policy).status
+        ).type_checking is None:
+            assert time.monotonic() < deadline, "the API server never type-checked the policy"
+            time.sleep(0.5)
         assert not checked.type_checking.expression_warnings, checked.type_checking
 
         assert _refusal(custom, "bench", _run("a", rook)) == ""
