@@ -45,7 +45,14 @@ from harness.monitoring import (
 )
 from harness.monitoring import environmental as monitoring_environmental
 from harness.operator_install import GROUP, VERSION
-from harness.rook import CRIMSON_FIO_IMAGE, RookUnavailable, crimson_fio_archive
+from harness.rook import (
+    CEPH_VERSION,
+    CRIMSON_FIO_IMAGE,
+    RELEASE_FIO_TAG,
+    RookUnavailable,
+    crimson_fio_archive,
+    release_fio_archive,
+)
 from harness.waiting import wait_for
 
 OPERATOR_NS = "crimsonbench"
@@ -166,6 +173,11 @@ def operator_values(tick_seconds: float = 1.0, fio_tag: str = "dev") -> dict[str
             }
         },  # fmt: skip
         "settings": {"tickSeconds": tick_seconds},
+        # the runs of RUN_NS may target Rook's cluster (the chart's default: only its own)
+        "targets": {
+            "rook": [{"cephCluster": f"{NAMESPACE}/{CLUSTER}", "allowedNamespaces": [RUN_NS]}],
+            "externalNamespaces": [],
+        },
     }
 
 
@@ -210,7 +222,8 @@ def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 @contextlib.contextmanager
 def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1.0,
                      flavor: str = "classic", extra_archives: Sequence[Path] = (),
-                     monitoring: bool = False) -> Iterator[BenchStack]:  # fmt: skip
+                     monitoring: bool = False,
+                     crimson_store: str = "bluestore") -> Iterator[BenchStack]:  # fmt: skip
     """extra_archives: more images for the nodes (e.g. another fio image to compare).
     monitoring: prometheus-operator and its Prometheus too, our chart's ServiceMonitor and
     PrometheusRule on (e2e/harness/monitoring.py)."""
@@ -231,6 +244,13 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
             except RookUnavailable as exc:
                 raise KindUnavailable(f"no crimson Rook image: {exc}") from exc
             fio_tag = CRIMSON_FIO_IMAGE.rsplit(":", 1)[1]
+        elif RELEASE_FIO_TAG:  # the release's Ceph (20+) needs our fio on its own client
+            try:
+                release_fio = release_fio_archive()
+            except RookUnavailable as exc:
+                raise KindUnavailable(f"no fio image for Ceph {CEPH_VERSION}: {exc}") from exc
+            if release_fio is not None:
+                archives, fio_tag = [*archives, release_fio], RELEASE_FIO_TAG
         timings["product_images_s"] = time.monotonic() - t0
         with kind_cluster(workers=2, cpu_manager=False, host_dev=False,
                           declared_cpus=declared_cpus) as k:  # fmt: skip
@@ -248,7 +268,7 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
                         raise KindUnavailable(f"no monitoring stack here: {exc}") from exc
                     raise
             try:
-                with kind_rook(k, loops, flavor=flavor) as rook:
+                with kind_rook(k, loops, flavor=flavor, store=crimson_store) as rook:
                     timings.update(rook.timings)
                     values = operator_values(tick_seconds, fio_tag)
                     if mon is not None:
