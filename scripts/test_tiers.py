@@ -140,8 +140,9 @@ TIERS = (
     Tier("kind", 14, ("k8s control plane", "kubelet", "helm", "our images", "rook image",
                       "monitoring images", "kind node image")),
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs
-    # (tests/crimson, and crimson on Rook in kind: tests/kind/test_kind_rook_crimson.py)
-    Tier("crimson", 14, ("crimson", "k8s control plane", "kubelet", "helm", "our images",
+    # (tests/crimson, and crimson on Rook in kind: tests/kind/test_kind_rook_crimson.py,
+    # test_kind_rook_cyanstore.py: 8.9 min, bench/RESULTS.md)
+    Tier("crimson", 23, ("crimson", "k8s control plane", "kubelet", "helm", "our images",
                          "kind node image")),
 )  # fmt: skip
 
