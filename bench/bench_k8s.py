@@ -118,8 +118,10 @@ def client_sweep(plan: RunPlan, port: int, tmp: str, prefill: bool) -> Figures:
     `fio --client`, one per step, as the driver does; first the plan's prefill if asked
     (as an operator run does before its first step)."""
     out: Figures = {}
-    steps = [("prefill", client_job_files(plan, None))] if prefill else []
-    for step_id, job_files in steps + [(st.id, client_job_files(plan, st)) for st in plan.steps]:
+    steps = [("prefill", None)] if prefill else []
+    for step_id, step in steps + [(st.id, st) for st in plan.steps]:
+        # rendered at its launch: a step's start barrier counts from then
+        job_files = client_job_files(plan, step, time.time())
         files = []
         for client, text in job_files.items():
             path = Path(tmp) / f"{client}.fio"

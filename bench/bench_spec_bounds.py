@@ -116,7 +116,7 @@ def child(path: str) -> None:
     for i in range(PLANS_KEPT):  # 16 runs of this shape, through the real cache
         cache.remember((str(i),), plan_file(Path(path))[0])
     plan = next(reversed(cache.plans.values()))
-    files = client_job_files(plan, plan.steps[0])
+    files = client_job_files(plan, plan.steps[0], time.time())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"base_mib": base, "peak_mib": peak, "cached": len(cache.plans),
                       "files_bytes": sum(len(t) for t in files.values())}))  # fmt: skip
@@ -144,7 +144,7 @@ def main() -> None:
             held = tracemalloc.get_traced_memory()[0] / 2**20
             tracemalloc.stop()
             t0 = time.perf_counter()
-            files = client_job_files(plan, plan.steps[0])
+            files = client_job_files(plan, plan.steps[0], time.time())
             render = time.perf_counter() - t0
             out = subprocess.run([sys.executable, __file__, "--child", str(path)],
                                  capture_output=True, text=True, check=True).stdout  # fmt: skip

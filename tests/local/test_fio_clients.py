@@ -17,7 +17,7 @@ import pytest
 
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.plan.build import build_plan
-from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC, step_job_file
+from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC, step_job_files
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import ClientPlan, FioJob, RunPlan
 from crimsonbench.results.fio_json import combine, combine_clients, parse_fio_json
@@ -69,7 +69,9 @@ def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> 
     )
     plan = _plan(clients)
     step = plan.steps[0]
-    files = {c.name: _null_engine(step_job_file(plan, step, c)) for c in clients}
+    launched = time.time()
+    files = {c: _null_engine(t) for c, t in step_job_files(plan, step, launched).items()}
+    barrier_ms = (launched + plan.timing.start_barrier_s) * 1000
     store = ResultStore(tmp_path)
     seen: dict[str, set[int]] = {}
     with FioGroup(step.id, files, clients, store, dict(os.environ)) as fio:
@@ -103,6 +105,12 @@ def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> 
         times = [t for t, _, _ in parse_iops_log(path.read_text())]
         spans[job.name] = (times[0], times[-1])
     assert sorted(starts) == ["client-0", "client-1"]
+    # two fio processes: every job waited for the step's start barrier (exec_prerun), which
+    # left nothing among the results
+    assert plan.timing.start_barrier_s > 0
+    assert all(s is not None and s >= barrier_ms - 5 for ss in starts.values() for s in ss), (
+        starts, barrier_ms)  # fmt: skip
+    assert not list(tmp_path.rglob("*.prerun.txt"))
     skew = start_skew_ms(starts)
     assert skew is not None and 0 <= skew < 1000, skew
     # ... and ran together: client-0's two jobs (one file) cover the same seconds, as fio's

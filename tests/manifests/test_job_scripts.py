@@ -213,7 +213,8 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
             assert script.read_text() == fio_driver.driver_script()
             # a classic OSD has no reactors: every `ceph tell` is refused, the step runs on
             osds = {"osds.json": '{"0": "a"}', fio_driver.REACTOR_OSDS_FILE: "0.5 0\n"}
-            start = fio_driver.start_command(step.id, fio.client_job_files(plan, step), servers,
+            files = fio.client_job_files(plan, step, time.time())
+            start = fio_driver.start_command(step.id, files, servers,
                                              deadline_s=60, extra_files=osds)  # fmt: skip
             assert _state(pod.driver(start)) == "started"
             assert _state(pod.driver(start)) == "exists"  # a resumed operator's second start

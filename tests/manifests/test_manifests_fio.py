@@ -38,6 +38,7 @@ IMAGE = "quay.io/example/crimsonbench-fio:1.0"
 OPTS = PodOptions(image=IMAGE)
 RUN = "blue-8osd-5reactor-socket"
 SERVERS = {NODE: "10.0.0.7:8765"}
+LAUNCHED_AT = 1764111222.5  # a step launched at this epoch second
 
 
 def socket_plan() -> Any:
@@ -59,7 +60,8 @@ def test_golden_fio_server_driver_and_step(golden: Any) -> None:
     step = plan.steps[0]
     access = rook_client_access("rook-ceph", plan.pool.user)
     osds = {fio_driver.OSDS_FILE: '{"0": "uid/0"}'}
-    start = fio_driver.start_command(step.id, fio.client_job_files(plan, step), SERVERS,
+    files = fio.client_job_files(plan, step, LAUNCHED_AT)
+    start = fio_driver.start_command(step.id, files, SERVERS,
                                      deadline_s=plan.timing.deadline_s,
                                      extra_files=osds)  # fmt: skip
     golden(
@@ -117,7 +119,7 @@ def test_a_server_per_client_node_pinned_guaranteed_and_ready_when_listening() -
         assert job["spec"]["activeDeadlineSeconds"] == fio.run_deadline_s(plan)
     # the images are spread over the two clients, each client's job file pinned to it
     assert [len(c.images) for c in plan.clients] == [4, 4]
-    for client, text in fio.client_job_files(plan, plan.steps[0]).items():
+    for client, text in fio.client_job_files(plan, plan.steps[0], LAUNCHED_AT).items():
         assert f"cpus_allowed={plan.client(client).cpuset}" in text
 
 
@@ -166,7 +168,7 @@ def test_a_step_start_sends_each_server_one_job_file_with_every_job_of_it() -> N
     _, plan = two_client_plan()
     step = plan.steps[0]
     servers = {"client-a": "10.0.0.1:8765", "client-b": "10.0.0.2:8765"}
-    job_files = fio.client_job_files(plan, step)
+    job_files = fio.client_job_files(plan, step, LAUNCHED_AT)
     argv = fio_driver.start_command(step.id, job_files, servers, deadline_s=99,
                                     extra_files={"osds.json": "{}"})  # fmt: skip
     assert argv[: len(fio_driver.IN_POD)] == list(fio_driver.IN_POD)

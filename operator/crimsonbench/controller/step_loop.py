@@ -10,6 +10,7 @@ step in flight under that)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -152,7 +153,8 @@ def _retry(ctx: RunContext, view: StepView, key: str, pod: str, why: str) -> Non
 
 
 def _job_files(view: StepView) -> dict[str, str]:
-    return fio.client_job_files(view.plan, view.step)
+    # the operator's clock: a step's start barrier counts from now (plan/fio_jobs.py)
+    return fio.client_job_files(view.plan, view.step, time.time())
 
 
 def _extra_files(view: StepView, osds: Mapping[str, str]) -> dict[str, str]:

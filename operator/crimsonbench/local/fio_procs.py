@@ -94,6 +94,11 @@ class FioGroup:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+        # exec_prerun (a step's start barrier) leaves <job>.prerun.txt, its empty output,
+        # in fio's working directory: not a result
+        for p in self.procs:
+            for left in p.paths.output.parent.glob("*.prerun.txt"):
+                left.unlink(missing_ok=True)
 
     def pids(self) -> list[int]:
         """fio's main processes and their workers (fio forks a process per job)."""

@@ -12,7 +12,7 @@ from crimsonbench.errors import ExecutionError
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.local.sampler import ResourceSampler
 from crimsonbench.local.userland import Userland
-from crimsonbench.plan.fio_jobs import step_job_file
+from crimsonbench.plan.fio_jobs import step_job_files
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.fio_json import parse_fio_json
@@ -79,7 +79,7 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     started = time.monotonic()
     deadline = ctx.plan.timing.deadline_s
     plan = ctx.plan
-    files = {c.name: step_job_file(plan, step, c) for c in plan.clients if plan.fio.jobs_of(c.name)}
+    files = step_job_files(plan, step, time.time())
     with FioGroup(step.id, files, plan.clients, store, ctx.env, ctx.userland) as fio:
         osd_pids = lambda: list(ctx.osd_pids().values())  # noqa: E731
         interval = ctx.plan.sample_interval_s

@@ -20,7 +20,7 @@ from typing import Any
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
 from crimsonbench.manifests.naming import dns_name, labels
 from crimsonbench.manifests.pods import PodOptions, ScriptJob, script_job
-from crimsonbench.plan.fio_jobs import prefill_job_file, step_job_file
+from crimsonbench.plan.fio_jobs import prefill_job_file, step_job_files
 from crimsonbench.plan.types import ClientPlan, RunPlan, Step
 
 FIO_PORT = 8765  # fio's default server port
@@ -45,7 +45,9 @@ def checked_name(name: str) -> str:
 # ---------------------------------------------------------------- servers
 
 # After ceph_config_script. taskset pins the server: every job it forks inherits the set.
+# in /tmp: a step's start barrier (exec_prerun) writes <job>.prerun.txt where fio runs
 SERVER_SCRIPT = """\
+cd /tmp
 exec taskset -c "$CB_CPUS" fio --server="ip:0.0.0.0,$CB_PORT"
 """
 
@@ -95,14 +97,14 @@ def fio_server_job(
 # ---------------------------------------------------------------- job files
 
 
-def client_job_files(plan: RunPlan, step: Step | None) -> dict[str, str]:
+def client_job_files(plan: RunPlan, step: Step | None, launched_at: float) -> dict[str, str]:
     """client name -> its job file, for a step or (step None) the prefill: every client
-    with jobs gets one file, rendered now (plan/fio_jobs.py), the same text local mode runs."""
-    jobs = plan.prefill.jobs if step is None else plan.fio.jobs
-    clients = sorted({j.client for j in jobs})
+    with jobs gets one file, rendered now (plan/fio_jobs.py), the same text local mode runs.
+    launched_at: epoch seconds of the launch, which a step's start barrier counts from."""
     if step is None:
+        clients = sorted({j.client for j in plan.prefill.jobs})
         return {c: prefill_job_file(plan, c) for c in clients}
-    return {c: step_job_file(plan, step, c) for c in clients}
+    return step_job_files(plan, step, launched_at)
 
 
 def job_file_name(client: str) -> str:

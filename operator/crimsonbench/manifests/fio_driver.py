@@ -176,7 +176,7 @@ def check_fits_one_exec(plan: RunPlan) -> None:
     carries: found when the run is planned, not when its first step starts."""
     if plan.steps:
         servers = {c.name: "255.255.255.255:65535" for c in plan.clients}
-        start_command(plan.steps[0].id, client_job_files(plan, plan.steps[0]), servers,
+        start_command(plan.steps[0].id, client_job_files(plan, plan.steps[0], 1e10), servers,
                       deadline_s=plan.timing.deadline_s)  # fmt: skip
 
 

@@ -33,14 +33,43 @@ PREFILL_IODEPTH = 16
 # fio runs at most this many jobs (threads) in one process (fio.h: REAL_MAX_JOBS, 3.33)
 FIO_MAX_JOBS = 4096
 
+# A step with several fio processes (one per client) must start them together. fio starts
+# one process's jobs at once (its startup semaphore), but only after its main thread has
+# set up every job one after the other (backend.c, create_serialize: a librbd connect and
+# image open per job), and startdelay counts from the end of that. Setups that took
+# different times become a start skew between clients (seen: 1.4 s between two kind nodes
+# on a loaded machine). So every job of such a step waits, in exec_prerun (the last thing
+# fio does before a job's clock starts, after its setup), for one wall-clock instant: the
+# step's launch + an allowance for the slowest client's setup. A setup slower than the
+# allowance starts late by the difference, and the step's start skew says so. The clocks
+# of client nodes must agree (NTP; Ceph asks the same of its mons, 0.05 s).
+BARRIER_BASE_S = 2.0
+BARRIER_PER_JOB_S = 0.1  # librbd connect + open, one job: ~0.055 s measured locally
+# python3 is there wherever fio with the rbd engine is (ceph-common needs it); the value
+# holds no `;`/`#` (fio ends a value there) and no `$`/`[`/`]` (ini.FIO refuses them)
+_WAIT_UNTIL = (
+    "python3 -c \"__import__('time').sleep(max(0.0, {t:.3f} - __import__('time').time()))\""
+)
+
 # What the planner decides; a workload's options may not set any of it (the spec's
 # allow-list refuses them first; this refuses them again where the file is written).
 PLANNER_OPTIONS = frozenset({
     "ioengine", "clientname", "pool", "rbdname", "direct", "invalidate", "cpus_allowed",
     "cpus_allowed_policy", "rw", "bs", "iodepth", "numjobs", "time_based", "runtime",
     "ramp_time", "percentile_list", "log_avg_msec", "log_unix_epoch", "write_iops_log",
-    "steadystate", "ss_dur", "ss_ramp", "stonewall", "new_group", "wait_for",
+    "steadystate", "ss_dur", "ss_ramp", "stonewall", "new_group", "wait_for", "exec_prerun",
 })  # fmt: skip
+
+
+def start_barrier_s(
+    clients: Sequence[ClientPlan], processes_per_image: int, num_jobs: int
+) -> float:
+    """How long after a step's launch its jobs start together; 0 when one fio process
+    (one client) runs the step, which starts its own jobs together."""
+    jobs = [len(c.images) * processes_per_image * num_jobs for c in clients if c.images]
+    if len(jobs) < 2:
+        return 0.0
+    return round(BARRIER_BASE_S + BARRIER_PER_JOB_S * max(jobs), 3)
 
 
 def fio_plan(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str) -> FioPlan:
@@ -103,17 +132,30 @@ def prefill_jobs(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan]) -> tuple
     """Every image written once by the client that will drive it (on its CPUs)."""
     if not spec.client.prefill:
         return ()
-    return tuple(
-        FioJob(image, client.name)
-        for client in clients
-        for image in client.images
-    )
+    return tuple(FioJob(image, client.name) for client in clients for image in client.images)
 
 
-def step_job_file(plan: RunPlan, step: Step, client: ClientPlan | str) -> str:
+def step_job_files(plan: RunPlan, step: Step, launched_at: float) -> dict[str, str]:
+    """client name -> its job file for one step, for every client with jobs.
+    launched_at: wall-clock epoch seconds of the step's launch (the barrier counts from it)."""
+    barrier = plan.timing.start_barrier_s
+    start_at = launched_at + barrier if barrier else None
+    return {
+        c.name: step_job_file(plan, step, c, start_at)
+        for c in plan.clients
+        if plan.fio.jobs_of(c.name)
+    }
+
+
+def step_job_file(
+    plan: RunPlan, step: Step, client: ClientPlan | str, start_at: float | None = None
+) -> str:
     """The job file of one client in one step: [global] with what every job shares, then a
-    section per job of this client (its image, its IOPS log), all started together."""
+    section per job of this client (its image, its IOPS log), all started together; with
+    start_at (epoch seconds), not before that instant (the start barrier, above)."""
     c = plan.client(client) if isinstance(client, str) else client
+    if plan.timing.start_barrier_s and start_at is None:
+        raise ValueError(f"step {step.id} runs several fio processes: it needs a start instant")
     fio = plan.fio
     shared: dict[str, str | int] = {
         **fio.step_options,
@@ -121,6 +163,8 @@ def step_job_file(plan: RunPlan, step: Step, client: ClientPlan | str) -> str:
         "iodepth": step.iodepth,
         "cpus_allowed": c.cpuset,
     }
+    if start_at is not None:
+        shared["exec_prerun"] = _WAIT_UNTIL.format(t=start_at)
     sections: dict[str, Mapping[str, str | int]] = {"global": shared}
     for job in fio.jobs_of(c.name):
         sections[f"{step.workload}-qd{step.iodepth}-{job.name}"] = {

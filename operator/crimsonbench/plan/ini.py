@@ -32,12 +32,13 @@ class Dialect:
     indent: str
     # characters a value may not hold beyond control characters. fio: `[`/`]` have no use
     # in an option value (fio's own syntax is `a:b,c/d`), `$` expands environment
-    # variables and expressions. ceph.conf needs `[v2:ADDR]` and `$run_dir` in our own
+    # variables and expressions, `;` and `#` end the value silently (parse.c,
+    # strip_blank_end: a comment). ceph.conf needs `[v2:ADDR]` and `$run_dir` in our own
     # values: both are kept, a line break cannot get in either way.
     forbidden_in_values: str
 
 
-FIO = Dialect("fio job file", "=", "", "[]$")
+FIO = Dialect("fio job file", "=", "", "[]$;#")
 CEPH_CONF = Dialect("ceph.conf", " = ", "\t", "")
 
 

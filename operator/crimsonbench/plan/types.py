@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -195,14 +196,18 @@ class StepTiming:
     runtime_s: int
     ramp_s: int
     grace_s: int  # beyond runtime + ramp: connecting, setting up, writing the output
+    # steps with several fio processes: the jobs start at one instant this long after the
+    # step is launched (plan/fio_jobs.py start_barrier_s); 0: one fio, no barrier
+    start_barrier_s: float = 0.0
 
     @property
-    def fio_s(self) -> int:
-        return self.runtime_s + self.ramp_s
+    def fio_s(self) -> float:
+        """From the launch to fio's expected end: the barrier (if any), ramp, runtime."""
+        return self.start_barrier_s + self.runtime_s + self.ramp_s
 
     @property
     def deadline_s(self) -> int:
-        return self.runtime_s + self.ramp_s + self.grace_s
+        return math.ceil(self.start_barrier_s) + self.runtime_s + self.ramp_s + self.grace_s
 
 
 @dataclass(frozen=True)
