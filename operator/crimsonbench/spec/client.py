@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from pydantic import Field
 
 from crimsonbench.spec.base import (
@@ -18,7 +16,7 @@ from crimsonbench.spec.base import (
     RuledModel,
     SizeStr,
 )
-from crimsonbench.spec.rules import Rule, cel_regex
+from crimsonbench.spec.rules import Rule, map_keys_rule
 
 CLIENT_RULES = (
     Rule(
@@ -39,26 +37,22 @@ CLIENT_RULES = (
 
 # Map keys: the structural schema cannot constrain them, so CEL does (and Python the same).
 CLIENT_KEY_RULES = (
-    Rule(
-        cel="!has(self.nodeSelector) || self.nodeSelector.all(k, size(k) <= 316 && "
-        f"k.matches({cel_regex(LABEL_KEY_PATTERN)}))",
-        message="nodeSelector keys must be label keys: [prefix/]name, the name at most 63 "
+    map_keys_rule(
+        "nodeSelector",
+        "node_selector",
+        316,
+        LABEL_KEY_PATTERN,
+        "nodeSelector keys must be label keys: [prefix/]name, the name at most 63 "
         "letters, digits, '-', '_' and '.', starting and ending with a letter or digit, the "
         "prefix a DNS subdomain (e.g. node-role.kubernetes.io/fio)",
-        field="nodeSelector",
-        check=lambda c: all(
-            len(k) <= 316 and re.fullmatch(LABEL_KEY_PATTERN, k) for k in c.node_selector
-        ),
     ),
-    Rule(
-        cel="!has(self.nodeCpuSets) || self.nodeCpuSets.all(k, size(k) <= 253 && "
-        f"k.matches({cel_regex(DNS_SUBDOMAIN_PATTERN)}))",
-        message="nodeCpuSets keys must be node names: lower case letters, digits, '-' and "
+    map_keys_rule(
+        "nodeCpuSets",
+        "node_cpu_sets",
+        253,
+        DNS_SUBDOMAIN_PATTERN,
+        "nodeCpuSets keys must be node names: lower case letters, digits, '-' and "
         "'.', starting and ending with a letter or digit, at most 253 characters",
-        field="nodeCpuSets",
-        check=lambda c: all(
-            len(k) <= 253 and re.fullmatch(DNS_SUBDOMAIN_PATTERN, k) for k in c.node_cpu_sets
-        ),
     ),
 )
 

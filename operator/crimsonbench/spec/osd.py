@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated
 
 from pydantic import Field
 
 from crimsonbench.spec.base import DEVICE_PATTERN, CpuSetStr, RuledModel, hinted
-from crimsonbench.spec.rules import Rule, cel_regex
+from crimsonbench.spec.rules import Rule, map_keys_rule
 
 # ceph.conf option names as Ceph defines them (lower case, digits, '_'). Ceph would also
 # read spaces or dashes for '_', but a key is printed as `ceph config set osd KEY VALUE`
@@ -97,15 +96,13 @@ OSD_RULES = (
 )
 
 OSD_KEY_RULES = (
-    Rule(
-        cel="!has(self.cephConfig) || self.cephConfig.all(k, size(k) <= 128 && "
-        f"k.matches({cel_regex(CEPH_OPTION_PATTERN)}))",
-        message="cephConfig keys must be Ceph option names: lower case letters, digits and "
+    map_keys_rule(
+        "cephConfig",
+        "ceph_config",
+        128,
+        CEPH_OPTION_PATTERN,
+        "cephConfig keys must be Ceph option names: lower case letters, digits and "
         "'_' (e.g. osd_op_num_shards), at most 128 characters",
-        field="cephConfig",
-        check=lambda o: all(
-            len(k) <= 128 and re.fullmatch(CEPH_OPTION_PATTERN, k) for k in o.ceph_config
-        ),
     ),
 )
 

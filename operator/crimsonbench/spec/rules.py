@@ -7,6 +7,7 @@ reject a bad spec with the same words.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,21 @@ def cel_regex(pattern: str) -> str:
     if "'" in pattern or "\n" in pattern:
         raise ValueError(f"{pattern!r} cannot be a CEL raw string literal")
     return f"r'{pattern}'"
+
+
+def map_keys_rule(field: str, attr: str, max_len: int, pattern: str, message: str) -> Rule:
+    """Every key of the map `field` (`attr` in Python) at most max_len characters and
+    matching pattern: the structural schema cannot constrain map keys, so CEL does (and
+    Python the same)."""
+    return Rule(
+        cel=f"!has(self.{field}) || self.{field}.all(k, size(k) <= {max_len} && "
+        f"k.matches({cel_regex(pattern)}))",
+        message=message,
+        field=field,
+        check=lambda o: all(
+            len(k) <= max_len and re.fullmatch(pattern, k) for k in getattr(o, attr)
+        ),
+    )
 
 
 def cel_rules(rules: tuple[Rule, ...]) -> dict[str, Any]:
