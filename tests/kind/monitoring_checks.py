@@ -89,9 +89,16 @@ def prometheus_saw_the_run(s: BenchStack, run: str) -> None:
     (ours,) = [j for j in job if j["job_name"].startswith("serviceMonitor/crimsonbench/")]
     assert ours["scrape_interval"] == "2s" and ours["metrics_path"] == "/metrics", ours
 
-    start, last = run_window(m, run)
-    completed = _times(m, f'crimsonbench_run_phase{{run="{run}", phase="Completed"}} == 1',
-                       start, last)  # fmt: skip
+    # a run that just completed reaches Prometheus at its next scrape (2 s): look again for
+    # a while (seen: the run test failing right after Completed, this query 1-2 s later)
+    deadline = time.monotonic() + 30
+    while True:
+        start, last = run_window(m, run)
+        completed = _times(m, f'crimsonbench_run_phase{{run="{run}", phase="Completed"}} == 1',
+                           start, last)  # fmt: skip
+        if completed or time.monotonic() > deadline:
+            break
+        time.sleep(2)
     assert completed, f"Prometheus never saw {run} Completed"
     end = completed[0]
     # instant panels at a moment the last steps ran: steps finished, one running
