@@ -46,11 +46,11 @@ def kind() -> Iterator[KindCluster]:
 
 
 def _bench_stack(
-    flavor: str, what: str, prefix: str, monitoring: bool = False
+    flavor: str, what: str, prefix: str, monitoring: bool = False, crimson_store: str = "bluestore"
 ) -> Iterator[BenchStack]:
     """kind_bench_stack(flavor) as a fixture: skipped (the reason printed) where the machine
     cannot run it; on exit the cluster deleted, the host checked, the timings kept."""
-    ctx = kind_bench_stack(flavor=flavor, monitoring=monitoring)
+    ctx = kind_bench_stack(flavor=flavor, monitoring=monitoring, crimson_store=crimson_store)
     try:
         s = ctx.__enter__()
     except KindUnavailable as exc:
@@ -80,6 +80,15 @@ def kind_rook_crimson() -> Iterator[BenchStack]:
     worker) and our operator with a fio image on the same Ceph. Skipped, with the reason
     and the build command printed, where the crimson Ceph root is not built (1-2 h)."""
     yield from _bench_stack("crimson", "Rook + crimson", "crimson_stack")
+
+
+@pytest.fixture(scope="module")
+def cyanstore_stack() -> Iterator[BenchStack]:
+    """kind with Rook running crimson OSDs on cyanstore (our crimson Rook image's ceph-osd
+    makes it from the mon db; tests/kind/test_kind_rook_cyanstore.py). Skipped as
+    kind_rook_crimson is."""
+    yield from _bench_stack("crimson", "Rook + crimson cyanstore", "cyanstore_stack",
+                            crimson_store="cyanstore")  # fmt: skip
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

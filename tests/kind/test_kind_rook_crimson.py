@@ -32,12 +32,12 @@ from typing import Any
 
 import psutil
 import pytest
-from harness.kind_bench import RUN_NS, BenchStack, crimson_run_manifest
+from harness.kind_bench import BenchStack, crimson_run_manifest
 from harness.kind_rook import NAMESPACE as ROOK_NS
+from kind_runs import completed_run, run_status
 from polling import poll_until
 
 from crimsonbench.manifests.fio_driver import driver_job_name
-from crimsonbench.manifests.results import read_results_configmaps
 
 # both: the crimson tier (the heaviest marker) runs it, after kind's, where crimson is built
 pytestmark = [pytest.mark.kind, pytest.mark.crimson]
@@ -76,11 +76,6 @@ def _cpus(text: str) -> set[int]:
         lo, _, hi = part.partition("-")
         cpus.update(range(int(lo), int(hi or lo) + 1))
     return cpus
-
-
-def status(s: BenchStack) -> dict[str, Any]:
-    got = s.kind.kubectl_json("-n", RUN_NS, "get", "benchmarkrun", RUN)
-    return dict(got.get("status") or {})
 
 
 def config_dump(s: BenchStack) -> list[tuple[str, str, str]]:
@@ -155,7 +150,7 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
     t0 = time.monotonic()
 
     def finished() -> dict[str, Any] | None:
-        st = status(s)
+        st = run_status(s, RUN)
         if st.get("stage") == "steps" and int(st.get("stepsDone") or 0) >= 1:
             seen.append(osd_threads(0))  # while the run's layout is in force
             if not daemon:  # the running daemon's own view, not the mon db we wrote
@@ -166,19 +161,10 @@ def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -
                 reactor_logs.update(stored_reactor_logs(s))
         return st if st.get("phase") in ("Completed", "Failed") else None
 
-    st = poll_until("the crimson run finished", finished, 1800,
-                    lambda: f"{json.dumps(status(s))[:3000]}\n{s.operator_logs(80)}\n"
-                            f"{s.rook.diagnostics()}", interval=1)  # fmt: skip
-    s.timings["crimson_run_s"] = time.monotonic() - t0
-    assert st["phase"] == "Completed", st.get("message")
-    assert st["stepsDone"] == st["stepsTotal"] == 4
-
     # every step measured, from the results ConfigMaps
-    cms = s.kind.kubectl_json("-n", RUN_NS, "get", "configmaps", "-l",
-                              f"bench.crimson.ceph.io/run={RUN},"
-                              "bench.crimson.ceph.io/role=results")["items"]  # fmt: skip
-    results = {r.step_id: r for r in read_results_configmaps(cms)}
-    assert sorted(results) == sorted(step["id"] for step in st["steps"])
+    run = completed_run(s, RUN, finished, steps=4)
+    s.timings["crimson_run_s"] = run.ended - t0
+    results = run.results
     assert all(r.fio.iops > 0 and r.fio.total_ios > 0 for r in results.values()), results
 
     # Seastar's reactor utilization of the planned OSD, per step, as the driver saw it

@@ -22,46 +22,23 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 from harness.controlplane import REPO
-from harness.kind import KindUnavailable
-from harness.kind_bench import RUN_NS, BenchStack, kind_bench_stack
+from harness.kind_bench import BenchStack
 from harness.kind_rook import NAMESPACE as ROOK_NS
+from kind_runs import completed_run, run_status
 from polling import poll_until
-
-from crimsonbench.manifests.results import read_results_configmaps
 
 pytestmark = [pytest.mark.kind, pytest.mark.crimson]
 
 EXAMPLE = REPO / "e2e" / "kind" / "benchmarkrun-cyanstore.yaml"
 RUN = "kind-cyanstore"
 ALIEN = ("alien-store-tp", "bstore_", "rocksdb:")
-TIMINGS: dict[str, float] = {}
-
-
-@pytest.fixture(scope="module")
-def cyanstore_stack() -> Iterator[BenchStack]:
-    ctx = kind_bench_stack(flavor="crimson", crimson_store="cyanstore")
-    try:
-        s = ctx.__enter__()
-    except KindUnavailable as exc:
-        print(f"\ntests/kind (Rook + crimson cyanstore) skipped: {exc}", file=sys.stderr)
-        pytest.skip(f"kind + Rook + crimson cyanstore cannot run here: {exc}")
-    try:
-        yield s
-    finally:
-        try:
-            ctx.__exit__(None, None, None)
-        finally:
-            TIMINGS.update(s.timings)
-            print(f"\ncyanstore stack timings: {json.dumps(TIMINGS)}", file=sys.stderr)
 
 
 def crimson_osds() -> dict[int, psutil.Process]:
@@ -94,11 +71,6 @@ def threads_of(proc: psutil.Process) -> dict[str, set[int]]:
             cpus.update(range(int(lo), int(hi or lo) + 1))
         out.setdefault("reactor-0" if int(task.name) == proc.pid else comm, set()).update(cpus)
     return out
-
-
-def status(s: BenchStack) -> dict[str, Any]:
-    got = s.kind.kubectl_json("-n", RUN_NS, "get", "benchmarkrun", RUN)
-    return dict(got.get("status") or {})
 
 
 def utilization(s: BenchStack, osd: str) -> float:
@@ -141,24 +113,16 @@ def test_cyanstore_osds_under_rook_and_the_example_run(cyanstore_stack: BenchSta
     t0 = time.monotonic()
 
     def finished() -> dict[str, Any] | None:
-        st = status(s)
+        st = run_status(s, RUN)
         if st.get("stage") == "steps" and int(st.get("stepsDone") or 0) >= 1:
             proc = crimson_osds().get(planned)
             if proc is not None:
                 seen.append(threads_of(proc))
         return st if st.get("phase") in ("Completed", "Failed") else None
 
-    st = poll_until("the cyanstore run finished", finished, 1800,
-                    lambda: f"{json.dumps(status(s))[:3000]}\n{s.operator_logs(80)}\n"
-                            f"{s.rook.diagnostics()}", interval=1)  # fmt: skip
-    TIMINGS["cyanstore_run_s"] = time.monotonic() - t0
-    assert st["phase"] == "Completed", st.get("message")
-    assert st["stepsDone"] == st["stepsTotal"] == 4
-    cms = s.kind.kubectl_json("-n", RUN_NS, "get", "configmaps", "-l",
-                              f"bench.crimson.ceph.io/run={RUN},"
-                              "bench.crimson.ceph.io/role=results")["items"]  # fmt: skip
-    results = {r.step_id: r for r in read_results_configmaps(cms)}
-    assert sorted(results) == sorted(step["id"] for step in st["steps"])
+    run = completed_run(s, RUN, finished, steps=4)
+    s.timings["cyanstore_run_s"] = run.ended - t0
+    results = run.results
     floor = max(2 * idle, idle + 1.0)
     for r in results.values():
         assert r.fio.iops > 0 and r.fio.errors == 0, r.step_id

@@ -1,0 +1,45 @@
+"""A BenchmarkRun on a kind stack (e2e/harness/kind_bench.py), watched from outside the
+operator: its status, and its end with every step stored in a results ConfigMap."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from harness.kind_bench import RUN_NS, BenchStack
+from polling import poll_until
+
+from crimsonbench.manifests.results import read_results_configmaps
+from crimsonbench.results.types import StepResult
+
+
+def run_status(s: BenchStack, run: str) -> dict[str, Any]:
+    got = s.kind.kubectl_json("-n", RUN_NS, "get", "benchmarkrun", run)
+    return dict(got.get("status") or {})
+
+
+class CompletedRun(NamedTuple):
+    status: dict[str, Any]
+    results: dict[str, StepResult]  # step id -> its result
+    ended: float  # time.monotonic() when the run was seen finished
+
+
+def completed_run(
+    s: BenchStack, run: str, finished: Callable[[], dict[str, Any] | None], steps: int
+) -> CompletedRun:
+    """Poll FINISHED (a status once the run ended, else None) for up to 30 min; the run
+    Completed with STEPS steps, each in a results ConfigMap."""
+    st = poll_until(f"the run {run} finished", finished, 1800,
+                    lambda: f"{json.dumps(run_status(s, run))[:3000]}\n{s.operator_logs(80)}\n"
+                            f"{s.rook.diagnostics()}", interval=1)  # fmt: skip
+    ended = time.monotonic()
+    assert st["phase"] == "Completed", st.get("message")
+    assert st["stepsDone"] == st["stepsTotal"] == steps
+    cms = s.kind.kubectl_json("-n", RUN_NS, "get", "configmaps", "-l",
+                              f"bench.crimson.ceph.io/run={run},"
+                              "bench.crimson.ceph.io/role=results")["items"]  # fmt: skip
+    results = {r.step_id: r for r in read_results_configmaps(cms)}
+    assert sorted(results) == sorted(step["id"] for step in st["steps"])
+    return CompletedRun(st, results, ended)
