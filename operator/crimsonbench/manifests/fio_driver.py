@@ -171,12 +171,17 @@ def start_command(
     return argv
 
 
+# a launch time whose text (a start barrier's instant) is longer than any real one's
+LONGEST_LAUNCH_EPOCH = 1e10
+
+
 def check_fits_one_exec(plan: RunPlan) -> None:
     """InvalidSpec (naming the field) when a step's job files are more than one exec
     carries: found when the run is planned, not when its first step starts."""
     if plan.steps:
         servers = {c.name: "255.255.255.255:65535" for c in plan.clients}
-        start_command(plan.steps[0].id, client_job_files(plan, plan.steps[0], 1e10), servers,
+        files = client_job_files(plan, plan.steps[0], LONGEST_LAUNCH_EPOCH)
+        start_command(plan.steps[0].id, files, servers,
                       deadline_s=plan.timing.deadline_s)  # fmt: skip
 
 

@@ -61,12 +61,18 @@ PLANNER_OPTIONS = frozenset({
 })  # fmt: skip
 
 
+def client_threads(client: ClientPlan, processes_per_image: int, num_jobs: int) -> int:
+    """The fio jobs (threads) one client runs in a step: a section per image and process,
+    each numjobs times."""
+    return len(client.images) * processes_per_image * num_jobs
+
+
 def start_barrier_s(
     clients: Sequence[ClientPlan], processes_per_image: int, num_jobs: int
 ) -> float:
     """How long after a step's launch its jobs start together; 0 when one fio process
     (one client) runs the step, which starts its own jobs together."""
-    jobs = [len(c.images) * processes_per_image * num_jobs for c in clients if c.images]
+    jobs = [client_threads(c, processes_per_image, num_jobs) for c in clients if c.images]
     if len(jobs) < 2:
         return 0.0
     return round(BARRIER_BASE_S + BARRIER_PER_JOB_S * max(jobs), 3)
@@ -114,7 +120,7 @@ def fio_plan(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str) -
         for proc in range(c.processes_per_image)
     )
     for client in clients:
-        threads = len(client.images) * c.processes_per_image * c.num_jobs
+        threads = client_threads(client, c.processes_per_image, c.num_jobs)
         if threads > FIO_MAX_JOBS:
             raise InvalidSpec(
                 "spec.client.processesPerImage",
