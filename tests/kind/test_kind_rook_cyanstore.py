@@ -54,6 +54,11 @@ def crimson_osds() -> dict[int, psutil.Process]:
     return out
 
 
+def osd_pid(osd_id: int) -> int | None:
+    proc = crimson_osds().get(osd_id)
+    return None if proc is None else proc.pid
+
+
 def threads_of(proc: psutil.Process) -> dict[str, set[int]]:
     """comm -> CPUs its threads may run on; the main thread (reactor 0) as reactor-0."""
     out: dict[str, set[int]] = {}
@@ -153,7 +158,8 @@ def test_an_osd_pod_restart_keeps_its_cyanstore(cyanstore_stack: BenchStack) -> 
     made = s.kind.kubectl("-n", ROOK_NS, "exec", pod, "-c", "osd", "--", "cat", marker)
     old = crimson_osds()[1].pid
     s.kind.kubectl("-n", ROOK_NS, "delete", "pod", "-l", "ceph-osd-id=1", "--wait=false")
-    poll_until("osd.1 restarted", lambda: crimson_osds().get(1) and crimson_osds()[1].pid != old,
+    # one sample per probe: the old process can vanish between two looks (CI once saw it)
+    poll_until("osd.1 restarted", lambda: osd_pid(1) not in (None, old),
                600, lambda: s.rook.diagnostics())  # fmt: skip
     poll_until("the cluster Ready again", lambda: not s.rook.not_ready_reason(), 900,
                lambda: s.rook.diagnostics())  # fmt: skip
