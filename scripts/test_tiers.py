@@ -141,7 +141,7 @@ TIERS = (
                       "monitoring images", "kind node image")),
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs
     # (tests/crimson, and crimson on Rook in kind: tests/kind/test_kind_rook_crimson.py,
-    # test_kind_rook_cyanstore.py: 8.9 min, bench/RESULTS.md)
+    # test_kind_rook_crimson_stores.py: cyanstore and seastore, bench/RESULTS.md)
     Tier("crimson", 23, ("crimson", "k8s control plane", "kubelet", "helm", "our images",
                          "kind node image")),
 )  # fmt: skip

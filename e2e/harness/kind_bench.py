@@ -222,11 +222,12 @@ def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 @contextlib.contextmanager
 def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1.0,
                      flavor: str = "classic", extra_archives: Sequence[Path] = (),
-                     monitoring: bool = False,
-                     crimson_store: str = "bluestore") -> Iterator[BenchStack]:  # fmt: skip
+                     monitoring: bool = False, crimson_store: str = "bluestore",
+                     crimson_ceph: bool = False) -> Iterator[BenchStack]:  # fmt: skip
     """extra_archives: more images for the nodes (e.g. another fio image to compare).
     monitoring: prometheus-operator and its Prometheus too, our chart's ServiceMonitor and
-    PrometheusRule on (e2e/harness/monitoring.py)."""
+    PrometheusRule on (e2e/harness/monitoring.py). crimson_ceph (classic): the crimson
+    build's Ceph with the classic ceph-osd (harness.kind_rook.kind_rook)."""
     loops = new_loop_devices()
     timings: dict[str, float] = {}
     try:
@@ -238,7 +239,7 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
                 raise KindUnavailable(f"our images cannot be built here: {exc}") from exc
             raise
         fio_tag = "dev"
-        if flavor == "crimson":  # before any cluster: a machine without the build skips
+        if flavor == "crimson" or crimson_ceph:  # before any cluster: no build, a skip
             try:
                 archives = [*archives, crimson_fio_archive()]
             except RookUnavailable as exc:
@@ -268,7 +269,8 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
                         raise KindUnavailable(f"no monitoring stack here: {exc}") from exc
                     raise
             try:
-                with kind_rook(k, loops, flavor=flavor, store=crimson_store) as rook:
+                with kind_rook(k, loops, flavor=flavor, store=crimson_store,
+                               crimson_ceph=crimson_ceph) as rook:  # fmt: skip
                     timings.update(rook.timings)
                     values = operator_values(tick_seconds, fio_tag)
                     if mon is not None:

@@ -45,6 +45,7 @@ from harness.rook import (
     CEPH_VERSION,
     CRIMSON_CEPH_VERSION,
     CRIMSON_ROOK_IMAGE,
+    CRIMSON_ROOT_CLASSIC_IMAGE,
     RELEASE,
     ROOK_IMAGE,
     config_override,
@@ -123,6 +124,7 @@ class KindRook:
     # crimson's object store: bluestore (Rook's own, through alien threads) or cyanstore /
     # seastore, made by our image's ceph-osd from the mon db (e2e/rook/image/ceph-osd)
     store: str = "bluestore"
+    ceph_version: str = CEPH_VERSION  # the image's
     namespace: str = NAMESPACE
     name: str = CLUSTER
     timings: dict[str, float] = field(default_factory=dict)
@@ -228,12 +230,9 @@ class KindRook:
             {"name": w, "devices": [{"name": Path(dev).name}]}
             for w, dev in sorted(self.loops.by_worker.items())
         ]
-        doc["spec"]["cephVersion"]["allowUnsupported"] = not RELEASE.allows(CEPH_VERSION)
+        # Rook v1.17 supports reef and squid: tentacle runs there with allowUnsupported
+        doc["spec"]["cephVersion"]["allowUnsupported"] = not RELEASE.allows(self.ceph_version)
         if self.flavor == "crimson":
-            # Rook v1.17 supports reef and squid: tentacle runs there with allowUnsupported
-            doc["spec"]["cephVersion"]["allowUnsupported"] = not RELEASE.allows(
-                CRIMSON_CEPH_VERSION
-            )
             # crimson-osd aborts unless its reactors are given, even to mkfs; one unpinned
             # reactor until a BenchmarkRun plans them (Rook provisions bluestore: alien threads)
             doc["spec"]["cephConfig"]["osd"] = {"crimson_seastar_num_threads": "1"}
@@ -331,18 +330,25 @@ def kind_rook(
     ready_timeout: float = 2400,
     flavor: str = "classic",
     store: str = "bluestore",
+    crimson_ceph: bool = False,
 ) -> Iterator[KindRook]:
     """Rook's operator and a CephCluster with one OSD per worker (on LOOPS, attached here),
     Ready; FLAVOR crimson: every OSD a crimson-osd, on STORE (bluestore through its alien
     threads, or cyanstore / seastore set in cephConfig before the OSDs exist).
+    crimson_ceph (classic): the crimson build's Ceph with the classic ceph-osd, for
+    classic vs crimson on one Ceph build (else the release's Ceph).
     On exit the loop devices are detached lazily; call `loops.release()` once the nodes are
     gone (the OSDs hold them open until then)."""
     t0 = time.monotonic()
+    ceph = CRIMSON_CEPH_VERSION if flavor == "crimson" or crimson_ceph else CEPH_VERSION
     if flavor == "crimson":
         archive, image = crimson_rook_image_archive(), CRIMSON_ROOK_IMAGE
+    elif crimson_ceph:
+        archive = crimson_rook_image_archive(osd_flavor="classic")
+        image = CRIMSON_ROOT_CLASSIC_IMAGE
     else:
         archive, image = rook_image_archive(), ROOK_IMAGE  # cached: seconds
-    rook = KindRook(kind, loops, image=image, flavor=flavor, store=store,
+    rook = KindRook(kind, loops, image=image, flavor=flavor, store=store, ceph_version=ceph,
                     timings={"rook_image_s": time.monotonic() - t0})  # fmt: skip
     try:
         t = time.monotonic()

@@ -84,6 +84,8 @@ BUILD_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-image.sh"
 CRIMSON_CEPH_VERSION = "20.2.4"
 CRIMSON_ROOK_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CRIMSON_CEPH_VERSION}-crimson"
 BUILD_CRIMSON_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-crimson-image.sh"
+# The same daemons with the classic ceph-osd as the OSD: classic vs crimson on one Ceph build
+CRIMSON_ROOT_CLASSIC_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CRIMSON_CEPH_VERSION}-classic"
 # our fio runner on the same Ceph (20.2's aes256k cephx keys need a 20.2 client), built with it
 CRIMSON_FIO_IMAGE = f"localhost/crimsonbench-fio:dev-ceph{CRIMSON_CEPH_VERSION}"
 BUILD_CRIMSON_ROOT = (f"e2e/build-crimson.sh {CRIMSON_CEPH_VERSION} && "
@@ -212,10 +214,12 @@ def rook_install_args(dest: Path, namespace: str, values: Path, image: str) -> l
     ]  # fmt: skip
 
 
-def crimson_rook_image_archive(timeout: float = 30 * 60) -> Path:
+def crimson_rook_image_archive(timeout: float = 30 * 60, osd_flavor: str = "crimson") -> Path:
     """A docker-archive of CRIMSON_ROOK_IMAGE (e2e/rook/build-crimson-image.sh; ~1 min once
-    the Ceph root is built). RookUnavailable, naming the command that builds it, where the
-    crimson Ceph root is not built: that build takes 1-2 h and never runs inside a test."""
+    the Ceph root is built); OSD_FLAVOR classic: of CRIMSON_ROOT_CLASSIC_IMAGE, the same
+    daemons with the classic ceph-osd. RookUnavailable, naming the command that builds it,
+    where the crimson Ceph root is not built: that build takes 1-2 h and never runs inside
+    a test."""
     if os.geteuid() != 0:
         raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
     cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
@@ -227,9 +231,10 @@ def crimson_rook_image_archive(timeout: float = 30 * 60) -> Path:
             f"once with `{BUILD_CRIMSON_ROOT}` (~2 h cold on 2 cores; it can run in the "
             "background)"
         )
-    env = {**build_env(), "CEPH_VERSION": CRIMSON_CEPH_VERSION, "SUITE": "sid"}
-    return _run_build(BUILD_CRIMSON_ROOK_IMAGE, "building the crimson Rook image", timeout,
-                      image=True, env=env)  # fmt: skip
+    env = {**build_env(), "CEPH_VERSION": CRIMSON_CEPH_VERSION, "SUITE": "sid",
+           "OSD_FLAVOR": osd_flavor}  # fmt: skip
+    return _run_build(BUILD_CRIMSON_ROOK_IMAGE, f"building the {osd_flavor} Rook image of the "
+                      "crimson Ceph root", timeout, image=True, env=env)  # fmt: skip
 
 
 def crimson_fio_archive(timeout: float = 30 * 60) -> Path:

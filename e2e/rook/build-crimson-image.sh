@@ -34,4 +34,11 @@ if [ -n "${CEPH_IMAGE:-}" ]; then
 fi
 root=$("$HERE/../crimson/build-ceph-root.sh" "$VERSION")
 root=${root##*$'\n'}
-BASE_ROOTFS=$root CEPH_VERSION=$VERSION SUITE=sid OSD_FLAVOR=crimson exec "$HERE/build-image.sh"
+# OSD_FLAVOR=classic: the same daemons with the classic ceph-osd as the OSD (image
+# localhost/rook-ceph:<rook>-<V>-classic), for classic-vs-crimson on one Ceph build; its fio
+# runner is the crimson build's (WITH_FIO=0)
+flavor=${OSD_FLAVOR:-crimson}
+with_fio=1
+[ "$flavor" = classic ] && with_fio=0
+BASE_ROOTFS=$root CEPH_VERSION=$VERSION SUITE=sid OSD_FLAVOR=$flavor WITH_FIO=$with_fio \
+  exec "$HERE/build-image.sh"

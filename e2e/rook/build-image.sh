@@ -38,11 +38,16 @@ CEPH_VERSION=${CEPH_VERSION:-18.2.7}
 SUITE=${SUITE:-trixie}
 BASE_ROOTFS=${BASE_ROOTFS:-}
 OSD_FLAVOR=${OSD_FLAVOR:-classic}
-case $OSD_FLAVOR in classic) FLAVOR_TAG= ;; crimson) FLAVOR_TAG=-crimson ;;
+# classic on a Ceph root (the crimson build's daemons, classic ceph-osd): -classic, so it
+# never passes for the release image of that Ceph
+case $OSD_FLAVOR in classic) FLAVOR_TAG=${BASE_ROOTFS:+-classic} ;; crimson) FLAVOR_TAG=-crimson ;;
   *) echo "OSD_FLAVOR must be classic or crimson, not $OSD_FLAVOR" >&2; exit 2 ;; esac
-# our fio runner on this Ceph's client too (see above)
-WITH_FIO=0
-if [ "$OSD_FLAVOR" = crimson ] || [ "${CEPH_VERSION%%.*}" -ge 20 ]; then WITH_FIO=1; fi
+# our fio runner on this Ceph's client too (see above); WITH_FIO=0 where another build of
+# the same root makes it already (e2e/rook/build-crimson-image.sh)
+if [ -z "${WITH_FIO:-}" ]; then
+  WITH_FIO=0
+  if [ "$OSD_FLAVOR" = crimson ] || [ "${CEPH_VERSION%%.*}" -ge 20 ]; then WITH_FIO=1; fi
+fi
 CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 IMAGES="$CACHE/images"
 WORK="$CACHE/rook"

@@ -29,6 +29,8 @@ pytestmark = pytest.mark.k8s
 CRD_NAME = f"{PLURAL}.{GROUP}"
 ROOK_CRDS = ("cephclusters.ceph.rook.io", "cephblockpools.ceph.rook.io", "cephclients.ceph.rook.io")
 EXAMPLES = sorted((Path(models.__file__).parents[1] / "examples").glob("*.yaml"))
+# the kind e2e's files, applied as they are by tests/kind (crimson tier, where it runs)
+KIND_EXAMPLES = sorted((Path(__file__).parents[2] / "e2e" / "kind").glob("benchmarkrun-*.yaml"))
 ALL_RULES = (
     *models.TARGET_RULES,
     *models.EXTERNAL_RULES,
@@ -208,6 +210,17 @@ def test_examples_are_accepted_with_defaults(
     assert stored == python_view(doc["spec"])
     assert stored["sweep"]["repeats"] == 1
     assert stored["client"]["pool"] == "rbd"
+
+
+@pytest.mark.parametrize("path", KIND_EXAMPLES, ids=[p.stem for p in KIND_EXAMPLES])
+def test_kind_examples_are_accepted(
+    crs: kubernetes.client.CustomObjectsApi, namespace: str, path: Path
+) -> None:
+    """The API server takes each as it is (schema and CEL), and so does the operator."""
+    doc = yaml.safe_load(path.read_text())
+    doc["metadata"]["namespace"] = namespace
+    stored = create(crs, namespace, doc)["spec"]
+    assert stored == python_view(doc["spec"])  # the operator's models take it too
 
 
 GOOD = {

@@ -82,13 +82,14 @@ def kind_rook_crimson() -> Iterator[BenchStack]:
     yield from _bench_stack("crimson", "Rook + crimson", "crimson_stack")
 
 
-@pytest.fixture(scope="module")
-def cyanstore_stack() -> Iterator[BenchStack]:
-    """kind with Rook running crimson OSDs on cyanstore (our crimson Rook image's ceph-osd
-    makes it from the mon db; tests/kind/test_kind_rook_cyanstore.py). Skipped as
-    kind_rook_crimson is."""
-    yield from _bench_stack("crimson", "Rook + crimson cyanstore", "cyanstore_stack",
-                            crimson_store="cyanstore")  # fmt: skip
+@pytest.fixture(scope="module", params=["cyanstore", "seastore"])
+def store_stack(request: pytest.FixtureRequest) -> Iterator[BenchStack]:
+    """kind with Rook running crimson OSDs on crimson's own store, cyanstore then seastore
+    (our crimson Rook image's ceph-osd makes it from the mon db;
+    tests/kind/test_kind_rook_crimson_stores.py). Skipped as kind_rook_crimson is."""
+    store = str(request.param)
+    yield from _bench_stack("crimson", f"Rook + crimson {store}", f"{store}_stack",
+                            crimson_store=store)  # fmt: skip
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,20 +1,22 @@
-"""The e2e our user asked for: crimson cyanstore OSDs under Rook in kind, and a cyanstore
-BenchmarkRun applied with `kubectl apply -f e2e/kind/benchmarkrun-cyanstore.yaml`, run end
-to end by our operator.
+"""The e2e our user asked for: crimson OSDs on crimson's own stores under Rook in kind,
+cyanstore then seastore (one stack each), and the BenchmarkRun of its example file applied
+with `kubectl apply -f e2e/kind/benchmarkrun-<store>.yaml`, run end to end by our operator.
 
-The CephCluster says `crimson_osd_objectstore: cyanstore` before any OSD exists; Rook
+The CephCluster says `crimson_osd_objectstore: <store>` before any OSD exists; Rook
 provisions its bluestore as always and our crimson image's ceph-osd reads the store from
-the mon db, makes cyanstore once in the OSD's own directory and runs crimson-osd on it
-(e2e/rook/image/ceph-osd). What is checked, from outside the product:
-- every OSD process on the host is crimson-osd on cyanstore in its crimsonbench-cyanstore
-  directory, with no alien (BlueStore) threads, and each daemon says cyanstore
+the mon db, makes the store once in the OSD's own directory (seastore on a file there) and
+runs crimson-osd on it (e2e/rook/image/ceph-osd). What is checked, from outside the product:
+- every OSD process on the host is crimson-osd on the store in its crimsonbench-<store>
+  directory, with no alien (BlueStore) threads, and each daemon says so
   (`ceph tell osd.N config get crimson_osd_objectstore`);
-- the run from the example file completes with every step measured; while its steps run
-  the host sees the planned OSD's one reactor on CPU 0 alone; Seastar's reactor utilization in every
-  step is clearly above what the same reactor shows idle before the run;
-- restore: the CephCluster spec byte for byte, the mon database as before, the OSDs back
-  (still cyanstore, Ready) and on their nodes;
-- an OSD pod deleted: the OSD comes back on the same cyanstore (not made again).
+- the run from the example file completes with every step measured, although our operator
+  is killed while the OSD restarts on the run's reactor layout (mid-reprovision); while
+  its steps run the host sees the planned OSD's one reactor on CPU 0 alone; Seastar's
+  reactor utilization in every step is clearly above what the same reactor shows idle;
+- restore: the CephCluster spec byte for byte, the mon database as before, the planned
+  OSD's reactor on every CPU of its node again, the OSDs back (same store, Ready) and on
+  their nodes;
+- an OSD pod deleted: the OSD comes back on the same store (not made again).
 Needs the crimson Ceph root (1-2 h build): skipped with the command printed where missing.
 """
 
@@ -29,15 +31,18 @@ from typing import Any
 import psutil
 import pytest
 from harness.controlplane import REPO
-from harness.kind_bench import BenchStack
+from harness.kind_bench import OPERATOR_NS, BenchStack
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from kind_runs import completed_run, run_status
 from polling import poll_until
 
 pytestmark = [pytest.mark.kind, pytest.mark.crimson]
 
-EXAMPLE = REPO / "e2e" / "kind" / "benchmarkrun-cyanstore.yaml"
-RUN = "kind-cyanstore"
+
+def example(store: str) -> Path:
+    return REPO / "e2e" / "kind" / f"benchmarkrun-{store}.yaml"
+
+
 ALIEN = ("alien-store-tp", "bstore_", "rocksdb:")
 
 
@@ -93,40 +98,51 @@ def config_dump(s: BenchStack) -> list[tuple[str, str, str]]:
                   for e in s.rook.ceph_json("config", "dump"))  # fmt: skip
 
 
-def test_cyanstore_osds_under_rook_and_the_example_run(cyanstore_stack: BenchStack) -> None:
-    s = cyanstore_stack
+def test_osds_on_their_store_under_rook_and_the_example_run(store_stack: BenchStack) -> None:
+    s = store_stack
+    store, run_name = s.rook.store, f"kind-{s.rook.store}"
     osd_nodes = s.rook.osd_nodes()
     assert sorted(osd_nodes.values()) == sorted(s.kind.workers), osd_nodes
     procs = crimson_osds()
     assert sorted(procs) == sorted(osd_nodes), (procs, osd_nodes)
     for osd_id, proc in procs.items():
         cmd = proc.cmdline()
-        assert "--crimson_osd_objectstore=cyanstore" in cmd, cmd
+        assert f"--crimson_osd_objectstore={store}" in cmd, cmd
         data = cmd[cmd.index("--osd-data") + 1]
-        assert data == f"/var/lib/ceph/osd/ceph-{osd_id}/crimsonbench-cyanstore", cmd
+        assert data == f"/var/lib/ceph/osd/ceph-{osd_id}/crimsonbench-{store}", cmd
         assert not [t for t in threads_of(proc) if t.startswith(ALIEN)], threads_of(proc)
-        assert daemon_store(s, osd_id) == "cyanstore"
+        assert daemon_store(s, osd_id) == store
     before = {"spec": json.dumps(s.rook.cluster()["spec"]), "config": config_dump(s)}
     # the example plans the OSD of crimsonbench-worker (Rook numbers OSDs as it finds them)
     planned = next(i for i, node in osd_nodes.items() if node == "crimsonbench-worker")
     osd = f"osd.{planned}"
+    node_cpus = threads_of(procs[planned])["reactor-0"]  # before the run: unpinned
     idle = max(utilization(s, osd) for _ in range(5))
 
     # the user's file, applied as it is
-    s.kind.kubectl("apply", "-f", str(EXAMPLE))
+    s.kind.kubectl("apply", "-f", str(example(store)))
     seen: list[dict[str, set[int]]] = []
+    killed: list[str] = []  # the operator pod killed while the OSD restarts
     t0 = time.monotonic()
 
     def finished() -> dict[str, Any] | None:
-        st = run_status(s, RUN)
+        st = run_status(s, run_name)
+        if st.get("stage") == "rollout" and not killed:
+            # mid-reprovision: the OSD is restarting on the run's layout
+            killed.append(s.kind.kubectl("-n", OPERATOR_NS, "get", "pods", "-o", "name"))
+            s.kind.kubectl("-n", OPERATOR_NS, "delete", "pod", "--all", "--grace-period=0",
+                           "--force", "--wait=false")  # fmt: skip
         if st.get("stage") == "steps" and int(st.get("stepsDone") or 0) >= 1:
             proc = crimson_osds().get(planned)
             if proc is not None:
                 seen.append(threads_of(proc))
         return st if st.get("phase") in ("Completed", "Failed") else None
 
-    run = completed_run(s, RUN, finished, steps=4)
-    s.timings["cyanstore_run_s"] = run.ended - t0
+    run = completed_run(s, run_name, finished, steps=4)
+    s.timings[f"{store}_run_s"] = run.ended - t0
+    assert killed, "the operator was never seen mid-reprovision (stage rollout)"
+    operator_pods = s.kind.kubectl("-n", OPERATOR_NS, "get", "pods", "-o", "name")
+    assert operator_pods and operator_pods != killed[0], (killed, operator_pods)
     results = run.results
     floor = max(2 * idle, idle + 1.0)
     for r in results.values():
@@ -138,22 +154,27 @@ def test_cyanstore_osds_under_rook_and_the_example_run(cyanstore_stack: BenchSta
         reactors = {k: v for k, v in threads.items() if k.startswith("reactor-")}
         assert reactors == {"reactor-0": {0}}, threads
 
-    # restored: spec and mon db as before, the OSDs on cyanstore again, Ready, in place
+    # restored: spec and mon db as before, the layout unpinned, the OSDs on their store
+    # again, Ready, in place
     assert json.dumps(s.rook.cluster()["spec"]) == before["spec"]
     assert config_dump(s) == before["config"]
-    poll_until("every OSD back on cyanstore",
+    poll_until(f"{osd} back on every CPU of its node",
+               lambda: (p := crimson_osds().get(planned)) is not None
+               and threads_of(p).get("reactor-0") == node_cpus, 600,
+               lambda: s.rook.diagnostics())  # fmt: skip
+    poll_until(f"every OSD back on {store}",
                lambda: sorted(crimson_osds()) == sorted(osd_nodes)
-               and all(daemon_store(s, i) == "cyanstore" for i in osd_nodes), 600,
+               and all(daemon_store(s, i) == store for i in osd_nodes), 600,
                lambda: s.rook.diagnostics())  # fmt: skip
     assert not s.rook.not_ready_reason()
     assert s.rook.osd_nodes() == osd_nodes
 
 
-def test_an_osd_pod_restart_keeps_its_cyanstore(cyanstore_stack: BenchStack) -> None:
-    """Rook's OSD directory is a hostPath: the pod's successor mounts the cyanstore the
-    first one made (its marker unchanged), instead of making a new empty one."""
-    s = cyanstore_stack
-    marker = "/var/lib/ceph/osd/ceph-1/crimsonbench-cyanstore/.crimsonbench-provisioned"
+def test_an_osd_pod_restart_keeps_its_store(store_stack: BenchStack) -> None:
+    """Rook's OSD directory is a hostPath: the pod's successor mounts the store the first
+    one made (its marker unchanged), instead of making a new empty one."""
+    s, store = store_stack, store_stack.rook.store
+    marker = f"/var/lib/ceph/osd/ceph-1/crimsonbench-{store}/.crimsonbench-provisioned"
     pod = "deploy/rook-ceph-osd-1"
     made = s.kind.kubectl("-n", ROOK_NS, "exec", pod, "-c", "osd", "--", "cat", marker)
     old = crimson_osds()[1].pid
@@ -164,4 +185,4 @@ def test_an_osd_pod_restart_keeps_its_cyanstore(cyanstore_stack: BenchStack) -> 
     poll_until("the cluster Ready again", lambda: not s.rook.not_ready_reason(), 900,
                lambda: s.rook.diagnostics())  # fmt: skip
     assert s.kind.kubectl("-n", ROOK_NS, "exec", pod, "-c", "osd", "--", "cat", marker) == made
-    assert daemon_store(s, 1) == "cyanstore"
+    assert daemon_store(s, 1) == store
