@@ -121,10 +121,12 @@ def main() -> None:
         for backend, steps in runs.items():
             r = steps[key]
             util = r.resources.reactor_util
+            # no samples: the metrics API is not served (kind here has no metrics-server)
+            cpu = f"{r.resources.osd_cpu:.0f}" if r.resources.samples else "n/a"
             print(
                 f"| {key[0]} | {key[1]} | {backend} | {r.fio.iops:,.0f} | "
                 f"{r.fio.clat_mean_ms:.3f} | {r.fio.clat_p99_ms:.3f} | "
-                f"{r.resources.osd_cpu:.0f} | {'-' if util is None else f'{util:.0f}'} |"
+                f"{cpu} | {'-' if util is None else f'{util:.0f}'} |"
             )
     print()
     subprocess.run([CRIMSONBENCH, "compare", *map(str, dirs), "--out",

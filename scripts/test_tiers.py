@@ -142,7 +142,7 @@ TIERS = (
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs
     # (tests/crimson, and crimson on Rook in kind: tests/kind/test_kind_rook_crimson.py,
     # test_kind_rook_crimson_stores.py: cyanstore and seastore, bench/RESULTS.md)
-    Tier("crimson", 23, ("crimson", "k8s control plane", "kubelet", "helm", "our images",
+    Tier("crimson", 30, ("crimson", "k8s control plane", "kubelet", "helm", "our images",
                          "kind node image")),
 )  # fmt: skip
 
