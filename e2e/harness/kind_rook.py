@@ -340,14 +340,15 @@ def kind_rook(
     On exit the loop devices are detached lazily; call `loops.release()` once the nodes are
     gone (the OSDs hold them open until then)."""
     t0 = time.monotonic()
-    ceph = CRIMSON_CEPH_VERSION if flavor == "crimson" or crimson_ceph else CEPH_VERSION
     if flavor == "crimson":
         archive, image = crimson_rook_image_archive(), CRIMSON_ROOK_IMAGE
+        ceph = CRIMSON_CEPH_VERSION
     elif crimson_ceph:
         archive = crimson_rook_image_archive(osd_flavor="classic")
-        image = CRIMSON_ROOT_CLASSIC_IMAGE
+        image, ceph = CRIMSON_ROOT_CLASSIC_IMAGE, CRIMSON_CEPH_VERSION
     else:
         archive, image = rook_image_archive(), ROOK_IMAGE  # cached: seconds
+        ceph = CEPH_VERSION
     rook = KindRook(kind, loops, image=image, flavor=flavor, store=store, ceph_version=ceph,
                     timings={"rook_image_s": time.monotonic() - t0})  # fmt: skip
     try:
