@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import datetime as dt
 import fcntl
 import ipaddress
 import json
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes.client
+import trustme
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
@@ -158,136 +158,40 @@ def _check_bin_dir(bin_dir: Path, extra: tuple[str, ...] = ()) -> None:
 
 @dataclass(frozen=True)
 class _Pki:
+    """trustme's CAs and leaves, written as files for the components' flags."""
+
     ca_crt: Path
-    ca_key: Path
+    ca_key: Path  # kube-controller-manager signs CSRs with it (kubelet certificates)
     apiserver_crt: Path
     apiserver_key: Path
     front_proxy_ca_crt: Path
     front_proxy_client_crt: Path
     front_proxy_client_key: Path
-    sa_key: Path
-    sa_pub: Path
+    sa_key: Path  # ECDSA: the API server signs and checks service account tokens with it
 
 
 def _make_pki(d: Path) -> _Pki:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, rsa
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
     d.mkdir(mode=0o700)
-    now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
-    later = now + dt.timedelta(days=2)
-
-    def write_key(path: Path, key: Any) -> None:
-        path.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-
-    def write_crt(path: Path, crt: x509.Certificate) -> None:
-        path.write_bytes(crt.public_bytes(serialization.Encoding.PEM))
-
-    def name(cn: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-    def ca(cn: str) -> tuple[Any, x509.Certificate]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        crt = (
-            x509.CertificateBuilder()
-            .subject_name(name(cn))
-            .issuer_name(name(cn))
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(later)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .sign(key, hashes.SHA256())
-        )
-        return key, crt
-
-    def leaf(
-        ca_key: Any, ca_crt: x509.Certificate, cn: str, server: bool, sans: list[x509.GeneralName]
-    ) -> tuple[Any, x509.Certificate]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(name(cn))
-            .issuer_name(ca_crt.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(later)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        )
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        return key, builder.sign(ca_key, hashes.SHA256())
-
-    ca_key, ca_crt = ca("crimsonbench-e2e-ca")
-    service_ip = next(ipaddress.IPv4Network(SERVICE_CIDR).hosts())
-    sans: list[x509.GeneralName] = [
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-        x509.IPAddress(service_ip),
-        x509.DNSName("localhost"),
-        *(
-            x509.DNSName(n)
-            for n in (
-                "kubernetes",
-                "kubernetes.default",
-                "kubernetes.default.svc",
-                "kubernetes.default.svc.cluster.local",
-            )
-        ),
-    ]
-    srv_key, srv_crt = leaf(ca_key, ca_crt, "kube-apiserver", True, sans)
-    fp_ca_key, fp_ca_crt = ca("crimsonbench-e2e-front-proxy-ca")
-    fp_key, fp_crt = leaf(fp_ca_key, fp_ca_crt, "front-proxy-client", False, [])
-    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-    pki = _Pki(
-        ca_crt=d / "ca.crt",
-        ca_key=d / "ca.key",
-        apiserver_crt=d / "apiserver.crt",
-        apiserver_key=d / "apiserver.key",
-        front_proxy_ca_crt=d / "front-proxy-ca.crt",
-        front_proxy_client_crt=d / "front-proxy-client.crt",
-        front_proxy_client_key=d / "front-proxy-client.key",
-        sa_key=d / "sa.key",
-        sa_pub=d / "sa.pub",
-    )
-    write_crt(pki.ca_crt, ca_crt)
-    write_key(pki.ca_key, ca_key)
-    write_crt(pki.apiserver_crt, srv_crt)
-    write_key(pki.apiserver_key, srv_key)
-    write_crt(pki.front_proxy_ca_crt, fp_ca_crt)
-    write_crt(pki.front_proxy_client_crt, fp_crt)
-    write_key(pki.front_proxy_client_key, fp_key)
-    write_key(pki.sa_key, sa_key)
-    pki.sa_pub.write_bytes(
-        sa_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
+    files = "ca.crt ca.key apiserver.crt apiserver.key front-proxy-ca.crt front-proxy-client.crt"
+    pki = _Pki(*(d / n for n in f"{files} front-proxy-client.key sa.key".split()))
+    service_ip = str(next(ipaddress.IPv4Network(SERVICE_CIDR).hosts()))
+    parts = ("kubernetes", "default", "svc", "cluster", "local")
+    names = [".".join(parts[:n]) for n in (1, 2, 3, 5)]
+    ca, front_proxy_ca = trustme.CA(), trustme.CA()
+    ca.cert_pem.write_to_path(str(pki.ca_crt))
+    ca.private_key_pem.write_to_path(str(pki.ca_key))
+    front_proxy_ca.cert_pem.write_to_path(str(pki.front_proxy_ca_crt))
+    leaves = (
+        (ca.issue_cert("127.0.0.1", service_ip, "localhost", *names, common_name="kube-apiserver"),
+         pki.apiserver_crt, pki.apiserver_key),
+        # the API server accepts request headers only from this CN (--requestheader-allowed-names)
+        (front_proxy_ca.issue_cert(common_name="front-proxy-client"),
+         pki.front_proxy_client_crt, pki.front_proxy_client_key),
+    )  # fmt: skip
+    for leaf, crt, key in leaves:
+        leaf.cert_chain_pems[0].write_to_path(str(crt))
+        leaf.private_key_pem.write_to_path(str(key))
+    ca.issue_cert(common_name="service-accounts").private_key_pem.write_to_path(str(pki.sa_key))
     return pki
 
 
@@ -520,7 +424,7 @@ class ControlPlane:
                 f"--tls-private-key-file={p.apiserver_key}",
                 f"--client-ca-file={p.ca_crt}",
                 f"--token-auth-file={self.dir / 'tokens.csv'}",
-                f"--service-account-key-file={p.sa_pub}",
+                f"--service-account-key-file={p.sa_key}",
                 f"--service-account-signing-key-file={p.sa_key}",
                 f"--service-account-issuer={SA_ISSUER}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
