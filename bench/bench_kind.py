@@ -124,7 +124,7 @@ def main() -> None:
             order = list(variants) if r % 2 == 0 else list(reversed(variants))
             for tag in order:
                 if tag != current:
-                    switch_fio_image(s.rook, tag)
+                    switch_fio_image(s, tag)
                     current = tag
                 row = one_run(custom, core, api, f"kind-bench-{r}-{tag}", workers, args.runtime)
                 rows[tag].append(row)

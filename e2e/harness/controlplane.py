@@ -297,7 +297,6 @@ class ControlPlane:
     _components: list[Component] = field(init=False, default_factory=list)
     _pki: _Pki = field(init=False)
     _tokens: dict[str, str] = field(init=False, default_factory=dict)
-    _plurals: dict[tuple[str, str], tuple[str, bool]] = field(init=False, default_factory=dict)
 
     # -------------------------------------------------------------- lifecycle
 
@@ -582,68 +581,48 @@ class ControlPlane:
         namespace: str | None = None,
         timeout: float = 30.0,
     ) -> list[dict[str, Any]]:
-        """Server-side apply every document of a YAML file (path), YAML text, or already
-        parsed documents, as the admin. Kinds from CRDs applied just before are found once
-        discovery knows them (retried until `timeout`). Returns the applied objects; API
-        warnings (e.g. about a CRD schema) are appended to self.apply_warnings."""
-        docs = list(_documents(source))
-        out = []
+        """server_side_apply as the admin; API warnings go to self.apply_warnings."""
         with self.admin_api_client() as client:
-            for doc in docs:
-                out.append(self._apply_one(client, dict(doc), namespace, timeout))
-        return out
+            return server_side_apply(client, source, namespace, timeout, self.apply_warnings)
 
-    def _apply_one(
-        self,
-        client: kubernetes.client.ApiClient,
-        doc: dict[str, Any],
-        namespace: str | None,
-        timeout: float,
-    ) -> dict[str, Any]:
+
+def server_side_apply(
+    client: kubernetes.client.ApiClient,
+    source: str | Path | Iterable[Mapping[str, Any]],
+    namespace: str | None = None,
+    timeout: float = 30.0,
+    warnings: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Server-side apply every document of a YAML file (path), YAML text, or already parsed
+    documents. Kinds from CRDs applied just before are found once discovery knows them
+    (retried until `timeout`). Returns the applied objects; API warnings (e.g. about a CRD
+    schema) are appended to `warnings`."""
+    plurals: dict[tuple[str, str], tuple[str, bool]] = {}
+    out = []
+    for doc in map(dict, _documents(source)):
         api_version, kind = doc["apiVersion"], doc["kind"]
-        plural, namespaced = self._resource(client, api_version, kind, timeout)
-        meta = doc.setdefault("metadata", {})
         base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-        if namespaced:
-            ns = meta.get("namespace") or namespace or "default"
-            meta["namespace"] = ns
-            path = f"{base}/namespaces/{ns}/{plural}/{meta['name']}"
-        else:
-            path = f"{base}/{plural}/{meta['name']}"
-        resp = _call(
-            client,
-            "PATCH",
-            path,
-            query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-            content_type="application/apply-patch+yaml",
-            body=json.dumps(doc),
-        )
-        warning = resp.headers.get("Warning")
-        if warning:
-            self.apply_warnings.append(f"{kind}/{meta['name']}: {warning}")
-        return dict(json.loads(resp.data))
-
-    def _resource(
-        self, client: kubernetes.client.ApiClient, api_version: str, kind: str, timeout: float
-    ) -> tuple[str, bool]:
-        key = (api_version, kind)
         deadline = time.monotonic() + timeout
-        while key not in self._plurals:
-            path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-            try:
-                resp = _call(client, "GET", path)
-                for r in json.loads(resp.data)["resources"]:
-                    if "/" not in r["name"]:
-                        self._plurals[(api_version, r["kind"])] = (r["name"], r["namespaced"])
-            except kubernetes.client.ApiException as exc:
-                if exc.status != 404:
-                    raise
-            if key in self._plurals:
-                break
+        while (api_version, kind) not in plurals:
             if time.monotonic() > deadline:
                 raise LookupError(f"the API server does not serve {kind} in {api_version}")
-            time.sleep(0.2)
-        return self._plurals[key]
+            with contextlib.suppress(kubernetes.client.ApiException):  # 404: not served yet
+                resources = json.loads(_call(client, "GET", base).data)["resources"]
+                plurals |= {(api_version, r["kind"]): (r["name"], r["namespaced"])
+                            for r in resources if "/" not in r["name"]}  # fmt: skip
+            time.sleep(0 if (api_version, kind) in plurals else 0.2)
+        plural, namespaced = plurals[(api_version, kind)]
+        meta = doc.setdefault("metadata", {})
+        if namespaced:
+            meta["namespace"] = meta.get("namespace") or namespace or "default"
+            base += f"/namespaces/{meta['namespace']}"
+        resp = _call(client, "PATCH", f"{base}/{plural}/{meta['name']}",
+                     query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
+                     content_type="application/apply-patch+yaml", body=json.dumps(doc))  # fmt: skip
+        if resp.headers.get("Warning") and warnings is not None:
+            warnings.append(f"{kind}/{meta['name']}: {resp.headers['Warning']}")
+        out.append(dict(json.loads(resp.data)))
+    return out
 
 
 def _call(

@@ -35,7 +35,7 @@ import yaml
 from harness.controlplane import REPO, environmental
 from harness.images import FIO_IMAGE, OPERATOR_IMAGE, ImagesUnavailable, product_archives
 from harness.kind import KindCluster, KindUnavailable, kind_cluster
-from harness.kind_rook import CLUSTER, NAMESPACE, KindRook, kind_rook, new_loop_devices
+from harness.kind_rook import CLUSTER, NAMESPACE, kind_rook, new_loop_devices
 from harness.monitoring import (
     Monitoring,
     MonitoringUnavailable,
@@ -53,7 +53,7 @@ from harness.rook import (
     crimson_fio_archive,
     release_fio_archive,
 )
-from harness.waiting import wait_for
+from harness.rook_facade import Rook, merged
 
 OPERATOR_NS = "crimsonbench"
 RUN_NS = "bench"
@@ -148,7 +148,7 @@ def crimson_run_manifest(
 @dataclass
 class BenchStack:
     kind: KindCluster
-    rook: KindRook
+    rook: Rook
     timings: dict[str, float] = field(default_factory=dict)
     monitoring: Monitoring | None = None  # kind_bench_stack(monitoring=True)
 
@@ -181,42 +181,31 @@ def operator_values(tick_seconds: float = 1.0, fio_tag: str = "dev") -> dict[str
     }
 
 
-def install_operator(rook: KindRook, values: dict[str, Any], timeout: float = 600) -> None:
+def install_operator(kind: KindCluster, rook: Rook, values: dict[str, Any],
+                     timeout: float = 600) -> None:  # fmt: skip
     """`helm install` of the repository's chart (with its CRDs) into OPERATOR_NS, Ready."""
-    values_file = rook.loops.dir / "crimsonbench-values.yaml"
+    values_file = rook.workdir / "crimsonbench-values.yaml"
     values_file.write_text(yaml.safe_dump(values))
     # first: the chart's RBAC for the runs' namespaces (targets.rook allowedNamespaces) lives in it
-    rook.kind.kubectl("create", "namespace", RUN_NS)
+    rook.core.create_namespace({"metadata": {"name": RUN_NS}})
     rook.helm("install", "crimsonbench", str(REPO), "--namespace", OPERATOR_NS,
               "--create-namespace", "-f", str(values_file), "--wait",
               "--timeout", f"{int(timeout)}s", timeout=timeout + 60)  # fmt: skip
-
-    def ready() -> bool:
-        pods = rook.kind.kubectl_json("-n", OPERATOR_NS, "get", "pods")["items"]
-        return any(
-            c.get("ready")
-            for p in pods
-            for c in (p.get("status") or {}).get("containerStatuses") or []
-        )
-
-    wait_for(ready, timeout, "crimsonbench operator Ready")
+    _rolled_out(kind, timeout)
 
 
-def switch_fio_image(rook: KindRook, tag: str, timeout: float = 600) -> None:
+def _rolled_out(kind: KindCluster, timeout: float) -> None:
+    kind.kubectl("-n", OPERATOR_NS, "rollout", "status", "deploy/crimsonbench-operator",
+                 f"--timeout={int(timeout)}s", timeout=timeout + 60)  # fmt: skip
+
+
+def switch_fio_image(s: BenchStack, tag: str, timeout: float = 600) -> None:
     """The installed operator's fio image set to FIO_IMAGE's repository at TAG (its pod
     replaced, Ready again): runs after it use that image."""
-    rook.helm("upgrade", "crimsonbench", str(REPO), "--namespace", OPERATOR_NS,
+    s.rook.helm("upgrade", "crimsonbench", str(REPO), "--namespace", OPERATOR_NS,
               "--reuse-values", "--set", f"fio.image.tag={tag}", "--wait",
               "--timeout", f"{int(timeout)}s", timeout=timeout + 60)  # fmt: skip
-    rook.kind.kubectl("-n", OPERATOR_NS, "rollout", "status", "deploy/crimsonbench-operator",
-                      f"--timeout={int(timeout)}s", timeout=timeout + 60)  # fmt: skip
-
-
-def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in extra.items():
-        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
+    _rolled_out(s.kind, timeout)
 
 
 @contextlib.contextmanager
@@ -275,9 +264,9 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
                     values = operator_values(tick_seconds, fio_tag)
                     if mon is not None:
                         mon.wait_ready()
-                        values = _merged(values, chart_values())
+                        values = merged(values, chart_values())
                     t = time.monotonic()
-                    install_operator(rook, values)
+                    install_operator(k, rook, values)
                     timings["operator_install_s"] = time.monotonic() - t
                     with contextlib.ExitStack() as stack:
                         if mon is not None:

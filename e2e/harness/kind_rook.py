@@ -3,8 +3,8 @@
 (e2e/rook/build-image.sh) loaded into the nodes, a CephCluster with 1 mon, 1 mgr and one
 bluestore OSD on a loop device of each worker, and a toolbox pod for `ceph` commands.
 
-    with kind_cluster(cpu_manager=False, declared_cpus=4) as k, kind_rook(k) as rook:
-        rook.ceph_json("osd", "tree")
+    with kind_cluster(cpu_manager=False, declared_cpus=4) as k, kind_rook(k, loops) as rook:
+        rook.ceph_json("osd", "tree")     # a Rook (harness.rook_facade) on a KindSite
         rook.osd_nodes()                  # {0: "crimsonbench-worker", 1: "...-worker2"}
 
 What differs from the real-node harness (e2e/harness/rook_cluster.py), and why:
@@ -25,43 +25,33 @@ waits for them to go and removes their backing files.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+import kubernetes.config
 
 from harness.controlplane import cache_root
-from harness.helm import ensure_helm
 from harness.kind import KIND_DIR, KindCluster
 from harness.rook import (
     CEPH_VERSION,
     CRIMSON_CEPH_VERSION,
     CRIMSON_ROOK_IMAGE,
     CRIMSON_ROOT_CLASSIC_IMAGE,
-    RELEASE,
     ROOK_IMAGE,
-    config_override,
     crimson_rook_image_archive,
-    rook_csi_crds,
     rook_image_archive,
-    rook_install_args,
 )
-from harness.rook_ops import ceph_ready
-from harness.waiting import wait_for
+from harness.rook_facade import Rook
 
 NAMESPACE = "rook-ceph"
 CLUSTER = "rook-ceph"
 TOOLBOX = "rook-ceph-tools"
-VALUES = KIND_DIR / "rook-operator-values.yaml"
-CLUSTER_TEMPLATE = KIND_DIR / "cephcluster.yaml"
 GIB = 1 << 30
 
 
@@ -116,142 +106,33 @@ class LoopDevices:
 
 
 @dataclass
-class KindRook:
+class KindSite:
+    """Rook in a kind cluster (a RookSite): one loop device per worker, `ceph` in a toolbox
+    pod (the host cannot reach pod or Service IPs)."""
+
     kind: KindCluster
     loops: LoopDevices
-    image: str = ROOK_IMAGE
-    flavor: str = "classic"  # or "crimson": every OSD a crimson-osd (CRIMSON_ROOK_IMAGE)
-    # crimson's object store: bluestore (Rook's own, through alien threads) or cyanstore /
-    # seastore, made by our image's ceph-osd from the mon db (e2e/rook/image/ceph-osd)
-    store: str = "bluestore"
-    ceph_version: str = CEPH_VERSION  # the image's
-    namespace: str = NAMESPACE
-    name: str = CLUSTER
-    timings: dict[str, float] = field(default_factory=dict)
+    template: Path = KIND_DIR / "cephcluster.yaml"
+    values: Path = KIND_DIR / "rook-operator-values.yaml"
 
-    # ------------------------------------------------------------------ tools
-    def helm(self, *args: str, timeout: float = 900) -> str:
-        """The real helm against the kind cluster (its homes in the loops' directory)."""
-        home = self.loops.dir / "helm"
-        env = {
-            **os.environ,
-            "KUBECONFIG": str(self.kind.kubeconfig),
-            "HELM_CACHE_HOME": str(home / "cache"),
-            "HELM_CONFIG_HOME": str(home / "config"),
-            "HELM_DATA_HOME": str(home / "data"),
-        }
-        proc = subprocess.run([str(ensure_helm()), *args], env=env, capture_output=True,
-                              text=True, timeout=timeout, check=False)  # fmt: skip
-        if proc.returncode != 0:
-            raise RuntimeError(f"helm {' '.join(args[:3])} failed: {proc.stderr.strip()[-3000:]}")
-        return proc.stdout
+    def ceph(self, rook: Rook, args: Sequence[str], timeout: float) -> str:
+        return self.kind.kubectl("-n", rook.namespace, "exec", f"deploy/{TOOLBOX}", "--", "ceph",
+                                 "--connect-timeout", "30", *args, timeout=timeout)  # fmt: skip
 
-    def ceph(self, *args: str, timeout: float = 90) -> str:
-        """`ceph ARGS` as client.admin, in the toolbox pod."""
-        return self.kind.kubectl(
-            "-n", self.namespace, "exec", f"deploy/{TOOLBOX}", "--",
-            "ceph", "--connect-timeout", "30", *args, timeout=timeout,
-        )  # fmt: skip
+    def spec(self, rook: Rook) -> dict[str, Any]:
+        nodes = sorted(self.loops.by_worker.items())
+        return {"storage": {"nodes": [{"name": w, "devices": [{"name": Path(dev).name}]}
+                                      for w, dev in nodes]}}  # fmt: skip
 
-    def ceph_json(self, *args: str, timeout: float = 90) -> Any:
-        return json.loads(self.ceph(*args, "--format", "json", timeout=timeout))
-
-    def cluster(self) -> dict[str, Any]:
-        out: dict[str, Any] = self.kind.kubectl_json(
-            "-n", self.namespace, "get", "cephcluster", self.name)  # fmt: skip
-        return out
-
-    def pods(self, selector: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = self.kind.kubectl_json(
-            "-n", self.namespace, "get", "pods", "-l", selector)["items"]  # fmt: skip
-        return items
-
-    def osd_pods(self) -> dict[int, dict[str, Any]]:
-        """OSD id -> its current pod (not terminating)."""
-        pods = self.pods("app=rook-ceph-osd")
-        return {int(p["metadata"]["labels"]["ceph-osd-id"]): p for p in pods
-                if not p["metadata"].get("deletionTimestamp")}  # fmt: skip
-
-    def osd_nodes(self) -> dict[int, str]:
-        """OSD id -> the node its pod is bound to ('' while unscheduled)."""
-        return {i: p["spec"].get("nodeName", "") for i, p in sorted(self.osd_pods().items())}
-
-    # ------------------------------------------------------------------ readiness
-    def not_ready_reason(self) -> str:
-        phase = (self.cluster().get("status") or {}).get("phase")
-        if phase != "Ready":
-            return f"CephCluster phase {phase!r}"
-        osds = len(self.loops.by_worker)
-        pools = self.ceph_json("osd", "pool", "ls", "detail")
-        reason = ceph_ready(self.ceph_json("status"), pools, osds)
-        if reason:
-            return reason
-        pods = self.osd_pods()
-        if len(pods) != osds or not all(_ready(p) for p in pods.values()):
-            return f"OSD pods: {[(i, _ready(p)) for i, p in sorted(pods.items())]}"
-        return ""
-
-    def wait_ready(self, timeout: float) -> None:
-        reason = ["not checked yet"]
-
-        def ready() -> bool:
-            reason[0] = self.not_ready_reason()
-            return not reason[0]
-
-        wait_for(ready, timeout, "Rook's CephCluster Ready",
-                 lambda: f"{reason[0]}\n{self.diagnostics()}", interval=5)  # fmt: skip
-
-    def diagnostics(self, log_lines: int = 40) -> str:
-        out = []
-        with contextlib.suppress(Exception):
-            out.append(f"CephCluster status: {json.dumps(self.cluster().get('status'))[:1500]}")
-        with contextlib.suppress(Exception):
-            out.append(self.kind.kubectl("-n", self.namespace, "get", "pods", "-o", "wide"))
-        with contextlib.suppress(Exception):
-            out.append("--- operator log tail:\n" + self.kind.kubectl(
-                "-n", self.namespace, "logs", "deploy/rook-ceph-operator",
-                f"--tail={log_lines}"))  # fmt: skip
-        return "\n".join(out)
-
-    # ------------------------------------------------------------------ bring-up
-    def install_operator(self, timeout: float) -> None:
-        crds = rook_csi_crds()
-        if crds:  # server-side: operatorconfigs' schema is too large for an annotation
-            self.kind.kubectl("apply", "--server-side", "-f", "-", input=yaml.safe_dump_all(crds))
-        self.helm(*rook_install_args(self.loops.dir / "chart", self.namespace, VALUES, self.image))
-        self.kind.kubectl("-n", self.namespace, "rollout", "status", "deploy/rook-ceph-operator",
-                          f"--timeout={int(timeout)}s", timeout=timeout + 60)  # fmt: skip
-
-    def cluster_manifest(self) -> dict[str, Any]:
-        doc: dict[str, Any] = yaml.safe_load(CLUSTER_TEMPLATE.read_text())
-        doc["metadata"].update(name=self.name, namespace=self.namespace)
-        doc["spec"]["cephVersion"]["image"] = self.image
-        doc["spec"]["storage"]["nodes"] = [
-            {"name": w, "devices": [{"name": Path(dev).name}]}
-            for w, dev in sorted(self.loops.by_worker.items())
-        ]
-        # Rook v1.17 supports reef and squid: tentacle runs there with allowUnsupported
-        doc["spec"]["cephVersion"]["allowUnsupported"] = not RELEASE.allows(self.ceph_version)
-        if self.flavor == "crimson":
-            # crimson-osd aborts unless its reactors are given, even to mkfs; one unpinned
-            # reactor until a BenchmarkRun plans them (Rook provisions bluestore: alien threads)
-            doc["spec"]["cephConfig"]["osd"] = {"crimson_seastar_num_threads": "1"}
-            if self.store != "bluestore":  # before any OSD exists: each starts on it
-                doc["spec"]["cephConfig"]["osd"]["crimson_osd_objectstore"] = self.store
-            if self.store == "seastore":  # a file in the OSD's directory (seastore stalls
-                # below 4Gi: local.osds.SEASTORE_MIN_BYTES)
-                doc["spec"]["cephConfig"]["osd"]["seastore_device_size"] = "4294967296"
-        return doc
-
-    def toolbox_manifest(self) -> dict[str, Any]:
+    def extra_objects(self, rook: Rook) -> list[dict[str, Any]]:
         """Rook's toolbox example, running our image's toolbox.sh (admin key from the
         rook-ceph-mon Secret, mons from the rook-ceph-mon-endpoints ConfigMap)."""
         secret = {"name": "rook-ceph-mon"}
-        return {
+        return [{
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"name": TOOLBOX, "namespace": self.namespace,
-                         "labels": {"app": TOOLBOX}},  # fmt: skip
+            "metadata": {"name": TOOLBOX, "namespace": rook.namespace,
+                         "labels": {"app": TOOLBOX}},
             "spec": {
                 "replicas": 1,
                 "selector": {"matchLabels": {"app": TOOLBOX}},
@@ -261,7 +142,7 @@ class KindRook:
                         "terminationGracePeriodSeconds": 1,
                         "containers": [{
                             "name": TOOLBOX,
-                            "image": self.image,
+                            "image": rook.image,
                             "imagePullPolicy": "Never",
                             "command": ["/usr/local/bin/toolbox.sh"],
                             "env": [
@@ -284,12 +165,7 @@ class KindRook:
                     },
                 },
             },
-        }  # fmt: skip
-
-
-def _ready(pod: dict[str, Any]) -> bool:
-    conds = (pod.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conds)
+        }]  # fmt: skip
 
 
 def give_worker_its_device(kind: KindCluster, worker: str, dev: str) -> None:
@@ -331,7 +207,7 @@ def kind_rook(
     flavor: str = "classic",
     store: str = "bluestore",
     crimson_ceph: bool = False,
-) -> Iterator[KindRook]:
+) -> Iterator[Rook]:
     """Rook's operator and a CephCluster with one OSD per worker (on LOOPS, attached here),
     Ready; FLAVOR crimson: every OSD a crimson-osd, on STORE (bluestore through its alien
     threads, or cyanstore / seastore set in cephConfig before the OSDs exist).
@@ -349,22 +225,18 @@ def kind_rook(
     else:
         archive, image = rook_image_archive(), ROOK_IMAGE  # cached: seconds
         ceph = CEPH_VERSION
-    rook = KindRook(kind, loops, image=image, flavor=flavor, store=store, ceph_version=ceph,
-                    timings={"rook_image_s": time.monotonic() - t0})  # fmt: skip
+    api = kubernetes.config.new_client_from_config(config_file=str(kind.kubeconfig))
+    rook = Rook(KindSite(kind, loops), api, kind.kubeconfig, loops.dir, len(kind.workers),
+                image, ceph, flavor=flavor, store=store, poll_s=5,
+                timings={"rook_image_s": time.monotonic() - t0})  # fmt: skip
     try:
         t = time.monotonic()
         kind.load_image_archive(archive)
         rook.timings["rook_image_load_s"] = time.monotonic() - t
         for worker in kind.workers:
             give_worker_its_device(kind, worker, loops.attach(worker, osd_size_gib))
-        t = time.monotonic()
-        rook.install_operator(operator_timeout)
-        rook.timings["rook_operator_s"] = time.monotonic() - t
-        t = time.monotonic()
-        kind.apply([config_override(rook.namespace), rook.cluster_manifest(),
-                    rook.toolbox_manifest()])  # fmt: skip
-        rook.wait_ready(ready_timeout)
-        rook.timings["rook_cluster_ready_s"] = time.monotonic() - t
+        rook.create(operator_timeout, ready_timeout)
         yield rook
     finally:
+        api.close()
         loops.detach()

@@ -3,12 +3,11 @@
 chart, running our Rook + Ceph image (e2e/rook/build-image.sh), and a
 CephCluster with 1 mon, 1 mgr and one bluestore OSD per loop device.
 
-    with rook_stack() as rook:          # control plane + node + Rook, Ready
-        rook.ceph_json("status")
+    with rook_stack() as rook:          # control plane + node + Rook, Ready: a Rook
+        rook.ceph_json("status")        # (harness.rook_facade) whose site is a HostSite
         rook.patch_cluster({"spec": {"cephConfig": {"osd.0": {"osd_op_complaint_time": "45"}}}})
         rook.wait_ready(600)            # that generation reconciled, Ceph ready again
-
-or, on a ControlPlane(scheduler=True) and a Node of your own: `with RookCluster(cp, node)`.
+        rook.site.dir / "ceph.conf"     # the host's `ceph` CLI reaches it with this file
 
 What a node without CNI and registry needs (see e2e/rook/*.yaml for the values):
 - every pod on the host network (`network.provider: host`, ROOK_ENFORCE_HOST_NETWORK), the
@@ -31,19 +30,17 @@ the data directory and whatever else Rook put on the host, and checks host_state
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
-
-import kubernetes.client
-import yaml
 
 from harness.controlplane import (
     NODE_NAME,
@@ -54,33 +51,11 @@ from harness.controlplane import (
 )
 from harness.helm import ensure_helm
 from harness.images import ImagesUnavailable, pause_archive
-from harness.netfilter import iptables_rules, remove_kubelet_chains
+from harness.netfilter import iptables_rules
 from harness.node import POD_NETWORK_DIRS, Node, host_state
-from harness.rook import (
-    CEPH_VERSION,
-    RELEASE,
-    REPO,
-    ROOK_IMAGE,
-    RookUnavailable,
-    config_override,
-    rook_csi_crds,
-    rook_image_archive,
-    rook_install_args,
-)
-from harness.rook_ops import GROUP, PLURAL, VERSION, ceph_ready
-from harness.rook_teardown import RookTeardown
-from harness.waiting import pod_ready, wait_for
+from harness.rook import CEPH_VERSION, REPO, ROOK_IMAGE, RookUnavailable, rook_image_archive
+from harness.rook_facade import Rook
 
-__all__ = [  # the harness's public API (tests import these from here)
-    "GROUP", "PLURAL", "VERSION", "RookCluster", "RookStack", "ceph_ready", "iptables_rules",
-    "open_rook_stack", "pod_ready", "prerequisites", "remove_kubelet_chains", "rook_stack",
-    "wait_for",
-]  # fmt: skip
-
-NAMESPACE = "rook-ceph"
-CLUSTER = "rook-ceph"
-VALUES = REPO / "e2e" / "rook" / "operator-values.yaml"
-CLUSTER_TEMPLATE = REPO / "e2e" / "rook" / "cephcluster.yaml"
 NAT_COMMENT = "crimsonbench-rook: kubernetes Service -> API server"
 GIB = 1 << 30
 ROOK_DIR_PREFIX = str(Path(tempfile.gettempdir()) / "crimsonbench-rook-")
@@ -129,95 +104,145 @@ def _rook_host_state() -> dict[str, object]:
 
 
 @dataclass
-class RookCluster(RookTeardown):
-    """Rook's operator + a CephCluster on `node`. A context manager: `__enter__` brings it
-    up and waits for Ready, `__exit__` tears it down and asserts the host is as before."""
+class HostSite:
+    """Rook on the real node (a RookSite): loop devices of a temporary directory, a NAT rule
+    for the `kubernetes` Service, /run/udev, and the host's `ceph` CLI. `open()` makes them
+    and returns the Rook; `close()` removes Rook and them, and checks the host."""
 
     cp: ControlPlane
     node: Node
-    image_archive: Path
-    image: str = ROOK_IMAGE
     osds: int = 2
     osd_size_gib: int = 6  # ceph-volume refuses devices under 5 GiB
-    namespace: str = NAMESPACE
-    name: str = CLUSTER
-    operator_timeout: float = 600.0
-    ready_timeout: float = 1500.0
-    settle: bool = True  # see settle_osds()
+    template: Path = REPO / "e2e" / "rook" / "cephcluster.yaml"
+    values: Path = REPO / "e2e" / "rook" / "operator-values.yaml"
     keep_dir: bool = field(default_factory=lambda: os.environ.get("CRIMSONBENCH_KEEP_DIR") == "1")
-
     dir: Path = field(init=False)
     loops: list[str] = field(init=False, default_factory=list)  # /dev/loopN, one per OSD
-    timings: dict[str, float] = field(init=False, default_factory=dict)
-    api: kubernetes.client.ApiClient = field(init=False)
     teardown_problems: list[str] = field(init=False, default_factory=list)
-    settled_osd_restarts: int = field(init=False, default=0)  # OSDs settle_osds() restarted
     _nat: list[str] = field(init=False, default_factory=list)
     _made_run_udev: bool = field(init=False, default=False)
     _before: dict[str, object] = field(init=False, default_factory=dict)
     _before_rules: list[str] = field(init=False, default_factory=list)
-    _helm_env: dict[str, str] = field(init=False, default_factory=dict)
-    _changed_at: float = field(init=False, default=0.0)  # time.time() of the last change
+    rook: Rook = field(init=False)
 
-    # ------------------------------------------------------------------ lifecycle
+    # ------------------------------------------------------------------ RookSite
 
-    def __enter__(self) -> RookCluster:
-        self.start()
-        return self
+    def ceph(self, rook: Rook, args: Sequence[str], timeout: float) -> str:
+        """The host's `ceph` CLI as client.admin (mon addresses and key from Rook's
+        rook-ceph-mon-endpoints ConfigMap and rook-ceph-mon Secret)."""
+        conf = self._ceph_conf(rook)
+        argv = ["ceph", "--conf", str(conf), "--connect-timeout", "20", *args]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ceph {' '.join(args)} failed (rc={proc.returncode}): "
+                               f"{proc.stderr.strip()[-1500:]}")  # fmt: skip
+        return proc.stdout
 
-    def __exit__(self, exc_type: object, *exc: object) -> None:
-        self.stop(check=exc_type is None)
+    def _ceph_conf(self, rook: Rook) -> Path:
+        conf, keyring = self.dir / "ceph.conf", self.dir / "ceph.client.admin.keyring"
+        cm = rook.core.read_namespaced_config_map("rook-ceph-mon-endpoints", rook.namespace)
+        # "a=192.0.2.2:6789,b=..." -> the addresses
+        hosts = ",".join(e.split("=", 1)[1] for e in (cm.data or {})["data"].split(",") if e)
+        text = f"[global]\nmon_host = {hosts}\nkeyring = {keyring}\nlog_file = /dev/null\n"
+        if not conf.is_file() or conf.read_text() != text:
+            secret = rook.core.read_namespaced_secret("rook-ceph-mon", rook.namespace)
+            data = {k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()}
+            user = data["ceph-username"]
+            keyring.write_text(f"[{user}]\n\tkey = {data['ceph-secret']}\n")
+            keyring.chmod(0o600)
+            conf.write_text(text + f"name = {user}\n")
+        return conf
 
-    def start(self) -> None:
+    def spec(self, rook: Rook) -> dict[str, Any]:
+        return {
+            "dataDirHostPath": str(self.dir / "data"),
+            "storage": {
+                "nodes": [
+                    {"name": NODE_NAME, "devices": [{"name": Path(d).name} for d in self.loops]}
+                ]
+            },
+        }
+
+    def extra_objects(self, rook: Rook) -> list[dict[str, Any]]:
+        return []
+
+    # ------------------------------------------------------------------ life cycle
+
+    def open(
+        self,
+        image_archive: Path,
+        image: str = ROOK_IMAGE,
+        operator_timeout: float = 600,
+        ready_timeout: float = 1500,
+        settle: bool = True,
+    ) -> Rook:
+        """The node's image, the host prepared, Rook's operator and CephCluster Ready, and
+        (settle) Rook's second reconcile done (Rook.settle_osds)."""
         self._before, self._before_rules = _rook_host_state(), iptables_rules()
         self.dir = Path(tempfile.mkdtemp(prefix=Path(ROOK_DIR_PREFIX).name))
-        self.api = self.cp.admin_api_client()
+        kubeconfig = self.cp.kubeconfig(self.dir / "admin.kubeconfig")
+        rook = self.rook = Rook(self, self.cp.admin_api_client(), kubeconfig, self.dir, self.osds,
+                                image, CEPH_VERSION)  # fmt: skip
         try:
             t0 = time.monotonic()
-            self.node.import_image(self.image_archive)
-            self.timings["image_import_s"] = time.monotonic() - t0
-            self._prepare_host()
-            t1 = time.monotonic()
-            self._install_operator()
-            self.timings["operator_ready_s"] = time.monotonic() - t1
-            t2 = time.monotonic()
-            self.mark_changed()
-            self.cp.apply_yaml([config_override(self.namespace), self.cluster_manifest()])
-            self.wait_ready(self.ready_timeout)
-            self.timings["cluster_ready_s"] = time.monotonic() - t2
-            if self.settle:
-                t3 = time.monotonic()
-                self.settle_osds()
-                self.timings["settle_s"] = time.monotonic() - t3
-                self.timings["settle_osd_restarts"] = self.settled_osd_restarts
+            self.node.import_image(image_archive)
+            rook.timings["image_import_s"] = time.monotonic() - t0
+            self._prepare_host(rook)
+            rook.mark_changed()
+            rook.create(operator_timeout, ready_timeout)
+            if settle:
+                t = time.monotonic()
+                rook.settle_osds(ready_timeout)
+                rook.timings["settle_s"] = time.monotonic() - t
+                rook.timings["settle_osd_restarts"] = rook.settled_osd_restarts
         except BaseException:
-            self.stop(check=False)
+            self.close(check=False)
             raise
+        return rook
 
-    def stop(self, check: bool = True) -> None:
-        """Tear everything down (each step even if an earlier one failed); with check, raise
-        AssertionError when the host differs from before or a step failed."""
+    def _prepare_host(self, rook: Rook) -> None:
+        (self.dir / "data").mkdir()
+        # OSD pods mount /run/udev; containerd would create it (and leave it) if missing
+        if not os.path.lexists("/run/udev"):
+            os.makedirs("/run/udev")
+            self._made_run_udev = True
+        for i in range(self.osds):
+            backing = self.dir / f"osd{i}.img"
+            with open(backing, "wb") as f:
+                f.truncate(self.osd_size_gib * GIB)  # sparse
+            self.loops.append(subprocess.run(
+                ["losetup", "--find", "--show", str(backing)],
+                capture_output=True, text=True, check=True, timeout=60).stdout.strip())  # fmt: skip
+        # Rook's pods dial the `kubernetes` Service IP, and there is no kube-proxy
+        svc = rook.core.read_namespaced_service("kubernetes", "default")
+        self._nat = [
+            "OUTPUT", "-d", f"{svc.spec.cluster_ip}/32", "-p", "tcp",
+            "--dport", str(svc.spec.ports[0].port), "-m", "comment", "--comment", NAT_COMMENT,
+            "-j", "DNAT", "--to-destination", f"127.0.0.1:{self.cp.port}",
+        ]  # fmt: skip
+        subprocess.run(["iptables", "-t", "nat", "-I", *self._nat], check=True, timeout=60)
+
+    def close(self, check: bool = True) -> None:
+        """Rook removed, then the host's parts, each step even if an earlier one failed;
+        with check, AssertionError when the host differs from before or a step failed."""
         if not self._before:
             return
         t0 = time.monotonic()
-        steps: list[tuple[str, Callable[[], None]]] = [
-            ("delete Rook's objects, the CephCluster last", self._delete_rook_objects),
-            ("uninstall the operator", self._uninstall_operator),
-            ("delete the namespace", self._delete_namespace),
-            ("wipe and detach the loop devices", self._release_loops),
-            ("remove the NAT rule", self._remove_nat),
-            ("restore the host", self._restore_host),
-        ]
-        for what, step in steps:
+        self.teardown_problems += self.rook.remove()
+        for what, step in (("wipe and detach the loop devices", self._release_loops),
+                           ("remove the NAT rule", self._remove_nat)):  # fmt: skip
             try:
                 step()
             except Exception as exc:
                 self.teardown_problems.append(f"{what}: {type(exc).__name__}: {exc}")
+        if self._made_run_udev:
+            shutil.rmtree("/run/udev", ignore_errors=True)
+            self._made_run_udev = False
         with contextlib.suppress(Exception):
-            self.api.close()
+            self.rook.api.close()
         if not self.keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
-        self.timings["teardown_s"] = time.monotonic() - t0
+        self.rook.timings["teardown_s"] = time.monotonic() - t0
         after, rules = _rook_host_state(), iptables_rules()
         if after != self._before:
             self.teardown_problems.append(f"host state: before {self._before}, after {after}")
@@ -230,59 +255,18 @@ class RookCluster(RookTeardown):
             raise AssertionError("Rook teardown left things behind:\n" +
                                  "\n".join(self.teardown_problems))  # fmt: skip
 
-    # ------------------------------------------------------------------ bring-up steps
+    def _release_loops(self) -> None:
+        for loop in self.loops:
+            subprocess.run(["wipefs", "--all", "--force", loop], capture_output=True,
+                           check=False, timeout=60)  # fmt: skip
+            subprocess.run(["losetup", "--detach", loop], capture_output=True, check=True,
+                           timeout=60)  # fmt: skip
+        self.loops.clear()
 
-    def _prepare_host(self) -> None:
-        self.data_dir.mkdir()
-        # OSD pods mount /run/udev; containerd would create it (and leave it) if missing
-        if not os.path.lexists("/run/udev"):
-            os.makedirs("/run/udev")
-            self._made_run_udev = True
-        for i in range(self.osds):
-            backing = self.dir / f"osd{i}.img"
-            with open(backing, "wb") as f:
-                f.truncate(self.osd_size_gib * GIB)  # sparse
-            loop = subprocess.run(
-                ["losetup", "--find", "--show", str(backing)],
-                capture_output=True, text=True, check=True, timeout=60,
-            ).stdout.strip()  # fmt: skip
-            self.loops.append(loop)
-        self._add_nat()
-
-    def _add_nat(self) -> None:
-        svc = self.core.read_namespaced_service("kubernetes", "default")
-        assert svc.spec is not None and svc.spec.ports, svc  # the API server made it
-        ip, port = svc.spec.cluster_ip, svc.spec.ports[0].port
-        self._nat = [
-            "OUTPUT", "-d", f"{ip}/32", "-p", "tcp", "--dport", str(port),
-            "-m", "comment", "--comment", NAT_COMMENT,
-            "-j", "DNAT", "--to-destination", f"127.0.0.1:{self.cp.port}",
-        ]  # fmt: skip
-        subprocess.run(["iptables", "-t", "nat", "-I", *self._nat], check=True, timeout=60)
-
-    def _install_operator(self) -> None:
-        crds = rook_csi_crds()
-        if crds:  # v1.20's operator needs csi.ceph.io's CRDs (harness.rook.rook_csi_crds)
-            self.cp.apply_yaml(crds)
-        self.helm(*rook_install_args(self.dir / "chart", self.namespace, VALUES, self.image))
-
-        def operator_ready() -> bool:
-            return any(pod_ready(p) for p in self.pods("app=rook-ceph-operator"))
-
-        wait_for(operator_ready, self.operator_timeout, "Rook operator Ready", self.diagnostics)
-
-    def cluster_manifest(self) -> dict[str, Any]:
-        """e2e/rook/cephcluster.yaml with this run's image, data directory and devices."""
-        doc: dict[str, Any] = yaml.safe_load(CLUSTER_TEMPLATE.read_text())
-        doc["metadata"].update(name=self.name, namespace=self.namespace)
-        spec = doc["spec"]
-        spec["cephVersion"]["image"] = self.image
-        spec["cephVersion"]["allowUnsupported"] = not RELEASE.allows(CEPH_VERSION)
-        spec["dataDirHostPath"] = str(self.data_dir)
-        spec["storage"]["nodes"] = [
-            {"name": NODE_NAME, "devices": [{"name": Path(d).name} for d in self.loops]}
-        ]
-        return doc
+    def _remove_nat(self) -> None:
+        if self._nat:
+            subprocess.run(["iptables", "-t", "nat", "-D", *self._nat], check=True, timeout=60)
+            self._nat = []
 
 
 # ---------------------------------------------------------------------- whole stack
@@ -292,7 +276,8 @@ class RookCluster(RookTeardown):
 class RookStack:
     """Control plane + node + Rook, closed once (close() raises if the host is not restored)."""
 
-    rook: RookCluster
+    rook: Rook
+    site: HostSite
     timings: dict[str, float]
     _exit: contextlib.ExitStack
     _before: dict[str, object]
@@ -313,7 +298,7 @@ class RookStack:
         finally:
             self.timings["stack_teardown_s"] = time.monotonic() - t0
             self.timings.update(self.rook.timings)
-        node = self.rook.node  # what it saw before releasing the machine's node lock
+        node = self.site.node  # what it saw before releasing the machine's node lock
         after = node.final_host if node.final_host is not None else host_state()
         rules = node.final_rules if node.final_rules is not None else iptables_rules()
         if after != self._before:
@@ -331,12 +316,13 @@ def open_rook_stack(
     node_cpus: int | None = None,
     cni: bool = False,
     images: Sequence[Path] = (),
-    **cluster_args: Any,
+    **rook_args: Any,
 ) -> RookStack:
     """Build (cached) and start everything; RookUnavailable where the machine cannot.
     node_cpus: the node advertises that many CPUs (node_shape.CpuAdvertiser); cni: the node
     gets a pod network (node_shape.PodNetwork) and turns Ready; images: more archives for
-    the node's containerd (the Rook image and the pause image are always there)."""
+    the node's containerd (the Rook image and the pause image are always there);
+    rook_args: HostSite's (osds, osd_size_gib) and HostSite.open's (settle, timeouts)."""
     reason = prerequisites()
     if reason:
         raise RookUnavailable(reason)
@@ -351,6 +337,7 @@ def open_rook_stack(
         raise  # a broken build script or package list: a failure, never a skip
     archive = rook_image_archive()
     timings = {"builds_s": time.monotonic() - t0}
+    site_args = {k: rook_args.pop(k) for k in ("osds", "osd_size_gib") if k in rook_args}
     exit_stack = contextlib.ExitStack()
     try:
         t1 = time.monotonic()
@@ -361,16 +348,18 @@ def open_rook_stack(
         before, before_rules = dict(node.before), list(node.before_rules or [])
         timings["node_up_s"] = time.monotonic() - t1
         timings["waited_for_node_lock_s"] = node.timings.get("waited_for_node_lock", 0.0)
-        rook = exit_stack.enter_context(RookCluster(cp, node, archive, **cluster_args))
+        site = HostSite(cp, node, **site_args)
+        rook = site.open(archive, **rook_args)
+        exit_stack.callback(site.close)
         timings.update(rook.timings)
     except BaseException:
         exit_stack.close()
         raise
-    return RookStack(rook, timings, exit_stack, before, before_rules)
+    return RookStack(rook, site, timings, exit_stack, before, before_rules)
 
 
 @contextlib.contextmanager
-def rook_stack(**stack_args: Any) -> Iterator[RookCluster]:
+def rook_stack(**stack_args: Any) -> Iterator[Rook]:
     """`with rook_stack() as rook:` — everything up and Ready; on exit everything down and
     the host as it was (AssertionError otherwise). Arguments as open_rook_stack's."""
     stack = open_rook_stack(**stack_args)

@@ -29,7 +29,7 @@ def wait_for(probe: Callable[[], T | None], timeout: float, what: str,
         time.sleep(interval)
 
 
-def pod_ready(pod: Any) -> bool:
-    """The pod's Ready condition is True."""
-    conditions = (pod.status and pod.status.conditions) or []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+def pod_ready(pod: dict[str, Any]) -> bool:
+    """The pod's (its JSON's) Ready condition is True."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)

@@ -19,7 +19,9 @@ from typing import Any
 import kubernetes.client
 from fio_processes import FioProcesses
 from harness.operator_install import GROUP, PLURAL, RUN_NS, VERSION, OperatorOnNode
-from harness.rook_cluster import RookCluster, pod_ready
+from harness.rook_cluster import HostSite
+from harness.rook_facade import Rook
+from harness.waiting import pod_ready
 from polling import poll_until
 
 LABEL_RUN, LABEL_ROLE = f"{GROUP}/run", f"{GROUP}/role"
@@ -64,7 +66,8 @@ def run_body(name: str, pool: str, **spec: Any) -> dict[str, Any]:
 class RookBench:
     """The live Rook cluster with our operator on the same node."""
 
-    rook: RookCluster
+    rook: Rook
+    site: HostSite  # the real node's parts: its control plane, node, ceph.conf
     op: OperatorOnNode
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -124,7 +127,7 @@ class RookBench:
             "pools": sorted(self.rook.ceph("osd", "pool", "ls").split()),
             "config": self.config_dump(),
             "deployments": {
-                i: d.metadata.generation for i, d in self.rook.osd_deployments().items()
+                i: d["metadata"]["generation"] for i, d in self.rook.osd_deployments().items()
             },
         }
 
@@ -132,10 +135,10 @@ class RookBench:
         """OSD id -> requests/limits of the osd container of its running pod."""
         out = {}
         for osd_id, pod in self.rook.osd_pods().items():
-            c = next(c for c in pod.spec.containers if c.name == "osd")
+            c = next(c for c in pod["spec"]["containers"] if c["name"] == "osd")
             out[osd_id] = {
-                "requests": dict(c.resources.requests or {}),
-                "limits": dict(c.resources.limits or {}),
+                "requests": dict(c["resources"].get("requests") or {}),
+                "limits": dict(c["resources"].get("limits") or {}),
             }
         return out
 
@@ -161,14 +164,14 @@ class RookBench:
 
     def rados_as(self, user: str, key: str, *args: str) -> subprocess.CompletedProcess[str]:
         """`rados` as client.<user> with its key (and nothing of the admin's)."""
-        keyring = self.rook.dir / f"{user}.keyring"
+        keyring = self.site.dir / f"{user}.keyring"
         keyring.write_text(f"[client.{user}]\n\tkey = {key}\n")
         keyring.chmod(0o600)
         return subprocess.run(
             [
                 "rados",
                 "--conf",
-                str(self.rook.dir / "ceph.conf"),
+                str(self.site.dir / "ceph.conf"),
                 "--id",
                 user,
                 "--keyring",
@@ -282,4 +285,4 @@ class PodWatch:
 
 
 def kubeconfig(bench: RookBench, path: Path) -> Path:
-    return bench.rook.cp.kubeconfig(path)
+    return bench.site.cp.kubeconfig(path)

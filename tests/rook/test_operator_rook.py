@@ -31,7 +31,7 @@ from fio_processes import expected_runs
 from harness.controlplane import environmental
 from harness.images import ImagesUnavailable
 from harness.operator_install import RUN_NS, OperatorOnNode
-from harness.rook_cluster import pod_ready
+from harness.waiting import pod_ready
 from rook_runs import KEYS, LABEL_ROLE, LABEL_RUN, PLANNED, PodWatch, RookBench, run_body
 from typer.testing import CliRunner
 
@@ -47,7 +47,7 @@ OTHER_POOL = "cb-other"  # a pool the run's cephx user must not reach
 @pytest.fixture(scope="module")
 def bench(shared_rook: Any) -> Iterator[RookBench]:  # conftest.SharedRook
     stack = shared_rook.get()
-    op = OperatorOnNode(stack.rook.cp, stack.rook.node)
+    op = OperatorOnNode(stack.site.cp, stack.site.node)
     try:
         op.start()
     except ImagesUnavailable as exc:
@@ -55,24 +55,24 @@ def bench(shared_rook: Any) -> Iterator[RookBench]:  # conftest.SharedRook
             raise  # our Dockerfile or build script is broken: a failure
         print(f"\ntests/rook operator tests skipped: {exc}", file=sys.stderr)
         pytest.skip(str(exc))
-    b = RookBench(stack.rook, op, stack.timings)
+    b = RookBench(stack.rook, stack.site, op, stack.timings)
     b.timings.update({f"operator_{k}": v for k, v in op.timings.items()})
     stack.rook.create_block_pool(OTHER_POOL, size=1)
     stack.rook.ceph("osd", "pool", "application", "get", OTHER_POOL)
     admin_put(b, OTHER_POOL, "secret-object")
     yield b
     problems = op.stop()
-    stack.rook._delete_custom("cephblockpools", OTHER_POOL)
+    stack.rook._delete("cephblockpools", OTHER_POOL)
     stack.rook.wait_ready(900)
     assert not problems, problems
 
 
 def admin_put(b: RookBench, pool: str, obj: str) -> None:
     """An object written as client.admin (the ceph.conf the harness wrote)."""
-    src = b.rook.dir / "object.txt"
+    src = b.site.dir / "object.txt"
     src.write_text("the admin's data\n")
     subprocess.run(
-        ["rados", "--conf", str(b.rook.dir / "ceph.conf"), "-p", pool, "put", obj, str(src)],
+        ["rados", "--conf", str(b.site.dir / "ceph.conf"), "-p", pool, "put", obj, str(src)],
         check=True,
         timeout=120,
     )
@@ -177,9 +177,9 @@ def _check_rolled_out(bench: RookBench, before: dict[str, Any]) -> None:
     """Rook rolled every OSD Deployment to the planned resources; Ceph has the run's keys."""
     rook = bench.rook
     for osd_id, dep in rook.osd_deployments().items():
-        assert dep.metadata.generation > before["deployments"][osd_id], osd_id
-        c = next(c for c in dep.spec.template.spec.containers if c.name == "osd")
-        assert dict(c.resources.limits) == PLANNED == dict(c.resources.requests), osd_id
+        assert dep["metadata"]["generation"] > before["deployments"][osd_id], osd_id
+        c = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "osd")
+        assert c["resources"]["limits"] == PLANNED == c["resources"]["requests"], osd_id
     bench.wait("OSDs Ready", bench.osds_ready, 600)
     assert all(
         r == {"requests": PLANNED, "limits": PLANNED} for r in bench.osd_resources().values()
@@ -199,7 +199,7 @@ def _check_cephx_user_is_pool_limited(bench: RookBench, user: str, pool: str) ->
     attempts = [
         ("-p", OTHER_POOL, "ls"),
         ("-p", OTHER_POOL, "get", "secret-object", "-"),
-        ("-p", OTHER_POOL, "put", "intruder", str(bench.rook.dir / "ceph.conf")),
+        ("-p", OTHER_POOL, "put", "intruder", str(bench.site.dir / "ceph.conf")),
     ]
     for args in attempts:
         denied = bench.rados_as(user, key, *args)
@@ -210,7 +210,7 @@ def _check_cephx_user_is_pool_limited(bench: RookBench, user: str, pool: str) ->
 
 
 def _fetch_and_report(bench: RookBench, name: str, tmp: Path) -> None:
-    kubeconfig = bench.rook.cp.kubeconfig(tmp / "kubeconfig")
+    kubeconfig = bench.site.cp.kubeconfig(tmp / "kubeconfig")
     out = tmp / "fetched"
     runner = CliRunner()
     got = runner.invoke(
@@ -239,7 +239,7 @@ def test_osd_pod_deleted_mid_step_runs_the_step_again(bench: RookBench) -> None:
         step = bench.wait("a step's fio client running", step_running, 1200, name)
         time.sleep(2)  # fio is past its start
         victim = bench.rook.osd_pods()[0]
-        bench.rook.core.delete_namespaced_pod(victim.metadata.name, bench.rook.namespace)
+        bench.rook.core.delete_namespaced_pod(victim["metadata"]["name"], bench.rook.namespace)
         st = bench.wait_finished(name)
     assert st["phase"] == "Completed", st.get("message")
     retried = bench.conditions(name).get("StepRetried")
@@ -286,13 +286,13 @@ def test_rook_operator_restarted_mid_run(bench: RookBench, shared_rook: Any) -> 
     before = bench.snapshot()
     bench.create(run_body(name, pool))
     bench.wait("CephCluster patched", lambda: "ClusterPatched" in bench.conditions(name), 600, name)
-    old = [p.metadata.name for p in bench.rook.pods("app=rook-ceph-operator")]
+    old = [p["metadata"]["name"] for p in bench.rook.pods("app=rook-ceph-operator")]
     for pod in old:
         bench.rook.core.delete_namespaced_pod(pod, bench.rook.namespace)
     bench.wait(
         "a new Rook operator Ready",
         lambda: any(
-            pod_ready(p) and p.metadata.name not in old
+            pod_ready(p) and p["metadata"]["name"] not in old
             for p in bench.rook.pods("app=rook-ceph-operator")
         ),
         600,

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 from harness.rook import CEPH_VERSION, ROOK_IMAGE
-from harness.rook_cluster import RookStack, pod_ready, wait_for
+from harness.rook_cluster import RookStack
+from harness.waiting import pod_ready, wait_for
 
 pytestmark = pytest.mark.rook
 
@@ -34,12 +35,12 @@ OSD_RESOURCES = {
 POOL = "rbd-e2e"
 
 
-def _resources(r: Any) -> dict[str, dict[str, str]]:
-    return {"requests": dict(r.requests or {}), "limits": dict(r.limits or {})}
+def _resources(r: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {"requests": dict(r.get("requests") or {}), "limits": dict(r.get("limits") or {})}
 
 
-def _osd_container(pod_spec: Any) -> Any:
-    return next(c for c in pod_spec.containers if c.name == "osd")
+def _osd_container(pod_spec: dict[str, Any]) -> Any:
+    return next(c for c in pod_spec["containers"] if c["name"] == "osd")
 
 
 def test_cluster_is_really_up(rook_stack: RookStack) -> None:
@@ -58,7 +59,7 @@ def test_cluster_is_really_up(rook_stack: RookStack) -> None:
     # bluestore on exactly our loop devices, one OSD each
     metadata = rook.ceph_json("osd", "metadata")
     assert {m["osd_objectstore"] for m in metadata} == {"bluestore"}
-    assert {m["bluestore_bdev_dev_node"] for m in metadata} == set(rook.loops)
+    assert {m["bluestore_bdev_dev_node"] for m in metadata} == set(rook_stack.site.loops)
     # host network: the mon listens on the node's address (there is no CNI)
     node: Any = rook.core.read_node("localhost")
     node_ips = {a.address for a in node.status.addresses if a.type == "InternalIP"}
@@ -71,7 +72,7 @@ def test_cluster_is_really_up(rook_stack: RookStack) -> None:
 def test_rbd_on_a_rook_pool(rook_stack: RookStack) -> None:
     rook = rook_stack.rook
     rook.create_block_pool(POOL, size=1)
-    conf = str(rook.dir / "ceph.conf")
+    conf = str(rook_stack.site.dir / "ceph.conf")
     rook.ceph("osd", "pool", "application", "get", POOL)  # Rook enabled rbd on it
     subprocess.run(["rbd", "--conf", conf, "create", "--size", "256", f"{POOL}/img"],
                    check=True, timeout=120)  # fmt: skip
@@ -96,8 +97,8 @@ def _running_value(rook: Any, osd: int) -> float:
 
 def test_cephconfig_reaches_the_osd_without_restarts(rook_stack: RookStack) -> None:
     rook = rook_stack.rook
-    pods = {i: p.metadata.uid for i, p in rook.osd_pods().items()}
-    gens = {i: d.metadata.generation for i, d in rook.osd_deployments().items()}
+    pods = {i: p["metadata"]["uid"] for i, p in rook.osd_pods().items()}
+    gens = {i: d["metadata"]["generation"] for i, d in rook.osd_deployments().items()}
     default = _config_get(rook, "osd.0")
     assert default != float(VALUE)
     t0 = time.monotonic()
@@ -111,8 +112,8 @@ def test_cephconfig_reaches_the_osd_without_restarts(rook_stack: RookStack) -> N
     assert _running_value(rook, 1) == default
     # Rook finished the reconcile of that generation, and restarted nothing
     rook.wait_ready(600)
-    assert {i: p.metadata.uid for i, p in rook.osd_pods().items()} == pods, "an OSD restarted"
-    assert {i: d.metadata.generation for i, d in rook.osd_deployments().items()} == gens
+    assert {i: p["metadata"]["uid"] for i, p in rook.osd_pods().items()} == pods, "an OSD restarted"
+    assert {i: d["metadata"]["generation"] for i, d in rook.osd_deployments().items()} == gens
 
 
 def test_cephconfig_removed_is_not_unset(rook_stack: RookStack) -> None:
@@ -126,8 +127,8 @@ def test_cephconfig_removed_is_not_unset(rook_stack: RookStack) -> None:
 
 def test_resources_change_rolls_the_osds(rook_stack: RookStack) -> None:
     rook = rook_stack.rook
-    old_pods = {i: p.metadata.uid for i, p in rook.osd_pods().items()}
-    old_gen = {i: d.metadata.generation for i, d in rook.osd_deployments().items()}
+    old_pods = {i: p["metadata"]["uid"] for i, p in rook.osd_pods().items()}
+    old_gen = {i: d["metadata"]["generation"] for i, d in rook.osd_deployments().items()}
     assert sorted(old_pods) == [0, 1]
     t0 = time.monotonic()
     rook.patch_cluster({"spec": {"resources": {"osd": OSD_RESOURCES}}})
@@ -135,26 +136,27 @@ def test_resources_change_rolls_the_osds(rook_stack: RookStack) -> None:
     def rolled() -> bool:
         pods = rook.osd_pods()
         return sorted(pods) == [0, 1] and all(
-            p.metadata.uid != old_pods[i] and pod_ready(p) for i, p in pods.items()
+            p["metadata"]["uid"] != old_pods[i] and pod_ready(p) for i, p in pods.items()
         )
 
     wait_for(rolled, 900, "every OSD pod replaced and Ready", rook.diagnostics)
     rook.wait_ready(900)
     rook_stack.timings["resources_to_osds_rolled_s"] = time.monotonic() - t0
     for i, d in rook.osd_deployments().items():
-        assert d.metadata.generation > old_gen[i]
-        assert _resources(_osd_container(d.spec.template.spec).resources) == OSD_RESOURCES
+        assert d["metadata"]["generation"] > old_gen[i]
+        pod_spec = d["spec"]["template"]["spec"]
+        assert _resources(_osd_container(pod_spec)["resources"]) == OSD_RESOURCES
     for pod in rook.osd_pods().values():
-        assert _resources(_osd_container(pod.spec).resources) == OSD_RESOURCES
+        assert _resources(_osd_container(pod["spec"])["resources"]) == OSD_RESOURCES
     # the setting of the earlier tests survived the restarts (it lives in the mon)
     assert _running_value(rook, 0) == float(VALUE)
 
 
 def test_teardown_leaves_the_host_clean(rook_stack: RookStack) -> None:
-    rook = rook_stack.rook
-    loops = [Path(d).name for d in rook.loops]
+    site = rook_stack.site
+    loops = [Path(d).name for d in site.loops]
     rook_stack.close()  # raises when host_state() or iptables-save differ from before
-    assert not rook.teardown_problems
-    assert not rook.dir.exists()
+    assert not site.teardown_problems
+    assert not site.dir.exists()
     for loop in loops:
         assert not Path(f"/sys/block/{loop}/loop/backing_file").exists(), f"{loop} attached"
