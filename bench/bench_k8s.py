@@ -81,11 +81,11 @@ def pod_sweep(s: Stack, name: str, body: dict[str, Any]) -> tuple[Figures, list[
     """Step figures of an operator run, and the wall time between consecutive stored steps."""
     obj = {"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun",
            "metadata": {"name": name, "namespace": RUN_NS}, "spec": body}  # fmt: skip
-    s.custom.create_namespaced_custom_object(G, V, RUN_NS, P, obj)
+    s.op.custom.create_namespaced_custom_object(G, V, RUN_NS, P, obj)
     stored_at: dict[int, float] = {}
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
-        status = s.custom.get_namespaced_custom_object(G, V, RUN_NS, P, name).get("status", {})
+        status = s.op.custom.get_namespaced_custom_object(G, V, RUN_NS, P, name).get("status", {})
         done = int(status.get("stepsDone") or 0)
         stored_at.setdefault(done, time.monotonic())
         if status.get("phase") in ("Completed", "Failed"):
@@ -93,16 +93,16 @@ def pod_sweep(s: Stack, name: str, body: dict[str, Any]) -> tuple[Figures, list[
         time.sleep(0.1)
     if status.get("phase") != "Completed":
         raise SystemExit(f"{name}: {status.get('phase')}: {status.get('message')}")
-    cms = s.core.list_namespaced_config_map(
+    cms = s.op.core.list_namespaced_config_map(
         RUN_NS, label_selector=f"{G}/run={name},{G}/role=results"
     ).items
     iops = {
         r.step_id: (r.fio.iops, r.fio.usr_cpu + r.fio.sys_cpu)
-        for r in read_results_configmaps([s.api.sanitize_for_serialization(c) for c in cms])
+        for r in read_results_configmaps([s.op.api.sanitize_for_serialization(c) for c in cms])
     }
-    s.custom.delete_namespaced_custom_object(G, V, RUN_NS, P, name)
+    s.op.custom.delete_namespaced_custom_object(G, V, RUN_NS, P, name)
     while any(o["metadata"]["name"] == name for o in
-              s.custom.list_namespaced_custom_object(G, V, RUN_NS, P)["items"]):  # fmt: skip
+              s.op.custom.list_namespaced_custom_object(G, V, RUN_NS, P)["items"]):  # fmt: skip
         time.sleep(0.5)
     marks = [stored_at[k] for k in sorted(stored_at) if k >= 1]
     return iops, [b - a for a, b in zip(marks, marks[1:], strict=False)]
@@ -188,7 +188,7 @@ def server_pod(s: Stack, plan: RunPlan, body: dict[str, Any]) -> int:
                          ceph_access_for(kube_target(validate_spec(body), RUN_NS)), opts,
                          port=SERVER_POD_PORT)  # fmt: skip
     job["spec"]["activeDeadlineSeconds"] = 6 * 3600  # lives for the whole bench
-    s.batch.create_namespaced_job(RUN_NS, job)
+    s.op.batch.create_namespaced_job(RUN_NS, job)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         for proc in Path("/proc").iterdir():
@@ -204,14 +204,14 @@ def server_pod(s: Stack, plan: RunPlan, body: dict[str, Any]) -> int:
 
 
 def remove_server_pod(s: Stack, plan: RunPlan, pid: int) -> None:
-    s.batch.delete_namespaced_job(
+    s.op.batch.delete_namespaced_job(
         server_job_name("fidelity", plan.clients[0].name), RUN_NS,
         propagation_policy="Foreground", grace_period_seconds=0,
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while (
         Path(f"/proc/{pid}").exists()
-        or s.core.list_namespaced_pod(
+        or s.op.core.list_namespaced_pod(
             RUN_NS, label_selector=f"job-name={server_job_name('fidelity', plan.clients[0].name)}"
         ).items
     ):

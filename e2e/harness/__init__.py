@@ -1,13 +1,7 @@
 """Test harness for a real Kubernetes control plane (no kubelet, no registry)."""
 
-from harness.controlplane import (
-    ENVIRONMENTAL,
-    BinariesUnavailable,
-    ControlPlane,
-    NotReadyError,
-    ensure_binaries,
-    environmental,
-)
+from harness.builds import ENVIRONMENTAL, environmental
+from harness.controlplane import BinariesUnavailable, ControlPlane, NotReadyError, ensure_binaries
 from harness.rook import ROOK_VERSION, RookUnavailable, rook_crds_yaml
 
 __all__ = [

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import ipaddress
 import json
 import os
@@ -29,7 +28,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,8 @@ import kubernetes.client
 import trustme
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from harness.builds import REPO, cache_root, run_build
+
 BUILD_SCRIPT = REPO / "e2e" / "build-k8s-binaries.sh"
 K8S_VERSION = "v1.36.3"
 REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager")
@@ -46,35 +46,6 @@ FIELD_MANAGER = "crimsonbench-e2e"
 SERVICE_CIDR = "10.96.0.0/24"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 NODE_NAME = "localhost"  # the kubelet's node name: logs and exec reach it on loopback
-
-
-# Substrings of build errors caused by the machine (no Go, no module proxy, full disk), not
-# by our scripts: tests skip on these, with the reason printed, and fail on anything else.
-ENVIRONMENTAL = (
-    "Go is not installed",
-    "dial tcp",
-    "no such host",
-    "connection refused",
-    "i/o timeout",
-    "TLS handshake timeout",
-    "403 Forbidden",
-    "no space left on device",
-    "Temporary failure resolving",  # apt/debootstrap: no package mirror
-    "Could not resolve",
-    "not root",
-)
-
-
-def environmental(exc: BaseException) -> bool:
-    """True when a failure comes from the machine (no network, no Go, no disk), not from
-    our own files: only such failures may turn a test into a skip."""
-    return any(marker in str(exc) for marker in ENVIRONMENTAL)
-
-
-def cache_root() -> Path:
-    """Where built binaries and images are cached, outside the repository:
-    $CRIMSONBENCH_CACHE, default ~/.cache/crimsonbench (the build scripts use the same)."""
-    return Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
 
 
 class BinariesUnavailable(RuntimeError):
@@ -103,8 +74,7 @@ def ensure_binaries(
         bin_dir = Path(override)
         _check_bin_dir(bin_dir, extra)
         return bin_dir
-    cache = cache_root()
-    bin_dir = cache / "k8s" / version / "bin"
+    bin_dir = cache_root() / "k8s" / version / "bin"
     components = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", *extra)
     if all((bin_dir / b).is_file() for b in ("etcd", *components)):
         return bin_dir
@@ -114,35 +84,14 @@ def ensure_binaries(
             f"(e2e/build-k8s-binaries.sh needs `go`; or set CRIMSONBENCH_K8S_BIN)"
         )
     bin_dir.parent.mkdir(parents=True, exist_ok=True)
-    # One build per machine at a time: a second caller waits for the first one's binaries.
-    with open(bin_dir.parent / "build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        env = {
-            **os.environ,
-            "K8S_VERSION": version,
-            "K8S_COMPONENTS": " ".join(components),
-            "CRIMSONBENCH_CACHE": str(cache),
-        }
-        try:
-            proc = subprocess.run(
-                ["bash", str(BUILD_SCRIPT)],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise BinariesUnavailable(
-                f"building Kubernetes {version} took over {timeout}s"
-            ) from exc
-    if proc.returncode != 0:
+    env = {"K8S_VERSION": version, "K8S_COMPONENTS": " ".join(components)}
+    try:  # one build per machine at a time: a second caller waits for the first one's
+        out = run_build(BUILD_SCRIPT, BinariesUnavailable, failure=BinariesUnavailable, env=env,
+                        timeout=timeout, lock=bin_dir.parent / "build.lock")  # fmt: skip
+    except BinariesUnavailable as exc:
         log = bin_dir.parent / "build.log"
-        raise BinariesUnavailable(
-            f"e2e/build-k8s-binaries.sh failed (rc={proc.returncode}): {proc.stderr.strip()}\n"
-            f"--- tail of {log}:\n{tail(log)}"
-        )
-    built = Path(proc.stdout.strip().splitlines()[-1])
+        raise BinariesUnavailable(f"{exc}\n--- tail of {log}:\n{tail(log)}") from exc
+    built = Path(out.strip().splitlines()[-1])
     _check_bin_dir(built, extra)
     return built
 
@@ -274,6 +223,26 @@ def spawn(name: str, argv: list[str], workdir: Path) -> Component:
     return Component(name, proc, log)
 
 
+def wait_component(comp: Component, probe: Callable[[], Any], what: str, timeout: float) -> float:
+    """Poll `probe` (truthy, or (ok, what it said)) while `comp` runs; the seconds it took.
+    NotReadyError with the component's log tail when it exits or `timeout` passes."""
+    t0, last = time.monotonic(), "no answer yet"
+    while time.monotonic() < t0 + timeout:
+        if not comp.alive():
+            raise NotReadyError(f"{comp.name} exited with code {comp.proc.returncode} before {what}"
+                                f"\n--- tail of {comp.log}:\n{tail(comp.log, 40)}")  # fmt: skip
+        try:
+            got = probe()
+            ok, last = got if isinstance(got, tuple) else (bool(got), last)
+        except Exception as exc:  # not up yet
+            ok, last = False, f"{type(exc).__name__}: {exc}"
+        if ok:
+            return time.monotonic() - t0
+        time.sleep(0.1)
+    raise NotReadyError(f"{comp.name} is not ready after {timeout:.0f}s: {what} said {last!r}"
+                        f"\n--- tail of {comp.log}:\n{tail(comp.log, 40)}")  # fmt: skip
+
+
 @dataclass
 class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler) on 127.0.0.1.
@@ -353,12 +322,6 @@ class ControlPlane:
     def rss(self) -> dict[str, int]:
         """Resident memory of each component, in bytes."""
         return {c.name: c.rss_bytes() for c in self._components}
-
-    def logtail(self, component: str, lines: int = 25) -> str:
-        for c in self._components:
-            if c.name == component:
-                return tail(c.log, lines)
-        raise KeyError(component)
 
     # -------------------------------------------------------------- components
 
@@ -473,25 +436,8 @@ class ControlPlane:
         ctx.verify_mode = ssl.CERT_NONE  # self-signed serving cert made at startup
         self._wait(comp, lambda: _http_ok(f"https://127.0.0.1:{port}/healthz", ctx=ctx), "/healthz")
 
-    def _wait(self, comp: Component, probe: Any, what: str) -> None:
-        t0 = time.monotonic()
-        deadline = t0 + self.ready_timeout
-        last = "no answer yet"
-        while time.monotonic() < deadline:
-            if not comp.alive():
-                raise NotReadyError(
-                    f"{comp.name} exited with code {comp.proc.returncode} before {what} was OK"
-                    f"\n--- tail of {comp.log.name}:\n{tail(comp.log)}"
-                )
-            ok, last = probe()
-            if ok:
-                self.timings[comp.name] = time.monotonic() - t0
-                return
-            time.sleep(0.1)
-        raise NotReadyError(
-            f"{comp.name} is not ready after {self.ready_timeout:.0f}s: {what} said {last!r}"
-            f"\n--- tail of {comp.log.name}:\n{tail(comp.log)}"
-        )
+    def _wait(self, comp: Component, probe: Callable[[], Any], what: str) -> None:
+        self.timings[comp.name] = wait_component(comp, probe, what, self.ready_timeout)
 
     # -------------------------------------------------------------- clients
 

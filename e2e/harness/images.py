@@ -20,14 +20,13 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
 
-from harness.controlplane import REPO, cache_root
+from harness.builds import REPO, cache_root, run_build
 
 PAUSE_IMAGE = "localhost/crimsonbench-pause:1"
 FIO_IMAGE = "localhost/crimsonbench-fio:dev"
@@ -61,35 +60,6 @@ class ImagesUnavailable(RuntimeError):
 class ImageBuildFailed(Exception):
     """A build of our own image files failed: the test fails. Not a RuntimeError, so no
     `except RuntimeError` + environmental() can turn it into a skip."""
-
-
-# podman/buildah pulling an image: "initializing source docker://REF: <why>" (also
-# "reading manifest TAG in REF: <why>"); the registry unreachable or refusing.
-_PULL = re.compile(
-    r"(?:initializing source (?:docker://)?(?P<ref>\S+)"
-    r"|reading manifest \S+ in (?P<ref2>\S+)):\s+(?P<why>[^\n]*)"
-)
-_REFUSED = ("pinging container registry", "dial tcp", "no such host", "connection refused",
-            "i/o timeout", "TLS handshake timeout", "403 Forbidden", "401 Unauthorized",
-            "unauthorized", "denied", "toomanyrequests")  # fmt: skip
-
-
-def ours(ref: str) -> bool:
-    """An image this repository builds: every one of them is named localhost/... (ours are
-    never pulled: a pull of one is a broken build script)."""
-    name = ref.removeprefix("docker://").removeprefix("containers-storage:")
-    return name.startswith("localhost/") or "crimsonbench" in name
-
-
-def registry_pull_refusal(stderr: str) -> str:
-    """'' unless `stderr` proves a registry refused (or could not be reached) to pull a
-    third-party image; then why, for the skip message. Anything else from a build of our
-    files is ours to fix."""
-    for m in _PULL.finditer(stderr):
-        ref, why = m["ref"] or m["ref2"], m["why"]
-        if not ours(ref) and any(r in why for r in _REFUSED):
-            return f"the registry refused the third-party image {ref}: {why.strip()[:300]}"
-    return ""
 
 
 def cache_dir() -> Path:
@@ -160,20 +130,9 @@ def product_archives(timeout: float = 45 * 60) -> tuple[Path, Path]:
     missing = [t for t in ("podman", "runc", "debootstrap") if shutil.which(t) is None]
     if missing and os.geteuid() != 0:
         raise ImagesUnavailable(f"{', '.join(missing)} missing and not root to install them")
-    proc = subprocess.run(
-        ["bash", str(BUILD_IMAGES)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    if proc.returncode != 0:
-        msg = f"e2e/build-images.sh failed (rc={proc.returncode}):\n{proc.stderr[-3000:]}"
-        refused = registry_pull_refusal(proc.stderr)
-        if refused:
-            raise ImagesUnavailable(f"{refused}\n{msg}")
-        raise ImageBuildFailed(msg)
-    paths = [Path(line) for line in proc.stdout.split() if line.endswith(".tar")]
+    out = run_build(BUILD_IMAGES, ImagesUnavailable, failure=ImageBuildFailed, image=True,
+                    timeout=timeout)  # fmt: skip
+    paths = [Path(line) for line in out.split() if line.endswith(".tar")]
     if len(paths) != 2:
-        raise ImageBuildFailed(f"e2e/build-images.sh printed {proc.stdout!r}, not two archives")
+        raise ImageBuildFailed(f"e2e/build-images.sh printed {out!r}, not two archives")
     return paths[0], paths[1]

@@ -35,8 +35,7 @@ from typing import Any
 
 import yaml
 
-from harness.controlplane import ENVIRONMENTAL, REPO, cache_root
-from harness.images import registry_pull_refusal
+from harness.builds import REPO, cache_root, environmental, run_build
 from harness.kind_cpus import declared_cpu_mounts
 
 KIND_DIR = REPO / "e2e" / "kind"
@@ -91,48 +90,11 @@ def prerequisites() -> str:
     return ""
 
 
-# what debootstrap and apt say when the package mirror cannot be reached
-_MIRROR_DOWN = (
-    "Failed getting release file",
-    "Temporary failure resolving",
-    "Could not resolve",
-    "Couldn't download packages",
-    "Unable to connect to",
-)
-
-
-def _environmental(text: str) -> bool:
-    return any(marker in text for marker in (*ENVIRONMENTAL, *_MIRROR_DOWN))
-
-
 def _script(name: str, env: dict[str, str], timeout: float, image: bool = False) -> str:
-    """Run e2e/kind/NAME (relative to e2e/kind); its last stdout line. A failure is ours
-    (RuntimeError: the test fails) unless its output names an environmental cause
-    (KindUnavailable: a skip). image: it builds our node image (files of ours): a failure
-    whatever its output says, unless a registry refused a third-party image."""
-    try:
-        proc = subprocess.run(
-            ["bash", str(KIND_DIR / name)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise RuntimeError(f"e2e/kind/{name} timed out after {timeout}s") from exc
-    if proc.returncode != 0:
-        msg = f"e2e/kind/{name} failed (rc={proc.returncode}):\n{proc.stderr[-4000:]}"
-        refused = registry_pull_refusal(proc.stderr) if image else ""
-        if refused:
-            raise KindUnavailable(f"{refused}\n{msg}")
-        if not image and _environmental(proc.stderr):
-            raise KindUnavailable(msg)
-        raise RuntimeError(msg)
-    lines = proc.stdout.split()
-    if not lines:
-        raise RuntimeError(f"e2e/kind/{name} printed nothing on stdout:\n{proc.stderr[-2000:]}")
-    return lines[-1]
+    """Run e2e/kind/NAME; its last stdout word (builds.run_build: KindUnavailable where the
+    machine is at fault, RuntimeError otherwise)."""
+    out = run_build(KIND_DIR / name, KindUnavailable, timeout=timeout, image=image, env=env)
+    return out.split()[-1]
 
 
 def _run(
@@ -476,7 +438,7 @@ def kind_cluster(
     try:
         dockerd = Dockerd.start()
     except RuntimeError as exc:
-        if _environmental(str(exc)):  # e.g. the package mirror, to install docker.io
+        if environmental(exc):  # e.g. the package mirror, to install docker.io
             raise KindUnavailable(str(exc)) from exc
         raise
     timings["dockerd_start_s"] = time.monotonic() - t0

@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from harness.controlplane import REPO, environmental
+from harness.builds import REPO, environmental
 from harness.images import FIO_IMAGE, OPERATOR_IMAGE, ImagesUnavailable, product_archives
 from harness.kind import KindCluster, KindUnavailable, kind_cluster
 from harness.kind_rook import CLUSTER, NAMESPACE, kind_rook, new_loop_devices
@@ -43,7 +43,6 @@ from harness.monitoring import (
     chart_values,
     install_monitoring,
 )
-from harness.monitoring import environmental as monitoring_environmental
 from harness.operator_install import GROUP, VERSION
 from harness.rook import (
     CEPH_VERSION,
@@ -254,7 +253,7 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
                 try:
                     mon = install_monitoring(k)
                 except MonitoringUnavailable as exc:
-                    if monitoring_environmental(exc):
+                    if environmental(exc):
                         raise KindUnavailable(f"no monitoring stack here: {exc}") from exc
                     raise
             try:

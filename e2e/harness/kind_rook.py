@@ -36,7 +36,7 @@ from typing import Any
 
 import kubernetes.config
 
-from harness.controlplane import cache_root
+from harness.builds import cache_root
 from harness.kind import KIND_DIR, KindCluster
 from harness.rook import (
     CEPH_VERSION,

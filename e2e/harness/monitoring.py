@@ -26,11 +26,9 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -41,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from harness.controlplane import ENVIRONMENTAL, REPO
+from harness.builds import REPO, go_module_dir, run_build
 from harness.kind import KindCluster
 from harness.operator_install import GROUP, PLURAL
 from harness.waiting import wait_for
@@ -76,14 +74,9 @@ class Images:
     def build(cls, timeout: float = 45 * 60) -> Images:
         """e2e/monitoring/build-images.sh (cold: the operator's Go build and a debootstrap,
         ~10 min; warm: seconds)."""
-        proc = subprocess.run(["bash", str(BUILD_IMAGES)], capture_output=True, text=True,
-                              timeout=timeout, check=False)  # fmt: skip
-        if proc.returncode != 0:
-            raise MonitoringUnavailable(
-                f"e2e/monitoring/build-images.sh failed (rc={proc.returncode}):\n"
-                f"{proc.stderr[-3000:]}"
-            )
-        archive = Path(proc.stdout.split()[-1])
+        out = run_build(BUILD_IMAGES, MonitoringUnavailable, failure=MonitoringUnavailable,
+                        timeout=timeout)  # fmt: skip
+        archive = Path(out.split()[-1])
         env = dict(
             line.split("=", 1)
             for line in archive.with_suffix(".env").read_text().splitlines()
@@ -93,30 +86,9 @@ class Images:
                    env["PROMETHEUS_IMAGE"], env["PROMETHEUS_VERSION"])  # fmt: skip
 
 
-def environmental(exc: BaseException) -> bool:
-    return any(marker in str(exc) for marker in ENVIRONMENTAL)
-
-
 def module_dir(version: str = VERSION) -> Path:
     """The operator module's source (Go's module cache, outside the repository)."""
-    if shutil.which("go") is None:
-        raise MonitoringUnavailable(
-            "Go is not installed; prometheus-operator comes from its module"
-        )
-    env = {**os.environ, "GOSUMDB": "off", "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"}
-    with tempfile.TemporaryDirectory(prefix="promop-dl-") as cwd:
-        proc = subprocess.run(["go", "mod", "download", "-json", f"{MODULE}@{version}"],
-                              env=env, cwd=cwd, capture_output=True, text=True, timeout=600,
-                              check=False)  # fmt: skip
-    try:
-        info = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        info = {}
-    if proc.returncode != 0 or "Dir" not in info:
-        raise MonitoringUnavailable(
-            f"go mod download {MODULE}@{version} failed: {info.get('Error') or proc.stderr}"
-        )
-    return Path(info["Dir"])
+    return go_module_dir(MODULE, version, MonitoringUnavailable)
 
 
 def _on_control_plane(pod_spec: dict[str, Any]) -> None:

@@ -33,7 +33,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, cast
@@ -42,16 +42,25 @@ import kubernetes.client
 import psutil
 import yaml
 
+from harness.builds import ensure_helm, environmental
 from harness.controlplane import (
     NODE_NAME,
+    BinariesUnavailable,
     Component,
     ControlPlane,
-    NotReadyError,
+    ensure_binaries,
     free_port,
     spawn,
     tail,
+    wait_component,
 )
-from harness.images import PAUSE_IMAGE, cache_dir
+from harness.images import (
+    PAUSE_IMAGE,
+    ImagesUnavailable,
+    cache_dir,
+    pause_archive,
+    product_archives,
+)
 from harness.netfilter import iptables_rules, remove_kubelet_chains
 from harness.node_shape import (
     ADVERTISING_STATUS_UPDATE,
@@ -80,6 +89,22 @@ NOT_READY_TOLERATION = {"key": "node.kubernetes.io/not-ready", "operator": "Exis
 
 
 NODE_LOCK = "/run/crimsonbench-node.lock"  # flock: one real-node stack at a time
+
+
+def node_parts(unavailable: type[Exception], *, helm: bool = False,
+               product_images: bool = False) -> tuple[Path, list[Path]]:  # fmt: skip
+    """The control plane's and kubelet's binaries, and the images for the node: the pause
+    image (and ours, product_images), built or cached; helm too if asked. `unavailable`
+    where the machine cannot build them; a broken build script or package list fails."""
+    try:
+        bin_dir = ensure_binaries(extra=("kubelet",))
+        if helm:
+            ensure_helm()
+        return bin_dir, [pause_archive(), *(product_archives() if product_images else ())]
+    except (BinariesUnavailable, ImagesUnavailable, RuntimeError) as exc:
+        if environmental(exc):
+            raise unavailable(f"cannot build what the node needs here: {exc}") from exc
+        raise
 
 
 class NodeUnavailable(RuntimeError):
@@ -430,17 +455,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt"]
             core = kubernetes.client.CoreV1Api(api)
             self._wait(comp, lambda: _node_registered(core), f"node {NODE_NAME} registered")
 
-    def _wait(self, comp: Component, probe: object, what: str) -> None:
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
-            if not comp.alive():
-                raise NotReadyError(f"{comp.name} exited\n--- {comp.log}:\n{tail(comp.log, 40)}")
-            with contextlib.suppress(Exception):
-                if probe():  # type: ignore[operator]
-                    return
-            time.sleep(0.3)
-        raise NotReadyError(f"{comp.name}: no {what} after {self.ready_timeout}s\n"
-                            f"--- {comp.log}:\n{tail(comp.log, 40)}")  # fmt: skip
+    def _wait(self, comp: Component, probe: Callable[[], object], what: str) -> None:
+        wait_component(comp, probe, what, self.ready_timeout)
 
 
 def _node_registered(core: kubernetes.client.CoreV1Api) -> bool:

@@ -22,8 +22,8 @@ from typing import Any
 import kubernetes.client
 import yaml
 
-from harness.controlplane import REPO, ControlPlane, environmental, free_port
-from harness.helm import ensure_helm
+from harness.builds import REPO, ensure_helm, environmental
+from harness.controlplane import ControlPlane, free_port
 from harness.images import FIO_IMAGE, OPERATOR_IMAGE, product_archives
 from harness.node import NOT_READY_TOLERATION, Node
 
@@ -110,24 +110,28 @@ class OperatorOnNode:
     ready_timeout: float = 300.0
     metrics_port: int = field(default_factory=free_port)
     health_port: int = field(default_factory=free_port)
+    external_namespaces: tuple[str, ...] = ()  # targets: external clusters only (these)
+    import_images: bool = True  # False: the node already has our images
     timings: dict[str, float] = field(init=False, default_factory=dict)
     api: kubernetes.client.ApiClient = field(init=False)
     _started: bool = field(init=False, default=False)
 
     def start(self) -> None:
         t0 = time.monotonic()
-        archives = product_archives()  # ImagesUnavailable: the caller decides skip or fail
-        self.timings["images_built_s"] = time.monotonic() - t0
-        for archive in archives:
-            self.node.import_image(archive)
-        self.timings["images_imported_s"] = time.monotonic() - t0
+        if self.import_images:
+            archives = product_archives()  # ImagesUnavailable: the caller decides skip or fail
+            self.timings["images_built_s"] = time.monotonic() - t0
+            for archive in archives:
+                self.node.import_image(archive)
+            self.timings["images_imported_s"] = time.monotonic() - t0
         self.api = self.cp.admin_api_client()
         self._started = True
-        for ns in (self.namespace, self.run_namespace):
+        for ns in (self.namespace, self.run_namespace, *self.external_namespaces):
             with contextlib.suppress(kubernetes.client.ApiException):  # 409: exists
                 self.core.create_namespace({"metadata": {"name": ns}})
         self.cp.apply_yaml(REPO / "crds" / "benchmarkrun.yaml")
-        values = operator_values(self.cp, self.metrics_port, self.health_port)
+        values = operator_values(self.cp, self.metrics_port, self.health_port,
+                                 self.external_namespaces)  # fmt: skip
         self.cp.apply_yaml(render_chart(values, self.namespace))
         self.wait_operator_ready(self.ready_timeout)
         self.timings["operator_ready_s"] = time.monotonic() - t0
@@ -178,49 +182,33 @@ class OperatorOnNode:
         return kubernetes.client.CustomObjectsApi(self.api)
 
     def operator_pods(self) -> list[Any]:
-        return operator_pods(self.core, self.namespace)
+        pods = self.core.list_namespaced_pod(self.namespace, label_selector=OPERATOR_SELECTOR)
+        return [p for p in pods.items if p.metadata.deletion_timestamp is None]
 
     def wait_operator_ready(self, timeout: float) -> Any:
-        return wait_operator_ready(self.core, self.node, timeout, self.namespace)
+        """The Ready operator pod; AssertionError with its log if it crashed."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for pod in self.operator_pods():
+                conds = {c.type: c.status for c in (pod.status.conditions or [])}
+                if conds.get("Ready") == "True":
+                    return pod
+                crashed = [c for c in (pod.status.container_statuses or []) if c.restart_count]
+                if crashed:  # say why at once instead of waiting out the back-off
+                    name = pod.metadata.name
+                    log = self.core.read_namespaced_pod_log(name, self.namespace, previous=True,
+                                                            tail_lines=40)  # fmt: skip
+                    raise AssertionError(f"operator container crashed; its log:\n{log}")
+            time.sleep(1)
+        pods = [(p.metadata.name, p.status.phase) for p in self.operator_pods()]
+        raise AssertionError(
+            f"operator not Ready after {timeout}s: {pods}\n{self.node.log_tail('kubelet', 30)}"
+        )
 
     def operator_logs(self, lines: int = 30) -> str:
-        return operator_logs(self.core, lines, self.namespace)
-
-
-# Our operator's pods, for OperatorOnNode and the node e2e's Stack alike.
-def operator_pods(core: kubernetes.client.CoreV1Api, namespace: str = OPERATOR_NS) -> list[Any]:
-    pods = core.list_namespaced_pod(namespace, label_selector=OPERATOR_SELECTOR)
-    return [p for p in pods.items if p.metadata is None or p.metadata.deletion_timestamp is None]
-
-
-def wait_operator_ready(
-    core: kubernetes.client.CoreV1Api, node: Node, timeout: float, namespace: str = OPERATOR_NS
-) -> Any:
-    """The Ready operator pod; AssertionError with its log if it crashed."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for pod in operator_pods(core, namespace):
-            conds = {c.type: c.status for c in (pod.status.conditions or [])}
-            if conds.get("Ready") == "True":
-                return pod
-            crashed = [c for c in (pod.status.container_statuses or []) if c.restart_count]
-            if crashed:  # say why at once instead of waiting out the back-off
-                log = core.read_namespaced_pod_log(
-                    pod.metadata.name, namespace, previous=True, tail_lines=40)  # fmt: skip
-                raise AssertionError(f"operator container crashed; its log:\n{log}")
-        time.sleep(1)
-    pods = [(p.metadata.name, p.status.phase) for p in operator_pods(core, namespace)]
-    raise AssertionError(
-        f"operator not Ready after {timeout}s: {pods}\n{node.log_tail('kubelet', 30)}"
-    )
-
-
-def operator_logs(
-    core: kubernetes.client.CoreV1Api, lines: int = 30, namespace: str = OPERATOR_NS
-) -> str:
-    out = ""
-    for pod in operator_pods(core, namespace):
-        with contextlib.suppress(kubernetes.client.ApiException):
-            out += f"\n--- {pod.metadata.name}:\n" + core.read_namespaced_pod_log(
-                pod.metadata.name, namespace, tail_lines=lines)  # fmt: skip
-    return out
+        out = ""
+        for pod in self.operator_pods():
+            with contextlib.suppress(kubernetes.client.ApiException):
+                out += f"\n--- {pod.metadata.name}:\n" + self.core.read_namespaced_pod_log(
+                    pod.metadata.name, self.namespace, tail_lines=lines)  # fmt: skip
+        return out

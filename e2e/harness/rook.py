@@ -11,18 +11,14 @@ are tested here."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from harness.controlplane import ENVIRONMENTAL, REPO
-from harness.images import registry_pull_refusal
+from harness.builds import REPO, go_module_dir, run_build
 
 
 @dataclass(frozen=True)
@@ -77,7 +73,6 @@ ROOK_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CEPH_VERSION}"
 # Ceph 20 makes aes256k cephx keys older clients cannot parse: from there the fio runner is
 # ours on the same Ceph client, built with the Rook image ("" = the default fio image).
 RELEASE_FIO_TAG = f"dev-ceph{CEPH_VERSION}" if int(CEPH_VERSION.split(".")[0]) >= 20 else ""
-BUILD_ROOK = REPO / "e2e" / "build-rook.sh"
 BUILD_ROOK_IMAGE = REPO / "e2e" / "rook" / "build-image.sh"
 # The crimson flavour: Debian sid's 20.2.4 daemons + our crimson-osd as the OSD
 # (e2e/rook/build-crimson-image.sh, on the Ceph root of e2e/crimson/build-ceph-root.sh).
@@ -90,12 +85,6 @@ CRIMSON_ROOT_CLASSIC_IMAGE = f"localhost/rook-ceph:{ROOK_VERSION}-{CRIMSON_CEPH_
 CRIMSON_FIO_IMAGE = f"localhost/crimsonbench-fio:dev-ceph{CRIMSON_CEPH_VERSION}"
 BUILD_CRIMSON_ROOT = (f"e2e/build-crimson.sh {CRIMSON_CEPH_VERSION} && "
                       f"e2e/crimson/build-ceph-root.sh {CRIMSON_CEPH_VERSION}")  # fmt: skip
-
-# Build failures caused by the machine, on top of the harness's ENVIRONMENTAL markers:
-# apt and pip without a mirror, a module the proxy does not serve. Callers skip on these
-# and fail on anything else.
-ENVIRONMENTAL_BUILD = (*ENVIRONMENTAL, "Failed to fetch", "Max retries exceeded",
-                       "Network is unreachable", "not served by the Go module proxy")  # fmt: skip
 
 
 def build_env(release: RookRelease = RELEASE) -> dict[str, str]:
@@ -112,35 +101,7 @@ class RookUnavailable(RuntimeError):
 
 def rook_module_dir(version: str = ROOK_VERSION) -> Path:
     """The extracted github.com/rook/rook@version module (in Go's module cache)."""
-    if shutil.which("go") is None:
-        raise RookUnavailable("Go is not installed; it fetches Rook through the module proxy")
-    env = {
-        **os.environ,
-        "GOSUMDB": "off",  # the checksum database is not reachable from every machine
-        "GOFLAGS": "-mod=mod",
-        "GOTOOLCHAIN": "local",
-    }
-    # Outside any module, so a go.mod in the working directory cannot interfere.
-    with tempfile.TemporaryDirectory(prefix="rook-dl-") as cwd:
-        proc = subprocess.run(
-            ["go", "mod", "download", "-json", f"github.com/rook/rook@{version}"],
-            env=env,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-    try:
-        info = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        info = {}
-    if proc.returncode != 0 or "Dir" not in info:
-        raise RookUnavailable(
-            f"go mod download github.com/rook/rook@{version} failed (rc={proc.returncode}): "
-            f"{info.get('Error') or proc.stderr.strip()}"
-        )
-    return Path(info["Dir"])
+    return go_module_dir("github.com/rook/rook", version, RookUnavailable)
 
 
 def rook_crds_yaml(version: str = ROOK_VERSION) -> Path:
@@ -233,8 +194,7 @@ def crimson_rook_image_archive(timeout: float = 30 * 60, osd_flavor: str = "crim
         )
     env = {**build_env(), "CEPH_VERSION": CRIMSON_CEPH_VERSION, "SUITE": "sid",
            "OSD_FLAVOR": osd_flavor}  # fmt: skip
-    return _run_build(BUILD_CRIMSON_ROOK_IMAGE, f"building the {osd_flavor} Rook image of the "
-                      "crimson Ceph root", timeout, image=True, env=env)  # fmt: skip
+    return _run_build(BUILD_CRIMSON_ROOK_IMAGE, timeout, image=True, env=env)
 
 
 def crimson_fio_archive(timeout: float = 30 * 60) -> Path:
@@ -247,31 +207,19 @@ def crimson_fio_archive(timeout: float = 30 * 60) -> Path:
     return archive
 
 
-def _run_build(
-    script: Path, what: str, timeout: float, image: bool = False, env: dict[str, str] | None = None
-) -> Path:
-    """Run a build script that prints its result path last; RookUnavailable for failures the
-    machine causes, RuntimeError (a real failure) for anything else. image: it builds one
-    of our images (files of ours): a failure whatever its output says, unless a registry
-    refused a third-party image (harness.images.registry_pull_refusal)."""
-    try:
-        proc = subprocess.run(
-            ["bash", str(script)], capture_output=True, text=True, timeout=timeout, check=False,
-            env={**os.environ, **(env if env is not None else build_env())},
-        )  # fmt: skip
-    except subprocess.TimeoutExpired as exc:
-        raise RookUnavailable(f"{what} took over {timeout:.0f}s on this machine") from exc
-    if proc.returncode != 0:
-        msg = f"{script.relative_to(REPO)} failed (rc={proc.returncode}):\n{proc.stderr[-4000:]}"
-        if image:
-            refused = registry_pull_refusal(proc.stderr)
-            if refused:
-                raise RookUnavailable(f"{refused}\n{msg}")
-            raise RuntimeError(msg)
-        if any(m in proc.stderr for m in ENVIRONMENTAL_BUILD):
-            raise RookUnavailable(msg)
-        raise RuntimeError(msg)
-    return Path(proc.stdout.strip().splitlines()[-1])
+def _run_build(script: Path, timeout: float, image: bool = False,
+               env: dict[str, str] | None = None) -> Path:  # fmt: skip
+    """A Rook build script's result (the path it prints last); RookUnavailable where the
+    machine is at fault, a slow build included (builds.run_build)."""
+    out = run_build(
+        script,
+        RookUnavailable,
+        timeout=timeout,
+        image=image,
+        env=env if env is not None else build_env(),
+        slow_is_environmental=True,
+    )
+    return Path(out.strip().splitlines()[-1])
 
 
 def _buildable() -> None:
@@ -293,16 +241,10 @@ def release_fio_archive(timeout: float = 90 * 60) -> Path | None:
     return archive
 
 
-def rook_binary(timeout: float = 60 * 60) -> Path:
-    """The `rook` binary of ROOK_VERSION (e2e/build-rook.sh; cold several minutes, then cached)."""
-    _buildable()
-    return _run_build(BUILD_ROOK, "building rook", timeout)
-
-
 def rook_image_archive(timeout: float = 90 * 60) -> Path:
     """A docker-archive of ROOK_IMAGE (e2e/rook/build-image.sh: debootstrap trixie + podman;
     cold ≈ 10 min, unchanged → seconds)."""
     if os.geteuid() != 0:
         raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
     _buildable()
-    return _run_build(BUILD_ROOK_IMAGE, "building the Rook image", timeout, image=True)
+    return _run_build(BUILD_ROOK_IMAGE, timeout, image=True)

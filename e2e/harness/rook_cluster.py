@@ -42,17 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from harness.controlplane import (
-    NODE_NAME,
-    BinariesUnavailable,
-    ControlPlane,
-    ensure_binaries,
-    environmental,
-)
-from harness.helm import ensure_helm
-from harness.images import ImagesUnavailable, pause_archive
+from harness.controlplane import NODE_NAME, ControlPlane
 from harness.netfilter import iptables_rules
-from harness.node import POD_NETWORK_DIRS, Node, host_state
+from harness.node import POD_NETWORK_DIRS, Node, host_state, node_parts
 from harness.rook import CEPH_VERSION, REPO, ROOK_IMAGE, RookUnavailable, rook_image_archive
 from harness.rook_facade import Rook
 
@@ -327,14 +319,7 @@ def open_rook_stack(
     if reason:
         raise RookUnavailable(reason)
     t0 = time.monotonic()
-    try:
-        bin_dir = ensure_binaries(extra=("kubelet",))
-        ensure_helm()
-        pause = pause_archive()
-    except (BinariesUnavailable, ImagesUnavailable, RuntimeError) as exc:
-        if environmental(exc):
-            raise RookUnavailable(f"cannot build what the node needs here: {exc}") from exc
-        raise  # a broken build script or package list: a failure, never a skip
+    bin_dir, node_images = node_parts(RookUnavailable, helm=True)
     archive = rook_image_archive()
     timings = {"builds_s": time.monotonic() - t0}
     site_args = {k: rook_args.pop(k) for k in ("osds", "osd_size_gib") if k in rook_args}
@@ -342,7 +327,7 @@ def open_rook_stack(
     try:
         t1 = time.monotonic()
         cp = exit_stack.enter_context(ControlPlane(bin_dir=bin_dir, scheduler=True))
-        node = Node(cp, images=[pause, *images], cpus=node_cpus, cni=cni)
+        node = Node(cp, images=[*node_images, *images], cpus=node_cpus, cni=cni)
         exit_stack.enter_context(node)
         # the host as the node found it, once it holds the machine's node lock
         before, before_rules = dict(node.before), list(node.before_rules or [])

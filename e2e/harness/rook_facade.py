@@ -25,8 +25,8 @@ from typing import Any, Protocol
 import kubernetes.client
 import yaml
 
+from harness.builds import ensure_helm
 from harness.controlplane import NotReadyError, server_side_apply
-from harness.helm import ensure_helm
 from harness.rook import RELEASE, config_override, rook_csi_crds, rook_install_args
 from harness.waiting import pod_ready, wait_for
 

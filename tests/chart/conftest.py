@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 import yaml
 from chartlib import Render, _skip, run_helm
-from harness.controlplane import environmental
-from harness.helm import ensure_helm
+from harness.builds import ensure_helm, environmental
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from chartlib import FULL_VALUES, ROOT, Render, prometheus_operator_crds
 from harness import ControlPlane
-from harness.controlplane import environmental
+from harness.builds import environmental
 
 from crimsonbench.manifests.rbac import ALL_RULES, CLUSTER_RULES, OPERATOR_NAMESPACE_RULES
 

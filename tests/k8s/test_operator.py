@@ -26,8 +26,7 @@ import kubernetes.client
 import pytest
 import yaml
 from harness import ControlPlane
-from harness.controlplane import environmental
-from harness.helm import ensure_helm
+from harness.builds import ensure_helm, environmental
 from kopf.testing import KopfRunner
 from kubernetes.client.exceptions import ApiException
 

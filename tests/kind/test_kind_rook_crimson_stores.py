@@ -30,7 +30,7 @@ from typing import Any
 
 import psutil
 import pytest
-from harness.controlplane import REPO
+from harness.builds import REPO
 from harness.kind_bench import OPERATOR_NS, BenchStack
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from kind_runs import completed_run, run_status

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness.controlplane import environmental
+from harness.builds import environmental
 from harness.rook import RookUnavailable, rook_crds_yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from harness.controlplane import environmental
+from harness.builds import environmental
 from harness.rook import RELEASES, RookUnavailable, rook_crds_yaml
 from manifest_inputs import SEASTORE_56, bluestore_8x5, original_cephcluster, plan_of
 

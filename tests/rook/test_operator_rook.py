@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from fio_processes import expected_runs
-from harness.controlplane import environmental
+from harness.builds import environmental
 from harness.images import ImagesUnavailable
 from harness.operator_install import RUN_NS, OperatorOnNode
 from harness.waiting import pod_ready

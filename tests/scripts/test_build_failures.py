@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from harness import images, kind, rook
-from harness.controlplane import environmental
+from harness import builds, images, kind, rook
+from harness.builds import environmental
 
 FIX = Path(__file__).resolve().parent / "build_errors"
 OURS_FAILING = ("apt-mirror-unresolved.err", "podman-build-ours-missing.err")
@@ -20,13 +20,13 @@ THIRD_PARTY = {"podman-pull-third-party.err": "debian:bookworm-slim",
 
 def test_only_a_registry_refusing_a_third_party_image_counts() -> None:
     for name, ref in THIRD_PARTY.items():
-        why = images.registry_pull_refusal((FIX / name).read_text())
+        why = builds.registry_pull_refusal((FIX / name).read_text())
         assert why.startswith(f"the registry refused the third-party image {ref}: "), why
         assert "no such host" in why
     for name in OURS_FAILING:
         text = (FIX / name).read_text()
         assert environmental(RuntimeError(text))  # what used to make it a skip
-        assert images.registry_pull_refusal(text) == ""
+        assert builds.registry_pull_refusal(text) == ""
 
 
 def fake_build(tmp_path: Path, fixture: str) -> Path:
@@ -53,7 +53,7 @@ def test_our_images_failing_build_is_a_failure(
         images.product_archives(timeout=60)
     # not a RuntimeError: no `except RuntimeError` + environmental() turns it into a skip
     assert not isinstance(err.value, RuntimeError)
-    assert "e2e/build-images.sh failed (rc=1)" in str(err.value)
+    assert "build.sh failed (rc=1)" in str(err.value)
 
 
 @pytest.mark.usefixtures("tools_present")
@@ -79,20 +79,20 @@ def rook_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_our_rook_and_kind_images_failing_builds_are_failures(fixture: str, tmp_path: Path) -> None:
     script = fake_build(tmp_path, fixture)
     with pytest.raises(RuntimeError) as err:
-        rook._run_build(script, "building a test image", 60, image=True)
+        rook._run_build(script, 60, image=True)
     assert not isinstance(err.value, rook.RookUnavailable)
     with pytest.raises(RuntimeError) as err:
         kind._script(str(script), dict(os.environ), 60, image=True)
     assert not isinstance(err.value, kind.KindUnavailable)
     # a third-party build (Rook's binary from the Go proxy): the machine's fault, a skip
     with pytest.raises(rook.RookUnavailable):
-        rook._run_build(script, "building rook", 60)
+        rook._run_build(script, 60)
 
 
 @pytest.mark.usefixtures("rook_here")
 def test_a_refused_third_party_pull_in_rook_and_kind_images_skips(tmp_path: Path) -> None:
     script = fake_build(tmp_path, "podman-pull-third-party.err")
     with pytest.raises(rook.RookUnavailable, match="third-party image debian:bookworm-slim"):
-        rook._run_build(script, "building a test image", 60, image=True)
+        rook._run_build(script, 60, image=True)
     with pytest.raises(kind.KindUnavailable, match="third-party image debian:bookworm-slim"):
         kind._script(str(script), dict(os.environ), 60, image=True)
