@@ -31,7 +31,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import kubernetes.client
 import trustme
@@ -243,8 +243,24 @@ def wait_component(comp: Component, probe: Callable[[], Any], what: str, timeout
                         f"\n--- tail of {comp.log}:\n{tail(comp.log, 40)}")  # fmt: skip
 
 
+class StartStop:
+    """`with X() as x:` for a class with start() (which cleans up after itself if it
+    fails) and stop()."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 @dataclass
-class ControlPlane:
+class ControlPlane(StartStop):
     """etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler) on 127.0.0.1.
 
     A context manager: `__enter__` starts and waits for readiness, `__exit__` kills every
@@ -268,13 +284,6 @@ class ControlPlane:
     _tokens: dict[str, str] = field(init=False, default_factory=dict)
 
     # -------------------------------------------------------------- lifecycle
-
-    def __enter__(self) -> ControlPlane:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self) -> None:
         t0 = time.monotonic()

@@ -48,6 +48,7 @@ from harness.controlplane import (
     BinariesUnavailable,
     Component,
     ControlPlane,
+    StartStop,
     ensure_binaries,
     free_port,
     spawn,
@@ -142,7 +143,7 @@ def _mounts_under(prefix: str) -> list[str]:
 
 
 @dataclass
-class Node:
+class Node(StartStop):
     control_plane: ControlPlane
     images: Sequence[Path] = ()
     ready_timeout: float = 120.0
@@ -161,13 +162,6 @@ class Node:
     _lock: TextIO | None = field(init=False, default=None)
     final_host: dict[str, object] | None = field(init=False, default=None)  # at stop()
     final_rules: list[str] | None = field(init=False, default=None)  # at stop()
-
-    def __enter__(self) -> Node:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -------------------------------------------------------------- lifecycle
 
