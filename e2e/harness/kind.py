@@ -37,6 +37,7 @@ import yaml
 
 from harness.builds import REPO, cache_root, environmental, run_build
 from harness.kind_cpus import declared_cpu_mounts
+from harness.waiting import wait_for
 
 KIND_DIR = REPO / "e2e" / "kind"
 CONFIG = KIND_DIR / "kind-config.yaml"
@@ -529,21 +530,18 @@ def kind_cluster(
 
 def _wait_registered(cluster: KindCluster, count: int, timeout: float) -> None:
     """Every node has registered (`kubectl wait node --all` passes with only some: a worker
-    whose kubelet fails to start never appears). RuntimeError with the kubelet's log."""
-    deadline = time.monotonic() + timeout
-    while True:
-        names = cluster.kubectl("get", "nodes", "-o", "name").split()
-        if len(names) >= count:
-            return
-        if time.monotonic() > deadline:
-            missing = [n for n in cluster.nodes if f"node/{n}" not in names]
-            logs = {
-                n: cluster.exec(n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "15",
-                                check=False).stdout[-2000:]
-                for n in missing
-            }  # fmt: skip
-            raise RuntimeError(f"nodes {missing} never registered; kubelet logs: {logs}")
-        time.sleep(2)
+    whose kubelet fails to start never appears). NotReadyError with the kubelet's log."""
+
+    def names() -> list[str]:
+        return cluster.kubectl("get", "nodes", "-o", "name").split()
+
+    def kubelet_logs() -> str:
+        missing = [n for n in cluster.nodes if f"node/{n}" not in names()]
+        return f"nodes {missing} never registered; kubelet logs: " + str({
+            n: cluster.exec(n, "journalctl", "-u", "kubelet", "--no-pager", "-n", "15",
+                            check=False).stdout[-2000:] for n in missing})  # fmt: skip
+
+    wait_for(lambda: len(names()) >= count, timeout, "every kind node registered", kubelet_logs)
 
 
 def _remove_stale_cluster(dockerd: Dockerd, name: str, kind_bin: Path, kubeconfig: Path) -> None:

@@ -23,9 +23,10 @@ import kubernetes.client
 import yaml
 
 from harness.builds import REPO, ensure_helm, environmental
-from harness.controlplane import ControlPlane, free_port
+from harness.controlplane import ControlPlane, NotReadyError, free_port
 from harness.images import FIO_IMAGE, OPERATOR_IMAGE, product_archives
 from harness.node import NOT_READY_TOLERATION, Node
+from harness.waiting import wait_for
 
 OPERATOR_NS = "crimsonbench"
 RUN_NS = "bench"
@@ -143,23 +144,16 @@ class OperatorOnNode:
             return []
         self._started = False
         problems: list[str] = []
-        runs = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.run_namespace,
-                                                         PLURAL)["items"]  # fmt: skip
-        for run in runs:
+        for run in self._runs():
             with contextlib.suppress(kubernetes.client.ApiException):
                 name = run["metadata"]["name"]
                 self.custom.delete_namespaced_custom_object(
                     GROUP, VERSION, self.run_namespace, PLURAL, name)  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            left = self.custom.list_namespaced_custom_object(
-                GROUP, VERSION, self.run_namespace, PLURAL)["items"]  # fmt: skip
-            if not left:
-                break
-            time.sleep(2)
-        else:
+        try:
+            wait_for(lambda: not self._runs(), timeout, "every BenchmarkRun deleted")
+        except NotReadyError:
             problems.append(f"runs not deleted after {timeout:.0f}s: "
-                            f"{[r['metadata']['name'] for r in left]}")  # fmt: skip
+                            f"{[r['metadata']['name'] for r in self._runs()]}")  # fmt: skip
         for ns in (self.run_namespace, self.namespace):
             with contextlib.suppress(kubernetes.client.ApiException):
                 self.core.delete_namespace(ns)
@@ -185,25 +179,27 @@ class OperatorOnNode:
         pods = self.core.list_namespaced_pod(self.namespace, label_selector=OPERATOR_SELECTOR)
         return [p for p in pods.items if p.metadata.deletion_timestamp is None]
 
+    def _runs(self) -> list[dict[str, Any]]:
+        runs = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.run_namespace, PLURAL)
+        return list(runs["items"])
+
     def wait_operator_ready(self, timeout: float) -> Any:
         """The Ready operator pod; AssertionError with its log if it crashed."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def ready() -> Any:
             for pod in self.operator_pods():
-                conds = {c.type: c.status for c in (pod.status.conditions or [])}
-                if conds.get("Ready") == "True":
+                st, name = pod.status, pod.metadata.name
+                if any(c.type == "Ready" and c.status == "True" for c in st.conditions or []):
                     return pod
-                crashed = [c for c in (pod.status.container_statuses or []) if c.restart_count]
-                if crashed:  # say why at once instead of waiting out the back-off
-                    name = pod.metadata.name
+                if any(c.restart_count for c in st.container_statuses or []):
+                    # crashed: say why at once instead of waiting out the back-off
                     log = self.core.read_namespaced_pod_log(name, self.namespace, previous=True,
                                                             tail_lines=40)  # fmt: skip
                     raise AssertionError(f"operator container crashed; its log:\n{log}")
-            time.sleep(1)
-        pods = [(p.metadata.name, p.status.phase) for p in self.operator_pods()]
-        raise AssertionError(
-            f"operator not Ready after {timeout}s: {pods}\n{self.node.log_tail('kubelet', 30)}"
-        )
+            return None
+
+        return wait_for(ready, timeout, "operator Ready", lambda: self.node.log_tail("kubelet", 30),
+                        interval=1)  # fmt: skip
 
     def operator_logs(self, lines: int = 30) -> str:
         out = ""

@@ -14,7 +14,8 @@ T = TypeVar("T")
 def wait_for(probe: Callable[[], T | None], timeout: float, what: str,
              explain: Callable[[], str] = lambda: "", interval: float = 2.0) -> T:  # fmt: skip
     """Poll `probe` until it returns something truthy (returned); NotReadyError otherwise,
-    with `explain()` appended. Exceptions from the probe count as 'not yet'."""
+    with `explain()` appended. Exceptions from the probe count as 'not yet', but for an
+    AssertionError: a verdict (e.g. the awaited process crashed), raised at once."""
     deadline = time.monotonic() + timeout
     last = ""
     while True:
@@ -22,6 +23,8 @@ def wait_for(probe: Callable[[], T | None], timeout: float, what: str,
             value = probe()
             if value:
                 return value
+        except AssertionError:
+            raise
         except Exception as exc:  # not ready yet: the API or Ceph may not answer yet
             last = f"{type(exc).__name__}: {exc}"[:500]
         if time.monotonic() > deadline:
