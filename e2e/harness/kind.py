@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from harness.builds import REPO, cache_root, environmental, run_build
+from harness.host import loop_devices, mounts
 from harness.kind_cpus import declared_cpu_mounts
 from harness.waiting import wait_for
 
@@ -244,8 +245,8 @@ class HostState:
             links=_links(),
             iptables=_iptables_lines(),
             nft_tables=_nft_tables(),
-            mounts=_mounts(),
-            loops=_loops(),
+            mounts=set(mounts()),
+            loops=loop_devices(),
             sysctls=_sysctls(),
             cgroups=_our_cgroups(),
             dev={p.name for p in Path("/dev").iterdir()},
@@ -342,19 +343,6 @@ def _nft_tables() -> set[str]:
         return set()
     out = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True).stdout
     return {x.strip() for x in out.splitlines() if x.strip()}
-
-
-def _mounts() -> set[str]:
-    return {line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()}
-
-
-def _loops() -> dict[str, str]:
-    out = {}
-    for d in Path("/sys/block").glob("loop*"):
-        backing = d / "loop" / "backing_file"
-        if backing.exists():
-            out[d.name] = backing.read_text().strip()
-    return out
 
 
 def _sysctls() -> dict[str, str]:

@@ -37,6 +37,7 @@ from typing import Any
 import kubernetes.config
 
 from harness.builds import cache_root
+from harness.host import loop_devices
 from harness.kind import KIND_DIR, KindCluster
 from harness.rook import (
     CEPH_VERSION,
@@ -85,14 +86,7 @@ class LoopDevices:
     def leftover(self) -> dict[str, str]:
         """Loop devices still backed by our files (device -> file)."""
         mine = self.files()
-        out = {}
-        for d in Path("/sys/block").glob("loop*"):
-            f = d / "loop" / "backing_file"
-            if f.exists():
-                backing = f.read_text().strip().removesuffix(" (deleted)")
-                if backing in mine:
-                    out[f"/dev/{d.name}"] = backing
-        return out
+        return {f"/dev/{d}": f for d, f in loop_devices().items() if f in mine}
 
     def release(self, timeout: float = 120) -> list[str]:
         """After the nodes are gone: detached and files removed; problems, if any."""

@@ -55,6 +55,7 @@ from harness.controlplane import (
     tail,
     wait_component,
 )
+from harness.host import iptables_rules, mounts, remove_kubelet_chains
 from harness.images import (
     PAUSE_IMAGE,
     ImagesUnavailable,
@@ -62,7 +63,6 @@ from harness.images import (
     pause_archive,
     product_archives,
 )
-from harness.netfilter import iptables_rules, remove_kubelet_chains
 from harness.node_shape import (
     ADVERTISING_STATUS_UPDATE,
     CNI_BIN_DIR,
@@ -119,7 +119,7 @@ def host_state() -> dict[str, object]:
     return {
         "sysctls": sysctls,
         "paths": paths,
-        "mounts": sorted(_mounts_under("/var/lib/kubelet")),
+        "mounts": sorted(mounts("/var/lib/kubelet")),
         "cgroups": _pod_cgroups(),
     }
 
@@ -130,15 +130,6 @@ def _pod_cgroups() -> list[str]:
     for top in sorted(Path("/sys/fs/cgroup").glob("*/k8s.io")):
         out.append(str(top))
         out.extend(str(d) for d in sorted(top.iterdir()) if d.is_dir())
-    return out
-
-
-def _mounts_under(prefix: str) -> list[str]:
-    out = []
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        target = line.split()[1].replace("\\040", " ")
-        if target == prefix or target.startswith(prefix.rstrip("/") + "/"):
-            out.append(target)
     return out
 
 
@@ -229,7 +220,7 @@ class Node(StartStop):
             self._network = None
         for d in (getattr(self, "dir", None),):
             if d is not None:
-                for target in reversed(_mounts_under(str(d))):
+                for target in reversed(mounts(str(d))):
                     subprocess.run(["umount", "-l", target], check=False, capture_output=True)
         self._restore_host()
         if getattr(self, "dir", None) is not None and self.dir.exists() and not self.keep_dir:
@@ -263,7 +254,7 @@ class Node(StartStop):
     def _restore_host(self) -> None:
         if not self.before:
             return
-        for target in reversed(_mounts_under("/var/lib/kubelet")):
+        for target in reversed(mounts("/var/lib/kubelet")):
             if target not in self.before["mounts"]:  # type: ignore[operator]
                 subprocess.run(["umount", "-l", target], check=False, capture_output=True)
         for name, value in self.before["sysctls"].items():  # type: ignore[attr-defined]
@@ -278,7 +269,7 @@ class Node(StartStop):
             if not existed and os.path.lexists(path):
                 # a sandbox the kubelet never stopped leaves its netns mounted: rmtree
                 # cannot unlink a mount point
-                for target in reversed(_mounts_under(path)):
+                for target in reversed(mounts(path)):
                     subprocess.run(["umount", "-l", target], check=False, capture_output=True)
                 shutil.rmtree(path, ignore_errors=True)
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness.controlplane import NODE_NAME, ControlPlane
-from harness.netfilter import iptables_rules
+from harness.host import iptables_rules, loop_devices
 from harness.node import POD_NETWORK_DIRS, Node, host_state, node_parts
 from harness.rook import CEPH_VERSION, REPO, ROOK_IMAGE, RookUnavailable, rook_image_archive
 from harness.rook_facade import Rook
@@ -86,10 +86,7 @@ def _rook_host_state() -> dict[str, object]:
     )
     state["cgroups"] = [c for c in state["cgroups"] if not c.endswith("/k8s.io")]  # type: ignore[attr-defined]
     state["loop_devices"] = sorted(
-        p.name
-        for p in Path("/sys/block").glob("loop*")
-        if (p / "loop" / "backing_file").exists()
-        and (p / "loop" / "backing_file").read_text().startswith(ROOK_DIR_PREFIX)
+        d for d, f in loop_devices().items() if f.startswith(ROOK_DIR_PREFIX)
     )
     state["run_udev"] = os.path.lexists("/run/udev")
     return state

@@ -1,11 +1,15 @@
-"""The host's packet filter as `iptables-save` prints it, and removal of the chains a
-kubelet leaves behind (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT outlive it)."""
+"""What the harnesses read of the host to leave it as they found it: its packet filter as
+`iptables-save` prints it (and removal of the chains a kubelet leaves behind:
+KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT outlive it), its mounts and its
+loop devices."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import shutil
 import subprocess
+from pathlib import Path
 
 
 def iptables_rules() -> list[str]:
@@ -51,3 +55,23 @@ def remove_kubelet_chains(before: list[str]) -> None:
         iptables = cmd.replace("-save", "")
         subprocess.run([iptables, "-t", table, "-F", chain], check=True, timeout=60)
         subprocess.run([iptables, "-t", table, "-X", chain], check=True, timeout=60)
+
+
+def mounts(under: str = "/") -> list[str]:
+    """Mount points at or below `under`, in mount order."""
+    out = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        target = line.split()[1].replace("\\040", " ")
+        if under == "/" or target == under or target.startswith(under.rstrip("/") + "/"):
+            out.append(target)
+    return out
+
+
+def loop_devices() -> dict[str, str]:
+    """Attached loop devices: loopN -> backing file (" (deleted)" dropped)."""
+    out = {}
+    for d in Path("/sys/block").glob("loop*"):
+        backing = d / "loop" / "backing_file"
+        with contextlib.suppress(OSError):  # detached meanwhile
+            out[d.name] = backing.read_text().strip().removesuffix(" (deleted)")
+    return out
