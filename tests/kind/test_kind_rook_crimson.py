@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
+from crimson_osds import config_dump, daemon_config, osd_threads, utilization_now
 from harness.kind_bench import BenchStack, crimson_run_manifest
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from kind_runs import completed_run, run_status
@@ -44,43 +44,6 @@ pytestmark = [pytest.mark.kind, pytest.mark.crimson]
 
 RUN, POOL = "kind-crimson", "bench-crimson"
 ALIEN = ("alien-store-tp", "bstore_", "rocksdb:", "cfin")
-
-
-def osd_threads(osd_id: int) -> dict[str, set[int]]:
-    """comm -> the CPUs its threads may run on, for the crimson-osd of OSD_ID as the host
-    sees it (kind's nodes are containers: their processes are the host's). Reactor 0 is
-    the main thread (tid == pid), reported as "reactor-0"."""
-    out: dict[str, set[int]] = {}
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        cmd = proc.info["cmdline"] or []
-        if proc.info["name"] != "crimson-osd" or "--id" not in cmd:
-            continue
-        if cmd[cmd.index("--id") + 1] != str(osd_id):
-            continue
-        for task in Path(f"/proc/{proc.pid}/task").iterdir():
-            try:
-                comm = (task / "comm").read_text().strip()
-                status = (task / "status").read_text()
-            except OSError:
-                continue  # the thread ended
-            allowed = next(ln.split()[1] for ln in status.splitlines()
-                           if ln.startswith("Cpus_allowed_list"))  # fmt: skip
-            name = "reactor-0" if int(task.name) == proc.pid else comm
-            out.setdefault(name, set()).update(_cpus(allowed))
-    return out
-
-
-def _cpus(text: str) -> set[int]:
-    cpus: set[int] = set()
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
-def config_dump(s: BenchStack) -> list[tuple[str, str, str]]:
-    return sorted((e["section"], e["name"], str(e["value"]))
-                  for e in s.rook.ceph_json("config", "dump"))  # fmt: skip
 
 
 def stored_reactor_logs(s: BenchStack) -> dict[str, str]:
@@ -108,17 +71,6 @@ def mean_utilization(log: str, osd: str) -> float:
             per_round.append(statistics.fmean(shards))
     assert per_round, log[:2000]
     return statistics.fmean(per_round)
-
-
-def utilization_now(s: BenchStack, osd: str) -> float:
-    """OSD's mean reactor utilization % now (`ceph tell OSD dump_metrics`)."""
-    doc = s.rook.ceph_json("tell", osd, "dump_metrics", "reactor_utilization")
-    return statistics.fmean(m["reactor_utilization"]["value"] for m in doc["metrics"])
-
-
-def daemon_config(s: BenchStack, osd: str, option: str) -> str:
-    """What the running daemon says of OPTION (`ceph tell OSD config get`)."""
-    return str(s.rook.ceph_json("tell", osd, "config", "get", option)[option])
 
 
 def test_crimson_osds_on_rook_and_a_run_on_them(kind_rook_crimson: BenchStack) -> None:

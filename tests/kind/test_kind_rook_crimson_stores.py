@@ -23,13 +23,19 @@ Needs the crimson Ceph root (1-2 h build): skipped with the command printed wher
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
+from crimson_osds import (
+    config_dump,
+    crimson_osds,
+    daemon_config,
+    osd_pid,
+    threads_of,
+    utilization_now,
+)
 from harness.builds import REPO
 from harness.kind_bench import OPERATOR_NS, BenchStack
 from harness.kind_rook import NAMESPACE as ROOK_NS
@@ -46,56 +52,8 @@ def example(store: str) -> Path:
 ALIEN = ("alien-store-tp", "bstore_", "rocksdb:")
 
 
-def crimson_osds() -> dict[int, psutil.Process]:
-    """osd id -> its crimson-osd process, as the host sees it (kind's nodes are containers)."""
-    out = {}
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        cmd = proc.info["cmdline"] or []
-        if proc.info["name"] == "crimson-osd" and "--mkfs" not in cmd:
-            ids = [a.split("=", 1)[1] for a in cmd if a.startswith("--id=")]
-            ids += [cmd[i + 1] for i, a in enumerate(cmd[:-1]) if a == "--id"]
-            if ids:
-                out[int(ids[0])] = proc
-    return out
-
-
-def osd_pid(osd_id: int) -> int | None:
-    proc = crimson_osds().get(osd_id)
-    return None if proc is None else proc.pid
-
-
-def threads_of(proc: psutil.Process) -> dict[str, set[int]]:
-    """comm -> CPUs its threads may run on; the main thread (reactor 0) as reactor-0."""
-    out: dict[str, set[int]] = {}
-    for task in Path(f"/proc/{proc.pid}/task").iterdir():
-        try:
-            comm = (task / "comm").read_text().strip()
-            status = (task / "status").read_text()
-        except OSError:
-            continue
-        allowed = next(ln.split()[1] for ln in status.splitlines()
-                       if ln.startswith("Cpus_allowed_list"))  # fmt: skip
-        cpus: set[int] = set()
-        for part in allowed.split(","):
-            lo, _, hi = part.partition("-")
-            cpus.update(range(int(lo), int(hi or lo) + 1))
-        out.setdefault("reactor-0" if int(task.name) == proc.pid else comm, set()).update(cpus)
-    return out
-
-
-def utilization(s: BenchStack, osd: str) -> float:
-    doc = s.rook.ceph_json("tell", osd, "dump_metrics", "reactor_utilization")
-    return statistics.fmean(m["reactor_utilization"]["value"] for m in doc["metrics"])
-
-
 def daemon_store(s: BenchStack, osd_id: int) -> str:
-    answer = s.rook.ceph_json("tell", f"osd.{osd_id}", "config", "get", "crimson_osd_objectstore")
-    return str(answer["crimson_osd_objectstore"])
-
-
-def config_dump(s: BenchStack) -> list[tuple[str, str, str]]:
-    return sorted((e["section"], e["name"], str(e["value"]))
-                  for e in s.rook.ceph_json("config", "dump"))  # fmt: skip
+    return daemon_config(s, f"osd.{osd_id}", "crimson_osd_objectstore")
 
 
 def test_osds_on_their_store_under_rook_and_the_example_run(store_stack: BenchStack) -> None:
@@ -117,7 +75,7 @@ def test_osds_on_their_store_under_rook_and_the_example_run(store_stack: BenchSt
     planned = next(i for i, node in osd_nodes.items() if node == "crimsonbench-worker")
     osd = f"osd.{planned}"
     node_cpus = threads_of(procs[planned])["reactor-0"]  # before the run: unpinned
-    idle = max(utilization(s, osd) for _ in range(5))
+    idle = max(utilization_now(s, osd) for _ in range(5))
 
     # the user's file, applied as it is
     s.kind.kubectl("apply", "-f", str(example(store)))
