@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.builds import REPO, go_module_dir, run_build
+from harness.builds import REPO, cache_root, go_module_dir, run_build
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def crimson_rook_image_archive(timeout: float = 30 * 60, osd_flavor: str = "crim
     a test."""
     if os.geteuid() != 0:
         raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
-    cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+    cache = cache_root()
     root = cache / "ceph-root" / CRIMSON_CEPH_VERSION
     _buildable()
     if not (root / ".done-crimson").exists():
@@ -225,7 +225,7 @@ def _run_build(script: Path, timeout: float, image: bool = False,
 def _buildable() -> None:
     """RookUnavailable where this release's operator binary is neither cached nor buildable
     here (a machine that built it some other way runs it: e2e/build-rook.sh keeps it)."""
-    cache = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
+    cache = cache_root()
     if RELEASE.unbuildable and not (cache / "rook" / ROOK_VERSION / "bin" / "rook").is_file():
         raise RookUnavailable(f"Rook {ROOK_VERSION} cannot be built here: {RELEASE.unbuildable}")
 
