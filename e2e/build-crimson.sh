@@ -48,6 +48,8 @@ BIN="$TOP/bin/crimson-osd"
 STAMP="$BIN.key"
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LOG_TAG=build-crimson
+source "$HERE/lib.sh"
 PATCHES="$HERE/crimson/patches/$VERSION"
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 SUITE=${CRIMSON_SUITE:-sid}
@@ -106,18 +108,7 @@ if ! flock -n 9; then
   if current; then echo "$BIN"; exit 0; fi
 fi
 
-log() { printf '[build-crimson %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
 mounted=()
-cleanup() {
-  local rc=$?
-  local i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-    umount "${mounted[$i]}" 2>/dev/null || umount -l "${mounted[$i]}" 2>/dev/null || true
-  done
-  [ "$rc" -eq 0 ] || log "failed (rc=$rc); log: $LOG; re-run to resume"
-  exit "$rc"
-}
 child=""
 on_signal() {
   log "interrupted: stopping the running stage; re-run to resume"
@@ -127,36 +118,13 @@ on_signal() {
   fi
   exit "$1"
 }
-trap cleanup EXIT
+trap resumable_exit EXIT
 trap 'on_signal 130' INT
 trap 'on_signal 143' TERM
 trap 'on_signal 129' HUP
 
-mount_chroot() {
-  local m
-  for m in proc sys dev; do
-    # A mount leaked by a killed run is adopted, so this run's trap removes it.
-    if mountpoint -q "$ROOT/$m"; then mounted+=("$ROOT/$m"); continue; fi
-    mkdir -p "$ROOT/$m"
-    case $m in
-      proc) mount -t proc proc "$ROOT/proc" ;;
-      sys) mount -t sysfs sysfs "$ROOT/sys" ;;
-      dev) mount --bind /dev "$ROOT/dev" ;;
-    esac
-    mounted+=("$ROOT/$m")
-  done
-  cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
-}
-
 # Run a command in the chroot with a clean environment.
-in_chroot() {
-  chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    DEBIAN_FRONTEND=noninteractive "$@"
-}
-
-APT=(apt-get -o DPkg::Lock::Timeout=900 -o Acquire::Check-Valid-Until=false
-  -o Acquire::Retries=5 -y --no-install-recommends)
+in_chroot() { chroot "$ROOT" "${CHROOT_ENV[@]}" "$@"; }
 
 # run_stage NAME TIMEOUT: run stage_NAME in a child bash under `timeout`, skip it when done,
 # time it, mark it done.
@@ -191,14 +159,14 @@ EOF
   echo 'Acquire::Check-Valid-Until "false";' >"$ROOT/etc/apt/apt.conf.d/99no-valid-until"
   cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
   chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-    "${APT[@]}" update >>"$LOG" 2>&1
+    "${CHROOT_APT[@]}" update >>"$LOG" 2>&1
   chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-    "${APT[@]}" install dpkg-dev xz-utils ca-certificates >>"$LOG" 2>&1
+    "${CHROOT_APT[@]}" install dpkg-dev xz-utils ca-certificates >>"$LOG" 2>&1
 }
 
 stage_source() {
   mkdir -p "$ROOT/build/dl" "$ROOT/build/src"
-  in_chroot "${APT[@]}" update >>"$LOG" 2>&1
+  in_chroot "${CHROOT_APT[@]}" update >>"$LOG" 2>&1
   # Only the upstream tarball is needed (the .debian.tar.xz has been seen to 404).
   local uris
   uris=$(in_chroot apt-get -o Acquire::Check-Valid-Until=false source --print-uris ceph 2>>"$LOG")
@@ -253,10 +221,10 @@ extract() {
 }
 
 stage_builddeps() {
-  in_chroot "${APT[@]}" update >>"$LOG" 2>&1
-  in_chroot "${APT[@]}" build-dep ceph >>"$LOG" 2>&1
+  in_chroot "${CHROOT_APT[@]}" update >>"$LOG" 2>&1
+  in_chroot "${CHROOT_APT[@]}" build-dep ceph >>"$LOG" 2>&1
   # ninja and cmake are in ceph's build-deps; these make sure.
-  in_chroot "${APT[@]}" install ninja-build cmake g++ python3 >>"$LOG" 2>&1
+  in_chroot "${CHROOT_APT[@]}" install ninja-build cmake g++ python3 >>"$LOG" 2>&1
 }
 
 stage_patch() {
@@ -361,7 +329,8 @@ log "crimson-osd $VERSION -> $BIN (log: $LOG)"
 # Each stage runs in a child bash under `timeout`; mounts are made here, in the parent, so
 # the EXIT trap sees (and undoes) them whatever happens to the child.
 stage_env() {
-  declare -p ROOT TOP LOG SRC OBJ VERSION PATCHES MIRROR SUITE JOBS BIN APT CMAKE_ARGS
+  declare -p ROOT TOP LOG LOG_TAG SRC OBJ VERSION PATCHES MIRROR SUITE JOBS BIN CHROOT_APT CHROOT_ENV \
+    CMAKE_ARGS
   declare -f log in_chroot stage_chroot stage_source orig_of check_sha256 extract \
     stage_builddeps stage_patch wanted_patches patched_files touch_changed record_compiled \
     stage_configure stage_compile
@@ -387,7 +356,7 @@ verify_source() {
 }
 
 run_stage chroot "${CRIMSON_TIMEOUT_CHROOT:-1800}"
-mount_chroot
+chroot_mounts "$ROOT"
 run_stage source "${CRIMSON_TIMEOUT_SOURCE:-3600}"
 verify_source
 run_stage builddeps "${CRIMSON_TIMEOUT_BUILDDEPS:-5400}"

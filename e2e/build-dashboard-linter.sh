@@ -24,29 +24,15 @@
 # Idempotent: a second call only prints the path. Cold: bench/RESULTS.md ("dashboard linter").
 set -euo pipefail
 
+LOG_TAG=build-dashboard-linter
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 VERSION=${DASHBOARD_LINTER_VERSION:-v0.2.0}
 MODULE=github.com/grafana/dashboard-linter
-CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 DIR="$CACHE/dashboard-linter/$VERSION"
 BIN="$DIR/bin/dashboard-linter"
-export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
-
-mkdir -p "$DIR"
-# one build at a time per machine (make test's background prefetch and the static checks)
-exec 8>"$DIR/.script.lock"; flock 8
-if [ -x "$BIN" ]; then echo "$BIN"; exit 0; fi
-command -v go >/dev/null || { echo "Go is not installed; $MODULE is built from the module proxy" >&2; exit 2; }
-log="$DIR/build.log"
-: > "$log"
-echo "building $MODULE $VERSION into $DIR/bin (log: $log)" >&2
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
+go_build_once "$DIR" "$BIN" "$MODULE $VERSION"
 # outside any module: a go.mod in the working directory cannot interfere
-go mod download -json "$MODULE@$VERSION" > dl.json 2>>"$log" \
-  || { cat dl.json "$log" >&2; exit 1; }
-src=$(python3 -c 'import json; print(json.load(open("dl.json"))["Dir"])')
+src=$(go_module Dir "$MODULE@$VERSION")
 if ! head -n 3 "$src/LICENSE" | grep -q "Apache License" \
    || ! head -n 3 "$src/LICENSE" | grep -q "Version 2.0"; then
   echo "$MODULE $VERSION is not under the Apache License 2.0 any more ($src/LICENSE):" \
@@ -99,9 +85,9 @@ GO
 rm -f lint/*_test.go  # upstream's tests use what was swapped out
 go mod edit -droprequire=github.com/grafana/grafana/apps/dashboard \
   -droprequire=github.com/grafana/loki/v3
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/dashboard-linter" . \
-  >>"$log" 2>&1 || { tail -20 "$log" >&2; exit 1; }
-"$work/dashboard-linter" rules >/dev/null  # it runs
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$WORK/dashboard-linter" . \
+  >>"$BUILD_LOG" 2>&1 || { tail -20 "$BUILD_LOG" >&2; exit 1; }
+"$WORK/dashboard-linter" rules >/dev/null  # it runs
 mkdir -p "$DIR/bin"
-mv "$work/dashboard-linter" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
+mv "$WORK/dashboard-linter" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
 echo "$BIN"

@@ -8,29 +8,16 @@
 # Idempotent: a second call only prints the path. Cold build ≈ 2-4 min on 2 cores.
 set -euo pipefail
 
+LOG_TAG=build-helm
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
-CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 DIR="$CACHE/helm/$HELM_VERSION"
 BIN="$DIR/bin/helm"
-export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
-
-mkdir -p "$DIR"
-# one build at a time per machine (make test's background prefetch and a test may both ask)
-exec 8>"$DIR/.script.lock"; flock 8
-if [ -x "$BIN" ]; then echo "$BIN"; exit 0; fi
-command -v go >/dev/null || { echo "Go is not installed; helm is built from the module proxy" >&2; exit 2; }
-mkdir -p "$DIR/bin"
-log="$DIR/build.log"
-echo "building helm $HELM_VERSION into $DIR/bin (cold: a few minutes; log: $log)" >&2
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
+go_build_once "$DIR" "$BIN" "helm $HELM_VERSION"
 # helm.sh/helm/v3 has no replace directives, so `go install pkg@version` works. The
 # Kubernetes version helm assumes offline (helm template's .Capabilities.KubeVersion, the
 # deprecation lint) comes from ldflags, as in helm's Makefile: client-go v0.Y.Z -> 1.Y.
-go mod download -json "helm.sh/helm/v3@$HELM_VERSION" > dl.json 2>>"$log"
-gomod=$(python3 -c 'import json; print(json.load(open("dl.json"))["GoMod"])')
+gomod=$(go_module GoMod "helm.sh/helm/v3@$HELM_VERSION")
 client_go=$(awk '$1 == "k8s.io/client-go" {print $2; exit}' "$gomod")
 k8s_minor=$(echo "$client_go" | cut -d. -f2)
 ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
@@ -38,9 +25,9 @@ ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
   ldflags+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$k8s_minor"
 done
-GOBIN="$work/bin" CGO_ENABLED=0 go install -trimpath -ldflags "$ldflags" \
-  "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >>"$log" 2>&1 \
-  || { tail -20 "$log" >&2; exit 1; }
-mv "$work/bin/helm" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
+GOBIN="$WORK/bin" CGO_ENABLED=0 go install -trimpath -ldflags "$ldflags" \
+  "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" >>"$BUILD_LOG" 2>&1 \
+  || { tail -20 "$BUILD_LOG" >&2; exit 1; }
+mkdir -p "$DIR/bin" && mv "$WORK/bin/helm" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
 "$BIN" version --short >&2
 echo "$BIN"

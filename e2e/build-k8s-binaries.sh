@@ -13,31 +13,25 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
 K8S_COMPONENTS=${K8S_COMPONENTS:-"kube-apiserver kube-controller-manager kube-scheduler"}
-CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
-BIN="$CACHE/k8s/$K8S_VERSION/bin"
-export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
+LOG_TAG=build-k8s-binaries
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+DIR="$CACHE/k8s/$K8S_VERSION"
+BIN="$DIR/bin"
 
-mkdir -p "$BIN"
-# one build at a time per machine (make test's background prefetch and a test may both ask)
-exec 8>"$CACHE/k8s/$K8S_VERSION/.script.lock"; flock 8
+one_build_at_a_time "$DIR/.script.lock"
 missing=()
 for c in $K8S_COMPONENTS; do [ -x "$BIN/$c" ] || missing+=("$c"); done
 [ -x "$BIN/etcd" ] || missing+=(etcd)
 if [ "${#missing[@]}" -eq 0 ]; then echo "$BIN"; exit 0; fi
+go_build_start "$DIR" "${missing[*]} for $K8S_VERSION (cold: ~15-20 min)"
 mkdir -p "$BIN"
-log="$CACHE/k8s/$K8S_VERSION/build.log"
-echo "building ${missing[*]} for $K8S_VERSION into $BIN (cold: ~15-20 min; log: $log)" >&2
 
 minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
 patch=${K8S_VERSION##*.}
 staging_version="v0.$minor.$patch"
 
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
 go mod init crimsonbench.local/k8sbuild >/dev/null 2>&1
-go mod download -json "k8s.io/kubernetes@$K8S_VERSION" > dl.json
-gomod=$(python3 -c 'import json,sys; print(json.load(open("dl.json"))["GoMod"])')
+gomod=$(go_module GoMod "k8s.io/kubernetes@$K8S_VERSION")
 {
   echo "require k8s.io/kubernetes $K8S_VERSION"
   echo "replace ("
@@ -56,24 +50,24 @@ done
 printf 'package main\nimport (\n' > tools.go
 for c in $K8S_COMPONENTS; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c" >> tools.go; done
 printf ')\nfunc main() {}\n' >> tools.go
-go mod tidy >>"$log" 2>&1 || true
+go mod tidy >>"$BUILD_LOG" 2>&1 || true
 for c in "${missing[@]}"; do
   [ "$c" = etcd ] && continue
   echo "  go build $c" >&2
-  go build -trimpath -ldflags "$ldflags" -o "$BIN/$c" "k8s.io/kubernetes/cmd/$c" >>"$log" 2>&1
+  go build -trimpath -ldflags "$ldflags" -o "$BIN/$c" "k8s.io/kubernetes/cmd/$c" >>"$BUILD_LOG" 2>&1
 done
 if [ ! -x "$BIN/etcd" ]; then
   # `go install go.etcd.io/etcd/server/v3@v` fails: server/v3's go.mod has replace
   # directives (../api, ../pkg, ...). A scratch module ignores its dependencies' replaces.
   echo "  go build etcd $ETCD_VERSION" >&2
-  mkdir "$work/etcd"
+  mkdir "$WORK/etcd"
   (
-    cd "$work/etcd"
+    cd "$WORK/etcd"
     go mod init crimsonbench.local/etcdbuild >/dev/null 2>&1
     printf 'package main\nimport _ "go.etcd.io/etcd/server/v3"\nfunc main() {}\n' > tools.go
     go mod edit -require "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
-    go mod tidy >>"$log" 2>&1 || true
-    go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3 >>"$log" 2>&1
+    go mod tidy >>"$BUILD_LOG" 2>&1 || true
+    go build -trimpath -ldflags "-s -w" -o "$BIN/etcd" go.etcd.io/etcd/server/v3 >>"$BUILD_LOG" 2>&1
   )
 fi
 echo "$BIN"

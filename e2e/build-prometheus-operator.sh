@@ -22,39 +22,26 @@
 # Cold build ≈ 5-10 min on 2 cores (under load; shares client-go etc. with the Kubernetes
 # build's Go cache), warm seconds. The images around these programs: e2e/monitoring/.
 set -euo pipefail
+LOG_TAG=build-prometheus-operator
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 VERSION=${PROMETHEUS_OPERATOR_VERSION:-v0.93.0}
 MODULE=github.com/prometheus-operator/prometheus-operator
-CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 DIR="$CACHE/prometheus-operator/$VERSION"
 BIN="$DIR/bin"
 PROGRAMS=(operator prometheus-config-reloader)
-FORCE=${FORCE:-0}
-export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
+export CGO_ENABLED=0
 
-log() { echo "[build-prometheus-operator] $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-mkdir -p "$BIN"
-# one build at a time per machine (make test's background prefetch and a test may both ask)
-exec 8>"$DIR/.script.lock"; flock 8
+one_build_at_a_time "$DIR/.script.lock"
 missing=()
 for p in "${PROGRAMS[@]}"; do
   if [ "$FORCE" = 1 ] || [ ! -x "$BIN/$p" ]; then missing+=("$p"); fi
 done
 if [ "${#missing[@]}" -eq 0 ]; then echo "$BIN"; exit 0; fi
-command -v go >/dev/null || die "Go is not installed; prometheus-operator is built from the module proxy"
-buildlog="$DIR/build.log"
-: > "$buildlog"
-log "building ${missing[*]} $VERSION into $BIN (cold: several minutes; log: $buildlog)"
+go_build_start "$DIR" "${missing[*]} $VERSION"
+mkdir -p "$BIN"
 t0=$SECONDS
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-timeout 600 go mod download -json "$MODULE@$VERSION" > dl.json 2>>"$buildlog" \
-  || die "go mod download $MODULE@$VERSION failed: $(tail -3 "$buildlog")"
-gomod=$(python3 -c 'import json; print(json.load(open("dl.json"))["GoMod"])')
+gomod=$(go_module GoMod "$MODULE@$VERSION")
 go_line=$(awk '$1 == "go" {print; exit}' "$gomod")
 {
   echo "module crimsonbench.local/prometheusoperatorbuild"
@@ -77,10 +64,10 @@ for kv in "Version=${VERSION#v}" "Revision=$VERSION" "Branch=$VERSION" \
 done
 for p in "${missing[@]}"; do
   log "go build cmd/$p"
-  timeout 3600 go build -trimpath -ldflags "$ldflags" -o "$work/$p" "$MODULE/cmd/$p" \
-    >>"$buildlog" 2>&1 || { tail -30 "$buildlog" >&2; die "go build cmd/$p failed (log: $buildlog)"; }
-  "$work/$p" --version >>"$buildlog" 2>&1 || die "the built $p does not run: $(tail -3 "$buildlog")"
-  mv "$work/$p" "$BIN/$p.tmp" && mv "$BIN/$p.tmp" "$BIN/$p"
+  timeout 3600 go build -trimpath -ldflags "$ldflags" -o "$WORK/$p" "$MODULE/cmd/$p" \
+    >>"$BUILD_LOG" 2>&1 || { tail -30 "$BUILD_LOG" >&2; die "go build cmd/$p failed (log: $BUILD_LOG)"; }
+  "$WORK/$p" --version >>"$BUILD_LOG" 2>&1 || die "the built $p does not run: $(tail -3 "$BUILD_LOG")"
+  mv "$WORK/$p" "$BIN/$p.tmp" && mv "$BIN/$p.tmp" "$BIN/$p"
 done
 cp go.mod "$DIR/go.mod"  # what was built, for the record
 log "built in $((SECONDS - t0))s"

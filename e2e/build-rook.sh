@@ -21,6 +21,8 @@
 #
 # Cold build ≈ 5-10 min on 2 cores (under load), warm (Go build cache) seconds.
 set -euo pipefail
+LOG_TAG=build-rook
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ROOK_VERSION=${ROOK_VERSION:-v1.17.8}
 case "$ROOK_VERSION" in
@@ -30,37 +32,18 @@ case "$ROOK_VERSION" in
   *) default_apis= ;;
 esac
 ROOK_APIS_VERSION=${ROOK_APIS_VERSION:-$default_apis}
-CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 DIR="$CACHE/rook/$ROOK_VERSION"
 BIN="$DIR/bin/rook"
-FORCE=${FORCE:-0}
-export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local CGO_ENABLED=0
-
-log() { echo "[build-rook] $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-
-mkdir -p "$DIR"
-# one build at a time per machine (make test's background prefetch and a test may both ask)
-exec 8>"$DIR/.script.lock"; flock 8
-if [ "$FORCE" != 1 ] && [ -x "$BIN" ]; then echo "$BIN"; exit 0; fi
-command -v go >/dev/null || die "Go is not installed; rook is built from the module proxy"
+export CGO_ENABLED=0
+go_build_once "$DIR" "$BIN" "rook $ROOK_VERSION"
 [ -n "$ROOK_APIS_VERSION" ] || die "no pkg/apis pseudo-version known for $ROOK_VERSION: set ROOK_APIS_VERSION"
 mkdir -p "$DIR/bin"
-buildlog="$DIR/build.log"
-: > "$buildlog"
-log "building rook $ROOK_VERSION into $DIR/bin (cold: several minutes; log: $buildlog)"
 t0=$SECONDS
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-timeout 600 go mod download -json "github.com/rook/rook@$ROOK_VERSION" > dl.json 2>>"$buildlog" \
-  || die "go mod download github.com/rook/rook@$ROOK_VERSION failed: $(tail -3 "$buildlog")"
-gomod=$(python3 -c 'import json; print(json.load(open("dl.json"))["GoMod"])')
+gomod=$(go_module GoMod "github.com/rook/rook@$ROOK_VERSION")
 if ! timeout 600 go mod download -json \
-     "github.com/rook/rook/pkg/apis@$ROOK_APIS_VERSION" > apis.json 2>>"$buildlog"; then
+     "github.com/rook/rook/pkg/apis@$ROOK_APIS_VERSION" > apis.json 2>>"$BUILD_LOG"; then
   why=$(python3 -c 'import json; print(json.load(open("apis.json")).get("Error", ""))' 2>/dev/null || true)
-  die "github.com/rook/rook/pkg/apis@$ROOK_APIS_VERSION (Rook $ROOK_VERSION's tag commit) is not served by the Go module proxy: ${why:-$(tail -3 "$buildlog")}"
+  die "github.com/rook/rook/pkg/apis@$ROOK_APIS_VERSION (Rook $ROOK_VERSION's tag commit) is not served by the Go module proxy: ${why:-$(tail -3 "$BUILD_LOG")}"
 fi
 
 go mod init crimsonbench.local/rookbuild >/dev/null 2>&1
@@ -88,10 +71,10 @@ ldflags="-s -w -X github.com/rook/rook/pkg/version.Version=$ROOK_VERSION"
 # Build tags as Rook's own Makefile sets them (TAGS): empty for v1.17, ceph_preview later
 # (v1.20.6 calls go-ceph APIs that exist only under that tag: rgw accounts)
 case "$ROOK_VERSION" in v1.17.*) tags= ;; *) tags=ceph_preview ;; esac
-timeout 3600 go build -tags "$tags" -trimpath -ldflags "$ldflags" -o "$work/rook" github.com/rook/rook/cmd/rook \
-  >>"$buildlog" 2>&1 || { tail -30 "$buildlog" >&2; die "go build failed (log: $buildlog)"; }
-"$work/rook" version >&2 || die "the built rook does not run"
-mv "$work/rook" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
+timeout 3600 go build -tags "$tags" -trimpath -ldflags "$ldflags" -o "$WORK/rook" github.com/rook/rook/cmd/rook \
+  >>"$BUILD_LOG" 2>&1 || { tail -30 "$BUILD_LOG" >&2; die "go build failed (log: $BUILD_LOG)"; }
+"$WORK/rook" version >&2 || die "the built rook does not run"
+mv "$WORK/rook" "$BIN.tmp" && mv "$BIN.tmp" "$BIN"
 cp go.mod "$DIR/go.mod"  # what was built, for the record
 log "built in $((SECONDS - t0))s"
 echo "$BIN"

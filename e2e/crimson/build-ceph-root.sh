@@ -33,6 +33,8 @@ PACKAGES=(ceph-mon ceph-mgr ceph-osd ceph-common ceph-base fio util-linux procps
   iproute2 ca-certificates)
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LOG_TAG=ceph-root
+source "$HERE/../lib.sh"
 # The key the installed crimson-osd must carry (see above).
 crimson_key() {
   if [ -n "${CRIMSON_OSD:-}" ]; then
@@ -50,43 +52,13 @@ mkdir -p "$TOP"
 exec 9>"$TOP/.lock"
 flock 9
 
-log() { printf '[ceph-root %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
 mounted=()
-cleanup() {
-  local rc=$? i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-    umount "${mounted[$i]}" 2>/dev/null || umount -l "${mounted[$i]}" 2>/dev/null || true
-  done
-  [ "$rc" -eq 0 ] || log "failed (rc=$rc); log: $LOG; re-run to resume"
-  exit "$rc"
-}
-trap cleanup EXIT
+trap resumable_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-mount_root() {
-  local m
-  for m in proc sys dev; do
-    if mountpoint -q "$ROOT/$m"; then mounted+=("$ROOT/$m"); continue; fi
-    case $m in
-      proc) mount -t proc proc "$ROOT/proc" ;;
-      sys) mount -t sysfs sysfs "$ROOT/sys" ;;
-      dev) mount --bind /dev "$ROOT/dev" ;;
-    esac
-    mounted+=("$ROOT/$m")
-  done
-  cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
-}
-
-in_root() {
-  timeout -k 30 "${STAGE_TIMEOUT:-3600}" chroot "$ROOT" /usr/bin/env -i HOME=/root \
-    LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    DEBIAN_FRONTEND=noninteractive "$@"
-}
-APT=(apt-get -o DPkg::Lock::Timeout=900 -o Acquire::Check-Valid-Until=false
-  -o Acquire::Retries=5 -y --no-install-recommends)
+in_root() { timeout -k 30 "${STAGE_TIMEOUT:-3600}" chroot "$ROOT" "${CHROOT_ENV[@]}" "$@"; }
 
 stage() {  # stage NAME: true when it still has to run
   if [ -e "$TOP/.done-$1" ]; then log "stage $1: done before"; return 1; fi
@@ -111,10 +83,10 @@ if stage rootfs; then
   done_stage rootfs
 fi
 
-mount_root
+chroot_mounts "$ROOT"
 if stage packages; then
-  in_root "${APT[@]}" update >>"$LOG" 2>&1
-  in_root "${APT[@]}" install "${PACKAGES[@]}" >>"$LOG" 2>&1
+  in_root "${CHROOT_APT[@]}" update >>"$LOG" 2>&1
+  in_root "${CHROOT_APT[@]}" install "${PACKAGES[@]}" >>"$LOG" 2>&1
   have=$(in_root dpkg-query -W -f '${Version}' ceph-osd)
   case $have in
     "$VERSION"|"$VERSION"[+-]*) ;;
@@ -150,7 +122,7 @@ if stage crimson; then
       pkgs+=("$owner")
     done
     log "  libraries for crimson-osd: ${pkgs[*]}"
-    in_root "${APT[@]}" install "${pkgs[@]}" >>"$LOG" 2>&1
+    in_root "${CHROOT_APT[@]}" install "${pkgs[@]}" >>"$LOG" 2>&1
   done
   if in_root ldd /usr/bin/crimson-osd | grep 'not found' >&2; then exit 1; fi
   # Our build's compiled-in osd_class_dir is "lib/rados-classes" (CMAKE_INSTALL_LIBDIR=lib),

@@ -1,48 +1,13 @@
-# Shared helpers of the e2e/kind build scripts (sourced, not run).
+# Shared helpers of the e2e/kind build scripts (sourced, not run), on top of e2e/lib.sh's.
 # Set LOG_TAG before sourcing.
 
-CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 KIND_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$KIND_DIR/../.." && pwd)
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
 K8S_VERSION=${K8S_VERSION:-v1.36.3}
 SUITE=${SUITE:-bookworm}
-FORCE=${FORCE:-0}
 export GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local
-
-log() { echo "[${LOG_TAG:-kind}] $*" >&2; }
-
-# on_exit CMD: run CMD when the script exits, last registered first (one EXIT trap for all).
-# Functions called in $(...) or in the background run in a subshell: what they register
-# runs when it ends, and only that. A subshell inherits the array of its parent's hooks;
-# running those at its end killed the parent's other background builds and removed
-# their files (seen on the first cold build: coredns killed when a $(rootfs_image)
-# ended), so a subshell's first on_exit starts a list of its own.
-_ON_EXIT=()
-_ON_EXIT_OWNER=$BASHPID
-on_exit() {
-  if [ "$_ON_EXIT_OWNER" != "$BASHPID" ]; then _ON_EXIT=(); _ON_EXIT_OWNER=$BASHPID; fi
-  _ON_EXIT+=("$1")
-  trap _run_on_exit EXIT
-}
-_run_on_exit() {
-  local i
-  for ((i = ${#_ON_EXIT[@]} - 1; i >= 0; i--)); do eval "${_ON_EXIT[i]}" || true; done
-}
-die() { log "ERROR: $*"; exit 1; }
-
-# step NAME TIMEOUT CMD...: run CMD bounded by TIMEOUT seconds, log its duration.
-step() {
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS rc=0
-  log "$name ..."
-  timeout --kill-after=30 "$limit" "$@" >&2 || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    [ "$rc" -eq 124 ] && log "$name timed out after ${limit}s"
-    die "$name failed (rc=$rc) after $((SECONDS - t0))s"
-  fi
-  log "$name done in $((SECONDS - t0))s"
-}
 
 # Our dockerd (e2e/kind/dockerd.sh). A script that had to start it stops it at exit.
 STARTED_DOCKERD=0
@@ -61,19 +26,6 @@ stop_dockerd_if_started() {
   if [ "$STARTED_DOCKERD" = 1 ]; then "$KIND_DIR/dockerd.sh" stop; fi
 }
 
-# The Debian mirror this machine's apt uses (deb822 "URIs:" or one-line "deb URL suite").
-find_mirror() {
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
-    [ -r "$f" ] || continue
-    awk '
-      /^[[:space:]]*#/ {next}
-      $1 == "URIs:" {for (i = 2; i <= NF; i++) print $i}
-      $1 == "deb" {for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i ~ /:\/\//) {print $i; break}}
-    ' "$f"
-  done | grep -E '/debian/?$' | grep -v -- '-security' | head -n1
-}
-
 # rootfs_image NAME PACKAGES: a debootstrap minbase $SUITE rootfs with PACKAGES (comma
 # separated), imported into our dockerd as crimsonbench/kind-rootfs-NAME:KEY (KEY = hash of
 # suite + packages). Cached as a tarball; prints the image reference.
@@ -86,34 +38,16 @@ rootfs_image() {
   if [ "$FORCE" != 1 ] && docker image inspect "$ref" >/dev/null 2>&1; then
     log "rootfs $ref present"; echo "$ref"; return
   fi
-  command -v debootstrap >/dev/null || step "apt-get install debootstrap" 900 \
-    env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y debootstrap
-  mkdir -p "$(dirname "$tar")"
+  ensure_tools debootstrap
   if [ "$FORCE" = 1 ] || [ ! -s "$tar" ]; then
-    local mirror rootfs
-    mirror=${MIRROR:-$(find_mirror)}
-    mirror=${mirror:-http://deb.debian.org/debian}
-    rootfs=$(mktemp -d "$CACHE/kind/rootfs/$name.XXXXXX")
-    # debootstrap mounts proc/sys inside the target: never rm through them
-    on_exit "umount_under '$rootfs'; rm -rf --one-file-system '$rootfs' '$tar.tmp'"
-    step "debootstrap $name ($SUITE, $mirror)" 1200 \
-      debootstrap --variant=minbase --include="$packages" "$SUITE" "$rootfs" "$mirror"
-    umount_under "$rootfs"
-    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
-           "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/var/log/*.log
-    step "tar $name rootfs" 600 tar --numeric-owner --xattrs -C "$rootfs" -cf "$tar.tmp" .
-    mv "$tar.tmp" "$tar"
-    rm -rf --one-file-system "$rootfs"
+    ROOTFS_HOOK=_slim_rootfs debootstrap_tar "$tar" "$SUITE" --include="$packages"
   fi
   step "docker import $ref" 600 docker import "$tar" "$ref"
   echo "$ref"
 }
 
-umount_under() {
-  local m
-  for m in $(awk -v r="$1" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do
-    umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
-  done
+_slim_rootfs() { # the nodes never read these
+  rm -rf "$1"/usr/share/doc/* "$1"/usr/share/man/* "$1"/var/log/*.log
 }
 
 # go_tool NAME MODULE VERSION PACKAGE [LDFLAGS]: a static Go binary, built once into
@@ -142,22 +76,14 @@ go_tool() {
 }
 
 # The kind Go module's directory (its images/base/files are part of our base image).
-kind_module_dir() {
-  local dir
-  dir=$(go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" \
-        | python3 -c 'import json, sys; d = json.load(sys.stdin); print(d.get("Dir") or d["Error"])')
-  [ -d "$dir" ] || die "go mod download sigs.k8s.io/kind@$KIND_VERSION: $dir"
-  echo "$dir"
-}
+kind_module_dir() { go_module Dir "sigs.k8s.io/kind@$KIND_VERSION"; }
 
 # kubeadm_const NAME: a string constant of kubeadm for $K8S_VERSION (PauseVersion,
 # CoreDNSVersion, DefaultEtcdVersion), read from the k8s.io/kubernetes Go module: the image
 # names kubeadm will ask the nodes' containerd for.
 kubeadm_const() {
   local dir
-  dir=$(go mod download -json "k8s.io/kubernetes@$K8S_VERSION" \
-        | python3 -c 'import json, sys; d = json.load(sys.stdin); print(d.get("Dir") or d["Error"])')
-  [ -d "$dir" ] || die "go mod download k8s.io/kubernetes@$K8S_VERSION: $dir"
+  dir=$(go_module Dir "k8s.io/kubernetes@$K8S_VERSION")
   sed -n "s/^[[:space:]]*$1 = \"\\([^\"]*\\)\".*/\\1/p" "$dir/cmd/kubeadm/app/constants/constants.go" | head -n1
 }
 

@@ -33,6 +33,8 @@
 # A podman store of our own, so the product images' store can be wiped independently.
 set -euo pipefail
 
+LOG_TAG=build-rook-image
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 ROOK_VERSION=${ROOK_VERSION:-v1.17.8}
 CEPH_VERSION=${CEPH_VERSION:-18.2.7}
 SUITE=${SUITE:-trixie}
@@ -48,10 +50,8 @@ if [ -z "${WITH_FIO:-}" ]; then
   WITH_FIO=0
   if [ "$OSD_FLAVOR" = crimson ] || [ "${CEPH_VERSION%%.*}" -ge 20 ]; then WITH_FIO=1; fi
 fi
-CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 IMAGES="$CACHE/images"
 WORK="$CACHE/rook"
-FORCE=${FORCE:-0}
 VERIFY=${VERIFY:-1}
 if [ -n "$BASE_ROOTFS" ]; then
   # .../ceph-root/20.2.4/rootfs -> ceph-root-20.2.4
@@ -65,24 +65,9 @@ ARCHIVE="$IMAGES/rook-ceph-$ROOK_VERSION-$CEPH_VERSION$FLAVOR_TAG.tar"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CONTEXT_SRC="$HERE/image"
 
-log() { echo "[build-rook-image] $*" >&2; }
-die() { log "ERROR: $*"; exit 1; }
-step() { # NAME TIMEOUT CMD...
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS rc=0
-  log "$name ..."
-  timeout --kill-after=30 "$limit" "$@" >&2 || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    [ "$rc" -eq 124 ] && log "$name timed out after ${limit}s"
-    die "$name failed (rc=$rc) after $((SECONDS - t0))s"
-  fi
-  log "$name done in $((SECONDS - t0))s"
-}
-
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap, rootful podman)"
 mkdir -p "$IMAGES" "$WORK"
-# one build at a time per machine (make test's background prefetch and a test may both ask)
-exec 8>"$IMAGES/.build-rook-image.lock"; flock 8
+one_build_at_a_time "$IMAGES/.build-rook-image.lock"
 
 # ------------------------------------------------------------------ 1. rook binary
 ROOK_BIN=$(ROOK_VERSION=$ROOK_VERSION bash "$HERE/../build-rook.sh") || die "e2e/build-rook.sh failed"
@@ -132,33 +117,10 @@ if [ "$FORCE" != 1 ] && [ -s "$ARCHIVE" ] && [ "$(cat "$ARCHIVE.inputs" 2>/dev/n
 fi
 
 # ------------------------------------------------------------------ packages
-need=()
-for t in debootstrap podman runc; do command -v "$t" >/dev/null || need+=("$t"); done
-if [ "${#need[@]}" -gt 0 ]; then
-  step "apt-get install ${need[*]}" 900 \
-    env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y "${need[@]}"
-fi
-
-STORE="$WORK/podman-storage"
-RUNROOT=/run/crimsonbench-rook-podman
-PODMAN=(podman --root "$STORE" --runroot "$RUNROOT" --runtime runc)
-ULIMITS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+ensure_tools debootstrap podman runc
+podman_store "$WORK/podman-storage" /run/crimsonbench-rook-podman
 
 # ------------------------------------------------------------------ 2. base rootfs
-find_mirror() { # the Debian mirror this machine's apt uses
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
-    [ -r "$f" ] || continue
-    awk '
-      /^[[:space:]]*#/ {next}
-      $1 == "URIs:" {for (i = 2; i <= NF; i++) print $i}
-      $1 == "deb" {for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i ~ /:\/\//) {print $i; break}}
-    ' "$f"
-  done | grep -E '/debian/?$' | grep -v -- '-security' | head -n1
-}
-MIRROR=${MIRROR:-$(find_mirror)}
-MIRROR=${MIRROR:-http://deb.debian.org/debian}
-
 FORCE_IMPORT=0
 if [ -n "$BASE_ROOTFS" ]; then
   [ -x "$BASE_ROOTFS/usr/bin/ceph" ] || die "BASE_ROOTFS $BASE_ROOTFS has no /usr/bin/ceph"
@@ -174,51 +136,26 @@ if [ -n "$BASE_ROOTFS" ]; then
     FORCE_IMPORT=1
   fi
 elif [ "$FORCE" = 1 ] || [ ! -s "$BASE_TAR" ]; then
-  rootfs=$(mktemp -d "$WORK/rootfs-$SUITE.XXXXXX")
-  cleanup_rootfs() {
-    # debootstrap mounts proc/sys inside the target; never rm through them
-    local m
-    for m in $(awk -v r="$rootfs" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r); do
-      umount -l "$m" 2>/dev/null || true
-    done
-    rm -rf --one-file-system "$rootfs" "$BASE_TAR.tmp"
-  }
-  trap cleanup_rootfs EXIT
-  step "debootstrap --variant=minbase $SUITE ($MIRROR)" 1200 \
-    debootstrap --variant=minbase "$SUITE" "$rootfs" "$MIRROR"
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  mkdir -p "$rootfs/var/lib/apt/lists/partial"
   # sid's Release file on a frozen mirror has expired: every apt in images on this base
   # (ours and ./Dockerfile's fio runner) must not refuse it (harmless for trixie)
-  echo 'Acquire::Check-Valid-Until "false";' >"$rootfs/etc/apt/apt.conf.d/99no-valid-until"
-  step "tar rootfs" 300 tar --numeric-owner --xattrs -C "$rootfs" -cf "$BASE_TAR.tmp" .
-  mv "$BASE_TAR.tmp" "$BASE_TAR"
-  cleanup_rootfs
-  trap - EXIT
+  no_valid_until() { echo 'Acquire::Check-Valid-Until "false";' >"$1/etc/apt/apt.conf.d/99no-valid-until"; }
+  ROOTFS_HOOK=no_valid_until debootstrap_tar "$BASE_TAR" "$SUITE"
   FORCE_IMPORT=1
 else
   log "base rootfs cached: $BASE_TAR"
 fi
-
-# ------------------------------------------------------------------ 3. import base image
-if [ "$FORCE_IMPORT" = 1 ] || ! "${PODMAN[@]}" image exists "$BASE_IMAGE"; then
-  "${PODMAN[@]}" rmi --force "$BASE_IMAGE" >/dev/null 2>&1 || true
-  step "podman import $BASE_IMAGE" 300 \
-    "${PODMAN[@]}" import --change 'CMD ["/bin/bash"]' "$BASE_TAR" "$BASE_IMAGE"
-fi
+podman_base "$BASE_TAR" "$BASE_IMAGE"  # 3.
 
 # ------------------------------------------------------------------ 4. build
-ctx=$(mktemp -d "$WORK/context.XXXXXX")
-# podman's run root (locks, container state) is recreated on demand: leave none in /run
-trap 'rm -rf "$ctx"; "${PODMAN[@]}" ps -aq | grep -q . || rm -rf "$RUNROOT"' EXIT
-cp "$CONTEXT_SRC"/* "$ctx/"
-cp "$ROOK_BIN" "$ctx/rook"
-cp "$WHEELS/$BCRYPT_WHEEL" "$ctx/"
+build_context "$WORK"
+cp "$CONTEXT_SRC"/* "$CTX/"
+cp "$ROOK_BIN" "$CTX/rook"
+cp "$WHEELS/$BCRYPT_WHEEL" "$CTX/"
 [ "$FORCE" = 1 ] && extra=(--no-cache) || extra=()
 step "podman build $IMAGE" 2400 \
   "${PODMAN[@]}" build "${ULIMITS[@]}" "${extra[@]}" --network host --force-rm --layers \
     --build-arg "BASE=$BASE_IMAGE" --build-arg "CEPH_VERSION=$CEPH_VERSION" --build-arg "OSD_FLAVOR=$OSD_FLAVOR" \
-    -t "$IMAGE" -f "$ctx/Containerfile" "$ctx"
+    -t "$IMAGE" -f "$CTX/Containerfile" "$CTX"
 
 if [ "$WITH_FIO" = 1 ]; then
   step "podman build $FIO_IMAGE" 1200 \
@@ -232,57 +169,37 @@ fi
 # ------------------------------------------------------------------ 5. smoke test
 if [ "$VERIFY" = 1 ]; then
   RUN=("${PODMAN[@]}" run --rm "${ULIMITS[@]}" --network=none --entrypoint=)
-  check() { # DESCRIPTION CMD...
-    local what=$1 out; shift
-    if ! out=$(timeout --kill-after=10 120 "$@" 2>&1); then
-      log "verify FAILED: $what"; echo "$out" >&2; exit 1
-    fi
-    log "verify ok ($what): ${out%%$'\n'*}"
-  }
-  check "rook version" "${RUN[@]}" "$IMAGE" sh -c "rook version 2>&1 | grep -F 'rook: $ROOK_VERSION'"
-  check "ceph --version" "${RUN[@]}" "$IMAGE" sh -c "ceph --version | grep -F 'ceph version $CEPH_VERSION'"
-  check "ceph-volume --help" "${RUN[@]}" "$IMAGE" sh -c 'ceph-volume --help | head -3'
-  check "lsblk" "${RUN[@]}" "$IMAGE" lsblk --version
-  check "tools on PATH" "${RUN[@]}" "$IMAGE" sh -c '
+  verify "rook version" "${RUN[@]}" "$IMAGE" sh -c "rook version 2>&1 | grep -F 'rook: $ROOK_VERSION'"
+  verify "ceph --version" "${RUN[@]}" "$IMAGE" sh -c "ceph --version | grep -F 'ceph version $CEPH_VERSION'"
+  verify "ceph-volume --help" "${RUN[@]}" "$IMAGE" sh -c 'ceph-volume --help | head -3'
+  verify "lsblk" "${RUN[@]}" "$IMAGE" lsblk --version
+  verify "tools on PATH" "${RUN[@]}" "$IMAGE" sh -c '
     for t in ceph rbd rados crushtool ceph-authtool monmaptool ceph-mon ceph-mgr ceph-osd \
              ceph-volume ceph-bluestore-tool lsblk udevadm sgdisk lvs blkid python3 bash \
              toolbox.sh set-ceph-debug-level dmsetup; do
       command -v "$t" >/dev/null || { echo "missing: $t"; exit 1; }
     done; echo "all tools present"'
-  check "ceph-osd finds the object classes" "${RUN[@]}" "$IMAGE" sh -c '
+  verify "ceph-osd finds the object classes" "${RUN[@]}" "$IMAGE" sh -c '
     [ "$(command -v ceph-osd)" = /usr/local/bin/ceph-osd ] && d=$(ls -d /usr/lib/*/rados-classes) \
     && ls "$d/libcls_rbd.so" "$d/libcls_lock.so" >/dev/null && echo "ceph-osd --osd-class-dir $d"'
   if [ "$OSD_FLAVOR" = crimson ]; then
-    check "crimson-osd is the OSD" "${RUN[@]}" "$IMAGE" sh -c '
+    verify "crimson-osd is the OSD" "${RUN[@]}" "$IMAGE" sh -c '
       [ "$(cat /etc/crimsonbench/osd-flavor)" = crimson ] && crimson-osd --version | grep -F "(crimson)" \
       && ceph-osd --version | grep -vF "(crimson)"'
   fi
   if [ "$WITH_FIO" = 1 ]; then
-    check "fio image: our fio (images/fio/), rbd engine, Ceph $CEPH_VERSION client, uid 167" "${RUN[@]}" "$FIO_IMAGE" sh -c "
+    verify "fio image: our fio (images/fio/), rbd engine, Ceph $CEPH_VERSION client, uid 167" "${RUN[@]}" "$FIO_IMAGE" sh -c "
       grep -q sk_out_drain_wake /usr/bin/fio \
       && fio --enghelp=rbd | grep -q '^rbdname' && rbd --version | grep -F 'ceph version $CEPH_VERSION' \
       && [ \$(id -u) = 167 ] && touch /etc/ceph/.w && rm /etc/ceph/.w"
   fi
-  check "users" "${RUN[@]}" "$IMAGE" sh -c \
+  verify "users" "${RUN[@]}" "$IMAGE" sh -c \
     '[ "$(id -u ceph):$(id -g ceph)" = 167:167 ] && [ "$(id -u rook)" = 2016 ] && [ "$(id -u)" = 0 ] \
      && echo "ceph 167:167, rook 2016, runs as root"'
 fi
 
 # ------------------------------------------------------------------ 6. save
-id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")
-if [ "$FORCE" = 1 ] || [ ! -s "$ARCHIVE" ] || [ "$(cat "$ARCHIVE.id" 2>/dev/null)" != "$id" ]; then
-  rm -f "$ARCHIVE" "$ARCHIVE.tmp" "$ARCHIVE.id" "$ARCHIVE.inputs"
-  # docker-archive keeps the full name (RepoTags): ctr imports it as localhost/...:tag
-  step "podman save $IMAGE" 900 "${PODMAN[@]}" save --format docker-archive -o "$ARCHIVE.tmp" "$IMAGE"
-  mv "$ARCHIVE.tmp" "$ARCHIVE"
-  echo "$id" > "$ARCHIVE.id"
-fi
-if [ "$WITH_FIO" = 1 ]; then
-  rm -f "$FIO_ARCHIVE" "$FIO_ARCHIVE.tmp"
-  step "podman save $FIO_IMAGE" 900 "${PODMAN[@]}" save --format docker-archive -o "$FIO_ARCHIVE.tmp" "$FIO_IMAGE"
-  mv "$FIO_ARCHIVE.tmp" "$FIO_ARCHIVE"
-  log "$(du -h "$FIO_ARCHIVE" | cut -f1)  $FIO_ARCHIVE (the fio runner on Ceph $CEPH_VERSION)"
-fi
+podman_save "$ARCHIVE" "$IMAGE"
+[ "$WITH_FIO" = 1 ] && podman_save "$FIO_ARCHIVE" "$FIO_IMAGE"  # the fio runner on this Ceph
 inputs_digest > "$ARCHIVE.inputs"
-log "$(du -h "$ARCHIVE" | cut -f1)  $ARCHIVE"
 echo "$ARCHIVE"
