@@ -742,6 +742,63 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
                                               name, {"metadata": {"finalizers": None}})  # fmt: skip
 
 
+def test_cleanup_removes_the_runs_images_before_it_restores_the_cluster(
+    admin: kubernetes.client.ApiClient, cephcluster: dict[str, Any]
+) -> None:
+    """The restore restarts OSDs (Rook rolls every OSD back to the original resources;
+    crimson ones once more for their layout). Seen on kind: cyanstore's osd.0, restarted
+    while the run's pool still held its data, came back without that pool's PGs, and the
+    images' removal Job then waited on them until it failed. So cleanup removes the run's
+    images (and pool) first: while their removal Job is pending, the CephCluster still
+    carries the run's patch and the restore has not begun."""
+    from crimsonbench.controller import rook, stages
+    from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY, digest
+    from crimsonbench.controller.settings import RookTargetValue, Settings
+    from crimsonbench.errors import NotReady
+    from crimsonbench.plan.build import build_plan
+    from crimsonbench.plan.hosts import ClusterLayout
+    from crimsonbench.plan.topology import parse_lscpu_json
+    from crimsonbench.spec.models import validate_spec
+
+    core = kubernetes.client.CoreV1Api(admin)
+    custom = kubernetes.client.CustomObjectsApi(admin)
+    batch = kubernetes.client.BatchV1Api(admin)
+    spec = validate_spec(run_body("order")["spec"])
+    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
+    plan = build_plan("order", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
+                      option_family="legacy")  # fmt: skip
+    original = json.dumps(cephcluster["spec"])
+    saved = "crimsonbench-original-uid-1"
+    core.create_namespaced_config_map(OP_NS, {"metadata": {"name": saved},
+                                              "data": {rook.ORIGINAL_KEY: original}})  # fmt: skip
+    run_patch = {"cephConfig": {"osd.0": {"crimson_seastar_cpu_cores": "0-27"}}}
+    custom.patch_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephclusters",
+        "rook-ceph", {"spec": run_patch, "metadata": {"annotations": {
+            PATCHED_BY: f"{RUN_NS}/order/uid-1", ORIGINAL_DIGEST: digest(original)}}})  # fmt: skip
+    status: dict[str, Any] = {"stage": "restore", "imagesCreated": True,
+                              "osdPlacement": {"0": NODE}}  # fmt: skip
+    grant = RookTargetValue(cephCluster=f"{ROOK_NS}/rook-ceph", allowedNamespaces=[RUN_NS])
+    settings = Settings(operator_namespace=OP_NS, rook_targets=[grant])
+    ctx = ctx_of("order", spec, admin, settings, status)
+    assert ctx.refusal is None
+    ctx.plan = plan
+    try:
+        with pytest.raises(NotReady, match=f"removing {len(plan.pool.images)} RBD images"):
+            stages.cleanup(ctx)
+        jobs = batch.list_namespaced_job(ROOK_NS, label_selector=f"{G}/run=order").items
+        assert [j.metadata.name for j in jobs] == ["order-rbd-cleanup"], jobs
+        # the restore has not begun: the run's patch and marks are still on the cluster
+        got = get_cluster(admin)
+        assert got["spec"]["cephConfig"] == run_patch["cephConfig"], got["spec"]
+        assert PATCHED_BY in got["metadata"]["annotations"]
+        assert not carried(status, ctx)["record"]["restore"]  # no restore mark yet
+    finally:
+        with contextlib.suppress(ApiException):
+            core.delete_namespaced_config_map(saved, OP_NS)
+        for job in batch.list_namespaced_job(ROOK_NS, label_selector=f"{G}/run=order").items:
+            batch.delete_namespaced_job(job.metadata.name, ROOK_NS, propagation_policy="Background")
+
+
 def test_crimson_osds_restart_after_the_restore(
     admin: kubernetes.client.ApiClient,
     control_plane: ControlPlane,

@@ -163,10 +163,11 @@ def stage_restore(ctx: RunContext) -> str:
 
 
 def cleanup(ctx: RunContext) -> None:
-    """Leave the cluster as it was found: restore, delete children, release the lease.
-    Raises NotReady until done (Rook rolling the OSDs back, the config cleanup Job, Rook
-    removing the pool and the cephx user, external images removed, the pods gone); each
-    call goes on where the last one stopped.
+    """Leave the cluster as it was found: the run's images and pool removed, then the
+    cluster restored, the run's children deleted, the lease released. Raises NotReady
+    until done (the images' removal Job, Rook removing the pool and the cephx user, Rook
+    rolling the OSDs back, the config cleanup Job, the pods gone); each call goes on where
+    the last one stopped.
 
     A run whose target the chart does not allow, or that never held the cluster (it was
     waiting for the lease), touches nothing outside the operator's namespace: the Jobs
@@ -178,9 +179,13 @@ def cleanup(ctx: RunContext) -> None:
     # every Job but the cleanup ones, which must outlive the fio servers they wait for
     keep = f"{LABEL_ROLE}!={ROLE_RBD_CLEANUP},{LABEL_ROLE}!={ROLE_CEPH_CLEANUP}"
     ctx.kube.delete_jobs(ns, f"{ctx.selector},{keep}")
-    restored = restore_cluster(ctx, _plan_or_none(ctx))
+    # The run's images and pool go before the restore restarts any OSD: an OSD restarted
+    # under them can lose their PGs (crimson 20.2.4 on cyanstore keeps only what its last
+    # clean stop wrote, and its stop does not always finish), and `rbd rm` then waits on
+    # them until the Job fails (seen on kind). Both waits are bounded: the restore follows.
     external.remove_images(ctx, _plan_or_none(ctx))  # as the run's user: before it goes
     rook_pool.remove_pool_and_user(ctx, _plan_or_none(ctx))
+    restored = restore_cluster(ctx, _plan_or_none(ctx))
     # nothing of the run left in the Jobs' namespace: Jobs and their pods
     ctx.kube.delete_jobs(ns, ctx.selector)
     pods = ctx.kube.pod_names(ns, ctx.selector)
