@@ -1,6 +1,7 @@
 # Shared helpers of the e2e build scripts (sourced, not run): logging, bounded steps, exit
 # hooks, one build at a time, Debian tools and mirror, a debootstrap base as a tarball,
-# a chroot's mounts and Go's offline build. Set LOG_TAG before sourcing.
+# podman's store, import, checks and save, a chroot's mounts, Go's offline builds. Set
+# LOG_TAG before sourcing. tests/scripts/test_e2e_lib.py runs them.
 
 CACHE=${CRIMSONBENCH_CACHE:-$HOME/.cache/crimsonbench}
 FORCE=${FORCE:-0}
