@@ -262,6 +262,17 @@ def carried(status: dict[str, Any], ctx: Any) -> dict[str, Any]:
     return apply_merge_patch(status, ctx.record.status_patch())
 
 
+def xeon_plan(name: str, spec: Any) -> Any:
+    """The run's plan on one node of the captured 2-socket Xeon 8276M (112 CPUs)."""
+    from crimsonbench.plan.build import build_plan
+    from crimsonbench.plan.hosts import ClusterLayout
+    from crimsonbench.plan.topology import parse_lscpu_json
+
+    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
+    layout = ClusterLayout({NODE: topo}, {0: NODE}, (NODE,))
+    return build_plan(name, spec, layout, option_family="legacy")
+
+
 def jobs_of(api: Any, run: str) -> list[str]:
     batch = kubernetes.client.BatchV1Api(api)
     selector = f"{G}/run={run}"
@@ -564,18 +575,13 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
     from crimsonbench.manifests.ceph_access import rook_access, rook_client_access
     from crimsonbench.manifests.pods import PodOptions
     from crimsonbench.manifests.results import results_configmaps, run_configmap
-    from crimsonbench.plan.build import build_plan
-    from crimsonbench.plan.hosts import ClusterLayout
     from crimsonbench.plan.summary import plan_summary
-    from crimsonbench.plan.topology import parse_lscpu_json
     from crimsonbench.results.types import RunInfo
     from crimsonbench.spec.models import validate_spec
 
     del ClusterFacts
     spec = validate_spec(run_body("dryrun")["spec"])
-    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
-    plan = build_plan("dryrun", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
-                      option_family="legacy")  # fmt: skip
+    plan = xeon_plan("dryrun", spec)
     opts = PodOptions(image="crimsonbench-fio:test")
     admin_access = rook_access(ROOK_NS)
     user = rook_client_access(ROOK_NS, plan.pool.user)
@@ -656,15 +662,10 @@ def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import ExecutionError, NotReady
     from crimsonbench.manifests.rook_objects import cephblockpool
-    from crimsonbench.plan.build import build_plan
-    from crimsonbench.plan.hosts import ClusterLayout
-    from crimsonbench.plan.topology import parse_lscpu_json
     from crimsonbench.spec.models import validate_spec
 
     spec = validate_spec(run_body("poolfail")["spec"])
-    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
-    plan = build_plan("poolfail", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
-                      option_family="legacy")  # fmt: skip
+    plan = xeon_plan("poolfail", spec)
     custom = kubernetes.client.CustomObjectsApi(admin)
     name = cephblockpool("poolfail", plan.pool)["metadata"]["name"]
 
@@ -701,15 +702,10 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import NotReady
     from crimsonbench.manifests.rook_objects import cephblockpool
-    from crimsonbench.plan.build import build_plan
-    from crimsonbench.plan.hosts import ClusterLayout
-    from crimsonbench.plan.topology import parse_lscpu_json
     from crimsonbench.spec.models import validate_spec
 
     spec = validate_spec(run_body("poolstuck")["spec"])
-    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
-    plan = build_plan("poolstuck", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
-                      option_family="legacy")  # fmt: skip
+    plan = xeon_plan("poolstuck", spec)
     custom = kubernetes.client.CustomObjectsApi(admin)
     pool = cephblockpool("poolstuck", plan.pool, namespace=ROOK_NS)
     pool["metadata"]["finalizers"] = ["test.crimsonbench/rook-cannot-delete"]  # Rook's stand-in
@@ -755,18 +751,13 @@ def test_cleanup_removes_the_runs_images_before_it_restores_the_cluster(
     from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY, digest
     from crimsonbench.controller.settings import RookTargetValue, Settings
     from crimsonbench.errors import NotReady
-    from crimsonbench.plan.build import build_plan
-    from crimsonbench.plan.hosts import ClusterLayout
-    from crimsonbench.plan.topology import parse_lscpu_json
     from crimsonbench.spec.models import validate_spec
 
     core = kubernetes.client.CoreV1Api(admin)
     custom = kubernetes.client.CustomObjectsApi(admin)
     batch = kubernetes.client.BatchV1Api(admin)
     spec = validate_spec(run_body("order")["spec"])
-    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
-    plan = build_plan("order", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
-                      option_family="legacy")  # fmt: skip
+    plan = xeon_plan("order", spec)
     original = json.dumps(cephcluster["spec"])
     saved = "crimsonbench-original-uid-1"
     core.create_namespaced_config_map(OP_NS, {"metadata": {"name": saved},
@@ -1180,16 +1171,11 @@ def test_the_restore_takes_only_the_original_the_operator_saved(
     from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import ExecutionError, NotReady
-    from crimsonbench.plan.build import build_plan
-    from crimsonbench.plan.hosts import ClusterLayout
-    from crimsonbench.plan.topology import parse_lscpu_json
     from crimsonbench.spec.models import validate_spec
 
     core = kubernetes.client.CoreV1Api(admin)
     spec = validate_spec(run_body("deputy")["spec"])
-    topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
-    plan = build_plan("deputy", spec, ClusterLayout({NODE: topo}, {0: NODE}, (NODE,)),
-                      option_family="legacy")  # fmt: skip
+    plan = xeon_plan("deputy", spec)
     original = copy.deepcopy(cephcluster["spec"])
     evil = {**original, "cephVersion": {"image": "evil.example/ceph:latest"},
             "dataDirHostPath": "/etc", "cleanupPolicy": {"confirmation":
