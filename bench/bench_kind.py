@@ -32,15 +32,10 @@ sys.path.insert(0, str(ROOT / "e2e"))
 
 import kubernetes.client  # noqa: E402
 import kubernetes.config  # noqa: E402
-from harness.kind_bench import (  # noqa: E402
-    RUN_NS,
-    kind_bench_stack,
-    run_manifest,
-    switch_fio_image,
-)
-from harness.operator_install import GROUP, PLURAL, VERSION  # noqa: E402
+from harness.kind_bench import RUN_NS, kind_bench_stack, run_manifest, switch_fio_image  # noqa: E402
 
 from crimsonbench.manifests.results import read_results_configmaps  # noqa: E402
+from crimsonbench.spec.api import GROUP, PLURAL, VERSION  # noqa: E402
 
 IODEPTHS = (1, 8, 32)
 

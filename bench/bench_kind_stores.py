@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT / "e2e"))
 
 from harness.kind_bench import RUN_NS, BenchStack, kind_bench_stack  # noqa: E402
 from harness.kind_rook import CLUSTER, NAMESPACE  # noqa: E402
-from harness.operator_install import GROUP, VERSION  # noqa: E402
 
 from crimsonbench.reports.report import read_run  # noqa: E402
+from crimsonbench.spec.api import GROUP, VERSION  # noqa: E402
 
 IODEPTHS = (1, 8, 32)
 OSD_NODE, CLIENT_NODE = "crimsonbench-worker", "crimsonbench-worker2"

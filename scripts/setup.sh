@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install what crimsonbench needs on a fresh Debian machine, idempotently:
 # Ceph (mon, mgr, osd, client tools) and fio from Debian, prometheus (dashboard tests),
-# containerd + runc (the real-node e2e's kubelet), podman + debootstrap (its images), then
-# the Python package in .venv.
+# containerd + runc (under the kind tests' own dockerd), podman + debootstrap (our images),
+# then the Python package in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

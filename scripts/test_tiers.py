@@ -2,7 +2,7 @@
 
 Why tiers and a budget: on a fresh 2-core machine the real parts are built first (Kubernetes
 ~13 min, helm 4, our images 5, Rook ~10, kind's images ~25, a crimson OSD ~2 h), and with
-the tests (the Rook tier alone ~24 min) that is more than CI's 90 minutes. Rather than
+the tests (the kind tier alone ~25 min) that is more than CI's 90 minutes. Rather than
 time out and report nothing, each heavy tier is started only when its builds (those not
 cached yet) plus its tests fit in what is left of the budget; otherwise it is skipped with
 the reason and the command that runs it.
@@ -20,7 +20,7 @@ idle without slowing them. Each build script takes a lock and is idempotent, so 
 that reaches a build still running waits for it instead of building twice.
 
     scripts/test.sh                       # static checks + every tier that fits
-    scripts/test.sh --tier rook           # one tier, no budget (also: --tier quick ...)
+    scripts/test.sh --tier kind           # one tier, no budget (also: --tier quick ...)
     scripts/test.sh tests/plan -k topo    # plain pytest arguments: no tiers
     CB_TEST_BUDGET_MIN=0 scripts/test.sh  # every tier, however long it takes
 """
@@ -43,7 +43,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
 K8S = "k8s/v1.36.3/bin"
-NODE_LOCK = "/run/crimsonbench-node.lock"  # e2e/harness/node.py: one real-node stack at a time
 
 
 @dataclass(frozen=True)
@@ -81,13 +80,10 @@ BUILDS = {
               "e2e/monitoring/build-images.sh"),
         # starts our dockerd and stops it when done: its tier waits for the prefetch to
         # finish it (tier_builds_ready) so the daemon is never stopped under the tests.
-        # Under the real node's lock: its containerd shims share /run/containerd with a
-        # real node's, whose teardown checks the host (a cold run failed the Rook tier on
-        # it). Cold, with the Kubernetes binaries built: 4.2 min (bench/RESULTS.md)
+        # Cold, with the Kubernetes binaries built: 4.2 min (bench/RESULTS.md)
         Build("kind node image", 8, ("kind/v0.33.0/bin/kind", f"{K8S}/kubeadm",
                                      f"{K8S}/kube-proxy", "kind/images/v1.36.3"),
-              f"flock -o {NODE_LOCK} sh -c "
-              "'e2e/kind/build-kind.sh > /dev/null && e2e/kind/build-node-image.sh'"),
+              "e2e/kind/build-kind.sh > /dev/null && e2e/kind/build-node-image.sh"),
         # its crimson-osd, and the marker build-ceph-root.sh leaves once the root is whole
         # (crimson-osd lands first, its libraries after)
         Build("crimson", 120, ("ceph-root/20.2.4/rootfs/usr/bin/crimson-osd",
@@ -102,7 +98,7 @@ BUILDS = {
 }  # fmt: skip
 
 # A test belongs to the tier of the heaviest marker it carries.
-HEAVIEST_FIRST = ("crimson", "kind", "rook", "k8s", "ceph")
+HEAVIEST_FIRST = ("crimson", "kind", "k8s", "ceph")
 
 
 @dataclass(frozen=True)
@@ -133,12 +129,11 @@ TIERS = (
     Tier("quick", 1.5, ()),
     Tier("ceph", 11, ()),
     Tier("k8s", 3, ("k8s control plane", "helm")),
-    Tier("rook", 24, ("k8s control plane", "kubelet", "helm", "our images", "rook",
-                      "rook image")),
-    # a BenchmarkRun across two nodes: Rook in kind with our chart (took over the single
-    # real-node e2e of tier "node")
-    Tier("kind", 14, ("k8s control plane", "kubelet", "helm", "our images", "rook image",
-                      "monitoring images", "kind node image")),
+    # Rook in kind with our chart: what Rook does with a CephCluster, our operator's faults
+    # and a BenchmarkRun across two nodes, on one shared stack (took over the real-node
+    # tiers "node" and "rook")
+    Tier("kind", 27, ("k8s control plane", "kubelet", "helm", "our images", "rook",
+                      "rook image", "monitoring images", "kind node image")),
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs
     # (tests/crimson, and crimson on Rook in kind: tests/kind/test_kind_rook_crimson.py,
     # test_kind_rook_crimson_stores.py: cyanstore and seastore, bench/RESULTS.md)

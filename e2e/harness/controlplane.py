@@ -45,7 +45,6 @@ REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager")
 FIELD_MANAGER = "crimsonbench-e2e"
 SERVICE_CIDR = "10.96.0.0/24"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
-NODE_NAME = "localhost"  # the kubelet's node name: logs and exec reach it on loopback
 
 
 class BinariesUnavailable(RuntimeError):
@@ -59,11 +58,9 @@ class NotReadyError(RuntimeError):
 # ------------------------------------------------------------------ binaries
 
 
-def ensure_binaries(
-    version: str = K8S_VERSION, timeout: float = 90 * 60, extra: tuple[str, ...] = ()
-) -> Path:
+def ensure_binaries(version: str = K8S_VERSION, timeout: float = 90 * 60) -> Path:
     """Return the directory holding etcd, kube-apiserver, kube-controller-manager and
-    kube-scheduler (plus `extra`, e.g. "kubelet") for `version`, building them first if
+    kube-scheduler for `version`, building them first if
     needed (cold: ~15-20 min, once per machine; cached under ~/.cache/crimsonbench, outside
     the repository).
 
@@ -72,10 +69,10 @@ def ensure_binaries(
     override = os.environ.get("CRIMSONBENCH_K8S_BIN")
     if override:
         bin_dir = Path(override)
-        _check_bin_dir(bin_dir, extra)
+        _check_bin_dir(bin_dir)
         return bin_dir
     bin_dir = cache_root() / "k8s" / version / "bin"
-    components = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", *extra)
+    components = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
     if all((bin_dir / b).is_file() for b in ("etcd", *components)):
         return bin_dir
     if shutil.which("go") is None:
@@ -92,12 +89,12 @@ def ensure_binaries(
         log = bin_dir.parent / "build.log"
         raise BinariesUnavailable(f"{exc}\n--- tail of {log}:\n{tail(log)}") from exc
     built = Path(out.strip().splitlines()[-1])
-    _check_bin_dir(built, extra)
+    _check_bin_dir(built)
     return built
 
 
-def _check_bin_dir(bin_dir: Path, extra: tuple[str, ...] = ()) -> None:
-    missing = [b for b in (*REQUIRED, *extra) if not os.access(bin_dir / b, os.X_OK)]
+def _check_bin_dir(bin_dir: Path) -> None:
+    missing = [b for b in REQUIRED if not os.access(bin_dir / b, os.X_OK)]
     if missing:
         raise BinariesUnavailable(f"{bin_dir} lacks {', '.join(missing)}")
 
@@ -243,24 +240,8 @@ def wait_component(comp: Component, probe: Callable[[], Any], what: str, timeout
                         f"\n--- tail of {comp.log}:\n{tail(comp.log, 40)}")  # fmt: skip
 
 
-class StartStop:
-    """`with X() as x:` for a class with start() (which cleans up after itself if it
-    fails) and stop()."""
-
-    def start(self) -> None: ...
-
-    def stop(self) -> None: ...
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
 @dataclass
-class ControlPlane(StartStop):
+class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler) on 127.0.0.1.
 
     A context manager: `__enter__` starts and waits for readiness, `__exit__` kills every
@@ -325,6 +306,13 @@ class ControlPlane(StartStop):
         if getattr(self, "dir", None) is not None and self.dir.exists() and not self.keep_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
 
+    def __enter__(self) -> Self:
+        self.start()  # cleans up after itself if it fails
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def pids(self) -> dict[str, int]:
         return {c.name: c.proc.pid for c in self._components}
 
@@ -340,8 +328,6 @@ class ControlPlane(StartStop):
             "admin": ("admin", "system:masters"),
             "system:kube-controller-manager": ("kcm", ""),
             "system:kube-scheduler": ("scheduler", ""),
-            # a kubelet joining as node "localhost" (Node authorizer: group system:nodes)
-            f"system:node:{NODE_NAME}": ("kubelet", "system:nodes"),
         }
         rows = []
         for user, (uid, groups) in users.items():
@@ -403,8 +389,6 @@ class ControlPlane(StartStop):
                 "--endpoint-reconciler-type=none",
                 "--allow-privileged=true",
                 "--profiling=false",
-                # a kubelet on this machine serves on loopback only, as node "localhost"
-                "--kubelet-preferred-address-types=Hostname,InternalIP",
                 f"--requestheader-client-ca-file={p.front_proxy_ca_crt}",
                 "--requestheader-allowed-names=front-proxy-client",
                 "--requestheader-username-headers=X-Remote-User",

@@ -1,8 +1,8 @@
-"""Container images for the real node, without a registry.
+"""Container images for the kind nodes, without a registry.
 
-- the sandbox ("pause") image: a static Go program that waits for a signal, packed as a
-  docker-archive by hand (one layer, one file) — nothing to pull, nothing to build it with
-  but Go;
+- a minimal image (the "pause" program: a static Go binary that waits for a signal),
+  packed as a docker-archive by hand (one layer, one file) — nothing to pull, nothing to
+  build it with but Go (tests/kind/test_kind_cluster.py loads it into the nodes);
 - our two images (fio runner, operator) from ./Dockerfile via e2e/build-images.sh.
 
 Everything is cached outside the repository, under ~/.cache/crimsonbench/images.

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from crimsonbench.spec.api import GROUP, VERSION
 from harness.builds import REPO, environmental
 from harness.images import FIO_IMAGE, OPERATOR_IMAGE, ImagesUnavailable, product_archives
 from harness.kind import KindCluster, KindUnavailable, kind_cluster
@@ -43,7 +44,6 @@ from harness.monitoring import (
     chart_values,
     install_monitoring,
 )
-from harness.operator_install import GROUP, VERSION
 from harness.rook import (
     CEPH_VERSION,
     CRIMSON_FIO_IMAGE,

@@ -7,7 +7,7 @@ bluestore OSD on a loop device of each worker, and a toolbox pod for `ceph` comm
         rook.ceph_json("osd", "tree")     # a Rook (harness.rook_facade) on a KindSite
         rook.osd_nodes()                  # {0: "crimsonbench-worker", 1: "...-worker2"}
 
-What differs from the real-node harness (e2e/harness/rook_cluster.py), and why:
+How, and why:
 - kind has a pod network, kube-proxy and Ready nodes: Rook runs as it does in Rook's own
   CI (mons behind ClusterIP Services, OSDs on pod IPs), no host network, no NAT rule;
 - each worker sees only ITS loop device: with a device visible to both workers, every

@@ -39,9 +39,9 @@ from typing import Any
 
 import yaml
 
+from crimsonbench.spec.api import GROUP, PLURAL
 from harness.builds import REPO, go_module_dir, run_build
 from harness.kind import KindCluster
-from harness.operator_install import GROUP, PLURAL
 from harness.waiting import wait_for
 
 VERSION = "v0.93.0"  # github.com/prometheus-operator/prometheus-operator

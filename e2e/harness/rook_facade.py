@@ -1,8 +1,7 @@
-"""One facade for a running Rook cluster, wherever it runs: `Rook`. What differs between
-the real node (harness.rook_cluster.HostSite) and kind (harness.kind_rook.KindSite) is a
-`RookSite`: how `ceph` reaches the cluster and which devices the CephCluster gets.
-Everything else — Rook's chart, the CephCluster, readiness, reads, diagnostics, removal —
-is this one class, returning the API server's JSON (dicts) on every site.
+"""One facade for a running Rook cluster: `Rook`. Its `RookSite` (harness.kind_rook.KindSite)
+says how `ceph` reaches the cluster and which devices the CephCluster gets. Everything
+else — Rook's chart, the CephCluster, readiness, reads, diagnostics, removal — is this
+class, returning the API server's JSON (dicts).
 
     rook.ceph_json("osd", "tree"); rook.osd_pods()[0]["spec"]["nodeName"]
     rook.patch_cluster({"spec": {...}}); rook.wait_ready(600)

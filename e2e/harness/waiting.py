@@ -1,4 +1,4 @@
-"""Polling helpers the real-node harnesses share."""
+"""Polling helpers the harness shares."""
 
 from __future__ import annotations
 

@@ -17,8 +17,8 @@ LOG_TAG=base-image
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CRICTL_VERSION=${CRICTL_VERSION:-v1.36.0}
-# Debian's containerd 1.6.20 and runc 1.1.5 are what the host-node e2e runs the kubelet
-# v1.36 with; kind's base uses containerd 2.x, whose config format (v2) 1.6 also reads.
+# Debian's containerd 1.6.20 and runc 1.1.5 run the kubelet v1.36 here (tried on this
+# host); kind's base uses containerd 2.x, whose config format (v2) 1.6 also reads.
 PACKAGES=systemd,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod
 PACKAGES+=,libseccomp2,pigz,e2fsprogs,bash,ca-certificates,curl,jq,procps
 PACKAGES+=,containerd,runc,containernetworking-plugins

@@ -165,7 +165,7 @@ stop() {
 
 remove_run_containerd() {
   # A shim killed rather than stopped leaves its socket behind; one still bound belongs to a
-  # live containerd (a real node's kubelet may run beside us): that one, and the directory
+  # live containerd (another one may run on this machine): that one, and the directory
   # holding it, stay.
   local s
   for s in /run/containerd/s/*; do

@@ -1,7 +1,7 @@
 """The restore's decisions, without a cluster: from what it observed (the recorded original
 spec, its marks, the CephCluster, Rook's OSD pods, the clock) to the actions it takes, in
 the order that keeps the cluster safe. rook.restore_cluster carries them out against the
-real API (tests/k8s, tests/rook)."""
+real API (tests/k8s, tests/kind)."""
 
 from __future__ import annotations
 

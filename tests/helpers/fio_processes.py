@@ -1,5 +1,5 @@
-"""fio as the host sees it, for the Kubernetes tests: kind's nodes and the real-node
-harness's pods are all processes of this machine. Independent of the product: it reads
+"""fio as the host sees it, for the kind tests: kind's nodes are containers, their pods'
+processes are processes of this machine. Independent of the product: it reads
 /proc (psutil), never the operator's records."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 that `report` and `compare` read like a local run's.
 
 The run's objects are made by the operator's own builders from real fio output
-(tests/fixtures/fio/rbd, captured from fio's rbd engine); the real-node e2e fetches a run
-the operator really executed.
+(tests/fixtures/fio/rbd, captured from fio's rbd engine); the kind e2e
+(tests/kind/test_kind_rook_run.py) fetches a run the operator really executed.
 """
 
 from __future__ import annotations

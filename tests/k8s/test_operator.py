@@ -5,7 +5,7 @@ No kubelet runs here, so pods never start: these tests drive the run up to the f
 it needs (the cluster-facts Job of preflight) from real API objects (a Node, Rook's OSD
 pods bound to it, the node's cached topology), every refusal that must come before any
 pod, and the cleanup path. Patching a CephCluster that a real Rook rolls out, restoring
-it and the steps are proven against live Rook (tests/rook) and a real kubelet (tests/e2e).
+it and the steps are proven against live Rook on kind (tests/kind).
 """
 
 from __future__ import annotations
@@ -511,7 +511,7 @@ def test_second_run_waits_for_the_first(
             "no OSD of the cluster runs on node-zz",
         ),
         # deployed crimson with another layout (cephConfig says so): refused before any
-        # pod; without a crimson layout there, preflight reads the OSDs first (tests/rook)
+        # pod; without a crimson layout there, preflight reads the OSDs first (tests/kind)
         (
             "noconsent",
             {

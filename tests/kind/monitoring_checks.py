@@ -32,10 +32,10 @@ import pytest
 import yaml
 from harness.kind_bench import OPERATOR_NS, RUN_NS, BenchStack, run_manifest
 from harness.monitoring import Monitoring
-from harness.operator_install import GROUP, PLURAL
 from polling import poll_until
 
 from crimsonbench.results.store import ResultStore
+from crimsonbench.spec.api import GROUP, PLURAL
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = ROOT / "dashboards"

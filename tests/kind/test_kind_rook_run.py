@@ -32,117 +32,40 @@ import kubernetes.client
 import kubernetes.config
 import pytest
 from fio_overlap import assert_ran_together, overlap
-from fio_processes import FioProcesses, expected_runs
+from fio_processes import expected_runs
 from harness.kind_bench import CLIENT_CPUS, OPERATOR_NS, OSD_CPUS, RUN_NS, BenchStack, run_manifest
 from harness.kind_rook import NAMESPACE as ROOK_NS
-from harness.operator_install import GROUP, PLURAL, VERSION
-from kubernetes import watch
 from kubernetes.stream import stream
-from polling import poll_until
 from prometheus_client.parser import text_string_to_metric_families
+from rook_runs import LABEL_ROLE, LABEL_RUN, PodWatch, RunBench
 from typer.testing import CliRunner
 
 from crimsonbench.cli import app
 from crimsonbench.manifests.fio import server_job_name
 from crimsonbench.manifests.fio_driver import driver_job_name
-from crimsonbench.manifests.rbac import ALL_RULES
 from crimsonbench.manifests.results import read_results_configmaps, read_run_configmap
 
 pytestmark = pytest.mark.kind
 
 RUN, POOL = "kind-sweep", "bench-kind"
-LABEL_RUN, LABEL_ROLE = f"{GROUP}/run", f"{GROUP}/role"
 KEYS = {"osd_op_history_size": "40", "osd_op_log_threshold": "7"}  # runtime OSD options
 METRICS_PORT = 9464  # values.yaml metrics.port
 RUNTIME_S = 3  # each step: 1 s ramp + this
 
 
-class Api:
-    """The kind cluster through the kubernetes client (its kubeconfig reaches the API
-    server through docker's port on 127.0.0.1)."""
+class Watcher(PodWatch):
+    """PodWatch of the run, and the fio servers' thread affinities and each `fio --client`
+    by the step directory it ran in (FioProcesses); and each step's output, copied from the
+    driver pod (by exec, as a user would) while the driver keeps it."""
 
-    def __init__(self, s: BenchStack) -> None:
-        self.s = s
-        # Any: the client's generated types mark every field Optional
-        self.api: Any = kubernetes.config.new_client_from_config(str(s.kind.kubeconfig))
-        self.core: Any = kubernetes.client.CoreV1Api(self.api)
-        self.batch: Any = kubernetes.client.BatchV1Api(self.api)
-        self.custom: Any = kubernetes.client.CustomObjectsApi(self.api)
-
-    def run(self) -> dict[str, Any] | None:
-        try:
-            got = self.custom.get_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, RUN)
-        except kubernetes.client.ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return dict(got)
-
-    def status(self) -> dict[str, Any]:
-        return dict((self.run() or {}).get("status") or {})
-
-    def wait(self, what: str, probe: Any, timeout: float) -> Any:
-        def explain() -> str:
-            return (f"status: {json.dumps(self.status())[:3000]}\n"
-                    f"{self.s.operator_logs(60)[-6000:]}\n{self.s.rook.diagnostics()}")  # fmt: skip
-
-        return poll_until(what, probe, timeout, explain, interval=1)
-
-    def operator_pods(self) -> list[Any]:
-        pods = self.core.list_namespaced_pod(OPERATOR_NS).items
-        return [p for p in pods if not p.metadata.deletion_timestamp]
-
-
-class Watcher:
-    """The run's pods and processes from outside: job -> pod uids and nodes; every fio
-    process as the host sees it (kind's nodes are containers: their processes are the
-    host's): each server thread's CPU affinity, each `fio --client` by the step directory
-    it ran in; and each step's output, copied from the driver pod (by exec, as a user
-    would) while the driver keeps it."""
-
-    def __init__(self, a: Api) -> None:
-        self.a = a
-        self.pods_by_job: dict[str, set[str]] = defaultdict(set)
-        self.node_of_job: dict[str, set[str]] = defaultdict(set)
-        self.fio = FioProcesses()
+    def __init__(self, a: RunBench) -> None:
+        super().__init__(a, RUN)
         self.outputs: dict[str, str] = {}  # step key -> the step's output (sections)
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-
-    def __enter__(self) -> Watcher:
-        self.fio.__enter__()
-        for target in (self._watch, self._copy_outputs):
-            t = threading.Thread(target=target, daemon=True)
-            t.start()
-            self._threads.append(t)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self.fio.__exit__()
-        for t in self._threads:
-            t.join(timeout=15)
-
-    def _watch(self) -> None:
-        while not self._stop.is_set():
-            w = watch.Watch()
-            try:
-                pods = self.a.core.list_namespaced_pod
-                sel = f"{LABEL_RUN}={RUN}"
-                for ev in w.stream(pods, ROOK_NS, label_selector=sel, timeout_seconds=2):
-                    pod = ev["object"]
-                    job = (pod.metadata.labels or {}).get("job-name")
-                    if not job:
-                        continue
-                    self.pods_by_job[job].add(pod.metadata.uid)
-                    if pod.spec.node_name:
-                        self.node_of_job[job].add(pod.spec.node_name)
-            except Exception:  # noqa: S112 - the API may blip; the watch starts again
-                time.sleep(1)
+        self._threads.append(threading.Thread(target=self._copy_outputs, daemon=True))
 
     def _copy_outputs(self) -> None:
         # an ApiClient of its own: kubernetes.stream swaps the transport of the one it uses
-        api = kubernetes.config.new_client_from_config(str(self.a.s.kind.kubeconfig))
+        api = kubernetes.config.new_client_from_config(str(self.bench.s.kind.kubeconfig))
         core: Any = kubernetes.client.CoreV1Api(api)
         sel = f"job-name={driver_job_name(RUN)}"
         while not self._stop.wait(1):
@@ -185,31 +108,7 @@ def step_logs(log: str) -> dict[str, str]:
     return out
 
 
-def snapshot(s: BenchStack, a: Api) -> dict[str, Any]:
-    cluster = s.rook.cluster()
-    return {
-        "spec_json": json.dumps(cluster["spec"]),
-        "osd_nodes": s.rook.osd_nodes(),
-        "osd_resources": osd_resources(s),
-        "config": config_dump(s),
-        "pools": sorted(s.rook.ceph("osd", "pool", "ls").split()),
-    }
-
-
-def osd_resources(s: BenchStack) -> dict[int, Any]:
-    out = {}
-    for osd_id, pod in s.rook.osd_pods().items():
-        c = next(c for c in pod["spec"]["containers"] if c["name"] == "osd")
-        out[osd_id] = c.get("resources") or {}
-    return out
-
-
-def config_dump(s: BenchStack) -> list[tuple[str, str, str]]:
-    return sorted((e["section"], e["name"], str(e["value"]))
-                  for e in s.rook.ceph_json("config", "dump"))  # fmt: skip
-
-
-def metrics(a: Api, pod: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+def metrics(a: RunBench, pod: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     """The operator's /metrics through the API server's pod proxy."""
     body = a.core.connect_get_namespaced_pod_proxy_with_path(f"{pod}:{METRICS_PORT}", OPERATOR_NS,
                                                              "metrics")  # fmt: skip
@@ -221,35 +120,31 @@ def metrics(a: Api, pod: str) -> dict[str, list[tuple[dict[str, str], float]]]:
 
 
 def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
-    s, a = kind_rook, Api(kind_rook)
+    s, a = kind_rook, RunBench(kind_rook)
     workers = sorted(s.kind.workers)
-    before = snapshot(s, a)
+    before = a.snapshot()
     assert sorted(before["osd_nodes"].values()) == workers, "one OSD per worker to start with"
     first_operator = a.operator_pods()[0].metadata.name
     seen_osd_nodes: list[dict[int, str]] = []
     t0 = time.monotonic()
     with Watcher(a) as watcher:
         body = run_manifest(RUN, workers, POOL, runtime=RUNTIME_S, ceph_config=KEYS)
-        a.custom.create_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, body)
+        a.create(body)
 
         def steps_done(n: int) -> bool:
             seen_osd_nodes.append(s.rook.osd_nodes())
-            return int(a.status().get("stepsDone") or 0) >= n
+            return int(a.status(RUN).get("stepsDone") or 0) >= n
 
-        a.wait("the first step done", lambda: steps_done(1), 1200)
+        a.wait("the first step done", lambda: steps_done(1), 1200, RUN)
         s.timings["apply_to_first_step_s"] = time.monotonic() - t0
         # the run's options are in the mon database for both OSDs, from the CephCluster
         for osd_id in before["osd_nodes"]:
             for key, value in KEYS.items():
                 assert s.rook.ceph("config", "get", f"osd.{osd_id}", key).strip() == value
-        a.wait("two steps done", lambda: steps_done(2), 600)
+        a.wait("two steps done", lambda: steps_done(2), 600, RUN)
         a.core.delete_namespaced_pod(first_operator, OPERATOR_NS, grace_period_seconds=0)
-        killed_at = int(a.status()["stepsDone"])
-        status = a.wait(
-            "run finished",
-            lambda: (st := a.status()).get("phase") in ("Completed", "Failed") and st,
-            1800,
-        )
+        killed_at = int(a.status(RUN)["stepsDone"])
+        status = a.wait_finished(RUN)
         s.timings["run_s"] = time.monotonic() - t0
     assert status["phase"] == "Completed", status.get("message")
     assert status["stepsDone"] == status["stepsTotal"] == 4
@@ -285,7 +180,7 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     per_step = [job for job in watcher.pods_by_job if any(st in job for st in steps)]
     assert per_step == [], "no pod per step"
     ran = watcher.fio.runs_per_step()
-    assert ran == expected_runs(a.run() or {}, steps), (ran, a.status().get("conditions"))
+    assert ran == expected_runs(a.run(RUN) or {}, steps), (ran, a.conditions(RUN))
     # both servers' threads stayed on the client CPUs
     assert len(watcher.fio.servers_seen) >= 2, watcher.fio.servers_seen
     assert set().union(*watcher.fio.server_affinity.values()) == {int(CLIENT_CPUS)}
@@ -362,47 +257,15 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     assert len(rows) == 4 and not any("worse" in r for r in rows), cmp.output
     assert "no regression beyond the threshold" in cmp.output
 
-    # restored: spec byte for byte, OSDs on their nodes with their resources, mon db, pool
-    assert json.dumps(s.rook.cluster()["spec"]) == before["spec_json"]
-    a.wait("the OSDs back as they were",
-           lambda: s.rook.osd_nodes() == before["osd_nodes"]
-           and osd_resources(s) == before["osd_resources"] and not s.rook.not_ready_reason(),
-           900)  # fmt: skip
-    assert config_dump(s) == before["config"]
-    assert sorted(s.rook.ceph("osd", "pool", "ls").split()) == before["pools"]
-    users = [e["entity"] for e in s.rook.ceph_json("auth", "ls")["auth_dump"]]
-    assert f"client.{RUN}-fio" not in users
-
+    # restored: spec byte for byte, OSDs on their nodes with their resources, mon db, pool,
+    # the run's cephx user; every condition of the patch and the restore true
+    conds = a.conditions(RUN)
+    for kind in ("ClusterPatched", "RolledOut", "RolledBack", "ConfigRestored", "ClusterRestored"):
+        assert conds[kind]["status"] == "True", conds[kind]
+    a.assert_restored(before, RUN, POOL, tuple(KEYS))
     # deleted: nothing left of any kind the operator may create
-    a.custom.delete_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, RUN)
-    a.wait("run deleted", lambda: a.run() is None, 600)
-    a.wait("its pods gone", lambda: not leftovers(a), 300)
-
-
-def leftovers(a: Api) -> dict[str, list[str]]:
-    # objects, not subresources (pods/exec: an exec leaves nothing behind)
-    creatable = {res for r in ALL_RULES if "create" in r.verbs for res in r.resources
-                 if "/" not in res}  # fmt: skip
-    unchecked = creatable - {"jobs", "configmaps", "pods", "leases", "events", "cephclients",
-                             "cephblockpools"}  # fmt: skip
-    assert not unchecked, f"the operator may create {unchecked}: check them here too"
-    sel = f"{LABEL_RUN}={RUN}"
-    found: dict[str, list[str]] = {}
-    for ns in (RUN_NS, ROOK_NS, OPERATOR_NS):
-        jobs = a.batch.list_namespaced_job(ns, label_selector=sel).items
-        pods = a.core.list_namespaced_pod(ns, label_selector=sel).items
-        cms = a.core.list_namespaced_config_map(ns, label_selector=sel).items
-        found[f"jobs/{ns}"] = [j.metadata.name for j in jobs]
-        found[f"pods/{ns}"] = [p.metadata.name for p in pods]
-        found[f"configmaps/{ns}"] = [c.metadata.name for c in cms]
-    for plural in ("cephblockpools", "cephclients"):
-        items = a.custom.list_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, plural,
-                                                       label_selector=sel)["items"]  # fmt: skip
-        found[plural] = [o["metadata"]["name"] for o in items]
-    coordination: Any = kubernetes.client.CoordinationV1Api(a.api)
-    names = [le.metadata.name for le in coordination.list_namespaced_lease(OPERATOR_NS).items]
-    found["leases"] = [n for n in names if n.startswith("crimsonbench-")]
-    return {k: v for k, v in found.items() if v}
+    a.delete_and_wait(RUN)
+    a.wait("its pods gone", lambda: not a.run_objects(RUN), 300)
 
 
 # ---------------------------------------------------------------- the same run, monitored

@@ -52,16 +52,16 @@ def test_every_heavy_marker_of_pytest_config_has_a_tier(tiers: ModuleType) -> No
 
 
 def test_a_tier_is_skipped_when_its_cold_builds_do_not_fit(tiers: ModuleType) -> None:
-    rook = next(t for t in tiers.TIERS if t.name == "rook")
+    kind = next(t for t in tiers.TIERS if t.name == "kind")
     budget = 75 * 60.0
-    cold = rook.need_minutes()
-    assert cold > rook.minutes + 20  # every build of it is missing in the empty cache
-    why = tiers.skip_reason(rook, budget - (cold - 1) * 60, budget)
+    cold = kind.need_minutes()
+    assert cold > kind.minutes + 20  # every build of it is missing in the empty cache
+    why = tiers.skip_reason(kind, budget - (cold - 1) * 60, budget)
     k8s = tiers.BUILDS["k8s control plane"].minutes
     assert f"builds: k8s control plane ~{k8s:g} min" in why and "rook image" in why
-    assert "scripts/test.sh --tier rook" in why
-    assert tiers.skip_reason(rook, budget - (cold + 1) * 60, budget) == ""
-    assert tiers.skip_reason(rook, 10**6, 0.0) == ""  # no budget: always runs
+    assert "scripts/test.sh --tier kind" in why
+    assert tiers.skip_reason(kind, budget - (cold + 1) * 60, budget) == ""
+    assert tiers.skip_reason(kind, 10**6, 0.0) == ""  # no budget: always runs
     ceph = next(t for t in tiers.TIERS if t.name == "ceph")
     assert tiers.skip_reason(ceph, 10**6, budget) == ""  # nothing to build: the core runs
 
@@ -166,11 +166,3 @@ def test_pytest_child_takes_sigint_even_when_started_with_it_ignored(tiers: Modu
             p.wait()
 
 
-def test_the_kind_image_build_waits_for_the_real_nodes_lock(tiers: ModuleType) -> None:
-    """Its dockerd's containerd shims make /run/containerd, which a real node's teardown
-    checks: a cold run built the image beside the Rook tier and failed it. The build holds
-    the lock the real-node stacks take (the same file), or waits for it."""
-    from harness.node import NODE_LOCK
-
-    assert tiers.NODE_LOCK == NODE_LOCK
-    assert tiers.BUILDS["kind node image"].command.startswith(f"flock -o {NODE_LOCK} ")

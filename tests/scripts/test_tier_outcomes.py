@@ -140,13 +140,13 @@ def test_a_tier_the_budget_cut_fails_make_test(
     tiers: ModuleType, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tiers, "TIERS", tuple(t for t in tiers.TIERS
-                                              if t.name in ("quick", "rook")))  # fmt: skip
+                                              if t.name in ("quick", "kind")))  # fmt: skip
     rc, out = _budget_run(tiers, capfd, monkeypatch)
     table = summary(out)
     assert rc == 1
     assert "quick    passed (1 passed)" in table
-    assert "rook     SKIPPED (budget)" in table
-    assert "run it alone: scripts/test.sh --tier rook" in table
+    assert "kind     SKIPPED (budget)" in table
+    assert "run it alone: scripts/test.sh --tier kind" in table
     assert "a tier the budget cut was not tested: make test fails" in table
 
 
