@@ -164,5 +164,3 @@ def test_pytest_child_takes_sigint_even_when_started_with_it_ignored(tiers: Modu
         for p in (plain, fixed):
             p.kill()
             p.wait()
-
-
