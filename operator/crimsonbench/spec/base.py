@@ -107,8 +107,14 @@ CpuSetStr = Annotated[
 ]
 SizeStr = Annotated[str, Field(pattern=SIZE_PATTERN)]  # the pattern bounds its length
 BlockSizeStr = Annotated[str, Field(pattern=BLOCK_SIZE_PATTERN)]
-# A Kubernetes node name (a DNS-1123 subdomain): it names Jobs, labels and fio job sections.
-NodeName = Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)]
+# A Kubernetes object or node name (a DNS-1123 subdomain); a node's names Jobs, labels and
+# fio job sections.
+ObjectName = Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)]
+NodeName = ObjectName
+# A set of node names, as the API server keeps it (listType set: no duplicates).
+NodeNames = Annotated[
+    list[NodeName], Field(max_length=1024, json_schema_extra={"x-kubernetes-list-type": "set"})
+]
 LabelValue = Annotated[str, Field(max_length=63, pattern=LABEL_VALUE_PATTERN)]
 PathStr = Annotated[str, Field(min_length=1, max_length=4096, pattern=PATH_PATTERN)]
 CephxUser = Annotated[str, Field(min_length=1, max_length=128, pattern=CEPHX_USER_PATTERN)]

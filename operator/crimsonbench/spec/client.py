@@ -13,6 +13,7 @@ from crimsonbench.spec.base import (
     CpuSetStr,
     LabelValue,
     NodeName,
+    NodeNames,
     RuledModel,
     SizeStr,
 )
@@ -97,10 +98,8 @@ class ClientSpec(RuledModel):
     )
     image_prefix: str = Field(default="fio_test_", pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,47}$")
     node: NodeName | None = Field(default=None, description="The node fio runs on (operator).")
-    nodes: list[NodeName] = Field(
+    nodes: NodeNames = Field(
         default_factory=list,
-        max_length=1024,
-        json_schema_extra={"x-kubernetes-list-type": "set"},
         description="Client nodes (operator): one fio client on each, started together; "
         "the images are spread over them.",
     )

@@ -8,11 +8,11 @@ from pydantic import Field
 
 from crimsonbench.spec.base import (
     DNS_LABEL_PATTERN,
-    DNS_SUBDOMAIN_PATTERN,
     MON_HOST_PATTERN,
     SECRET_KEY_PATTERN,
     CephxUser,
-    NodeName,
+    NodeNames,
+    ObjectName,
     PathStr,
     RuledModel,
     SizeStr,
@@ -22,12 +22,7 @@ from crimsonbench.spec.rules import Rule
 
 
 class SecretKeyRef(SpecModel):
-    name: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=DNS_SUBDOMAIN_PATTERN,
-        description="Secret in the BenchmarkRun's namespace.",
-    )
+    name: ObjectName = Field(description="Secret in the BenchmarkRun's namespace.")
     key: str = Field(
         default="keyring",
         min_length=1,
@@ -88,12 +83,7 @@ class LocalTarget(RuledModel):
 
 
 class RookTarget(SpecModel):
-    cluster_name: str = Field(
-        min_length=1,
-        max_length=253,
-        pattern=DNS_SUBDOMAIN_PATTERN,
-        description="Name of the Rook CephCluster.",
-    )
+    cluster_name: ObjectName = Field(description="Name of the Rook CephCluster.")
     namespace: str = Field(
         default="rook-ceph",
         min_length=1,
@@ -101,10 +91,8 @@ class RookTarget(SpecModel):
         pattern=DNS_LABEL_PATTERN,
         description="Namespace of the CephCluster.",
     )
-    osd_nodes: list[NodeName] = Field(
+    osd_nodes: NodeNames = Field(
         default_factory=list,
-        max_length=1024,
-        json_schema_extra={"x-kubernetes-list-type": "set"},
         description="Nodes whose OSDs are planned and pinned, each from its own CPU "
         "topology; default: every node running an OSD of the cluster. OSDs never move.",
     )
