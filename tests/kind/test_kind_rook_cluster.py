@@ -69,8 +69,11 @@ def test_cluster_is_really_up(kind_rook: BenchStack) -> None:
     mon_ip = rook.ceph_json("mon", "dump")["mons"][0]["public_addr"].split(":")[0]
     services = rook.core.list_namespaced_service(ROOK_NS, label_selector="app=rook-ceph-mon")
     assert mon_ip in {svc.spec.cluster_ip for svc in services.items}, mon_ip
-    # the mgr's modules work (they create .mgr): nothing failed
-    assert status["health"]["status"] == "HEALTH_OK", rook.ceph("health", "detail")
+    # the mgr's modules work (they create .mgr): nothing failed. The one check allowed is
+    # the host's, not Rook's: MON_DISK_LOW, the VM's disk below mon_data_avail_warn (5 %;
+    # seen in a clean-clone run at 5 % free: the mon's store is on the host's disk)
+    checks = set(status["health"].get("checks") or {})
+    assert checks <= {"MON_DISK_LOW"}, rook.ceph("health", "detail")
 
 
 def test_rbd_on_a_rook_pool(kind_rook: BenchStack) -> None:
