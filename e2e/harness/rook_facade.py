@@ -333,6 +333,14 @@ class Rook:
 
         wait_for(ready, timeout, f"CephBlockPool {name} Ready", self.diagnostics)
 
+    def delete_block_pool(self, name: str, timeout: float = 300) -> None:
+        """The CephBlockPool deleted and its Ceph pool gone: Rook removes the pool behind
+        the object's finalizer, seconds later (never while it holds RBD images: the
+        CephBlockPool then stays, PoolDeletionIsBlocked)."""
+        self._delete("cephblockpools", name)
+        wait_for(lambda: name not in self.ceph("osd", "pool", "ls").split(), timeout,
+                 f"pool {name} removed with its CephBlockPool", self.diagnostics)  # fmt: skip
+
     def settle_osds(self, timeout: float) -> None:
         """Run Rook's second reconcile now, so that tests start from a steady state.
 

@@ -186,7 +186,7 @@ class RunBench:
         leftover = [e for e in now if e[1] in keys]
         assert not leftover, f"run options left in the mon database: {leftover}"
         assert now == before["config"], sorted(set(now) ^ set(before["config"]))
-        assert self.pools() == before["pools"]
+        assert self.pools() == before["pools"], (self.pools(), before["pools"])
         assert pool not in before["pools"]
         users = [e["entity"] for e in self.rook.ceph_json("auth", "ls")["auth_dump"]]
         assert f"client.{name}-fio" not in users, users

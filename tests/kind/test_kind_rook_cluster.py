@@ -86,9 +86,7 @@ def test_rbd_on_a_rook_pool(kind_rook: BenchStack) -> None:
     assert "ops: 512" in out, out
     # Rook refuses to delete a pool that holds images (PoolDeletionIsBlocked: PoolNotEmpty)
     _toolbox(kind_rook, "rbd", "rm", "--no-progress", f"{POOL}/img")
-    rook._delete("cephblockpools", POOL)
-    wait_for(lambda: POOL not in rook.ceph("osd", "pool", "ls").split(), 300,
-             f"pool {POOL} removed with its CephBlockPool", rook.diagnostics)  # fmt: skip
+    rook.delete_block_pool(POOL)
     rook.wait_ready(300)
 
 

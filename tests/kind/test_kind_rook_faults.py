@@ -38,7 +38,7 @@ def module_pool(kind_rook: BenchStack) -> Iterator[str]:
     s.kind.kubectl("-n", ROOK_NS, "exec", "deploy/rook-ceph-tools", "--", "rados", "-p",
                    OTHER_POOL, "put", "secret-object", "/etc/ceph/ceph.conf")  # fmt: skip
     yield OTHER_POOL
-    s.rook._delete("cephblockpools", OTHER_POOL)
+    s.rook.delete_block_pool(OTHER_POOL)  # gone before the next module's snapshot
     s.rook.wait_ready(900)
 
 
