@@ -29,6 +29,20 @@ from crimsonbench.spec.api import GROUP, PLURAL, VERSION
 LABEL_RUN, LABEL_ROLE = f"{GROUP}/run", f"{GROUP}/role"
 
 
+def osd_resources_of(pod_spec: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """requests/limits of the osd container of a pod spec (a pod's, or a Deployment's
+    template's); an absent section is {}."""
+    c = next(c for c in pod_spec["containers"] if c["name"] == "osd")
+    res = c.get("resources") or {}
+    return {k: dict(res.get(k) or {}) for k in ("requests", "limits")}
+
+
+def toolbox(s: BenchStack, *cmd: str, timeout: float = 300) -> str:
+    """CMD in Rook's toolbox pod (the host cannot reach pod or Service IPs); its stdout."""
+    return s.kind.kubectl("-n", ROOK_NS, "exec", f"deploy/{TOOLBOX}", "--", *cmd,
+                          timeout=timeout)  # fmt: skip
+
+
 class RunBench:
     """The kind stack's API through the kubernetes client (its kubeconfig reaches the API
     server through docker's port on 127.0.0.1), its Rook, and the runs of RUN_NS."""
@@ -110,19 +124,12 @@ class RunBench:
 
     def osd_resources(self) -> dict[int, dict[str, dict[str, str]]]:
         """OSD id -> requests/limits of the osd container of its running pod."""
-        out = {}
-        for osd_id, pod in self.rook.osd_pods().items():
-            c = next(c for c in pod["spec"]["containers"] if c["name"] == "osd")
-            res = c.get("resources") or {}
-            out[osd_id] = {k: dict(res.get(k) or {}) for k in ("requests", "limits")}
-        return out
+        pods = self.rook.osd_pods()
+        return {osd_id: osd_resources_of(pod["spec"]) for osd_id, pod in pods.items()}
 
     def config_dump(self) -> list[tuple[str, str, str]]:
         return sorted((e["section"], e["name"], str(e["value"]))
                       for e in self.rook.ceph_json("config", "dump"))  # fmt: skip
-
-    def config_get(self, who: str, key: str) -> str:
-        return self.rook.ceph("config", "get", who, key).strip()
 
     def osds_ready(self) -> bool:
         pods = self.rook.osd_pods()

@@ -21,6 +21,7 @@ from harness.kind_bench import BenchStack
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from harness.rook_facade import Rook
 from harness.waiting import pod_ready, wait_for
+from rook_runs import osd_resources_of, toolbox
 
 pytestmark = pytest.mark.kind
 
@@ -34,16 +35,6 @@ OSD_RESOURCES = {
     "limits": {"cpu": "300m", "memory": "2Gi"},
 }
 POOL = "rbd-e2e"
-
-
-def _toolbox(s: BenchStack, *cmd: str, timeout: float = 300) -> str:
-    return s.kind.kubectl("-n", ROOK_NS, "exec", "deploy/rook-ceph-tools", "--", *cmd,
-                          timeout=timeout)  # fmt: skip
-
-
-def _osd_resources(pod_spec: dict[str, Any]) -> dict[str, dict[str, str]]:
-    r = next(c for c in pod_spec["containers"] if c["name"] == "osd").get("resources") or {}
-    return {k: dict(r.get(k) or {}) for k in ("requests", "limits")}
 
 
 def test_cluster_is_really_up(kind_rook: BenchStack) -> None:
@@ -80,12 +71,12 @@ def test_rbd_on_a_rook_pool(kind_rook: BenchStack) -> None:
     rook = kind_rook.rook
     rook.create_block_pool(POOL, size=1)
     rook.ceph("osd", "pool", "application", "get", POOL)  # Rook enabled rbd on it
-    _toolbox(kind_rook, "rbd", "create", "--size", "256", f"{POOL}/img")
-    out = _toolbox(kind_rook, "rbd", "bench", "--io-type", "write", "--io-size", "64K",
-                   "--io-total", "32M", f"{POOL}/img")  # fmt: skip
+    toolbox(kind_rook, "rbd", "create", "--size", "256", f"{POOL}/img")
+    out = toolbox(kind_rook, "rbd", "bench", "--io-type", "write", "--io-size", "64K",
+                  "--io-total", "32M", f"{POOL}/img")  # fmt: skip
     assert "ops: 512" in out, out
     # Rook refuses to delete a pool that holds images (PoolDeletionIsBlocked: PoolNotEmpty)
-    _toolbox(kind_rook, "rbd", "rm", "--no-progress", f"{POOL}/img")
+    toolbox(kind_rook, "rbd", "rm", "--no-progress", f"{POOL}/img")
     rook.delete_block_pool(POOL)
     rook.wait_ready(300)
 
@@ -160,9 +151,9 @@ def test_resources_change_rolls_the_osds(kind_rook: BenchStack) -> None:
         rook.wait_ready(900)
         for i, d in rook.osd_deployments().items():
             assert d["metadata"]["generation"] > old_gen[i]
-            assert _osd_resources(d["spec"]["template"]["spec"]) == want
+            assert osd_resources_of(d["spec"]["template"]["spec"]) == want
         for pod in rook.osd_pods().values():
-            assert _osd_resources(pod["spec"]) == want
+            assert osd_resources_of(pod["spec"]) == want
 
     t0 = time.monotonic()
     roll_to(OSD_RESOURCES)

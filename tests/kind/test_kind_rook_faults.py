@@ -19,7 +19,7 @@ import pytest
 from harness.kind_bench import BenchStack, crimson_run_manifest, run_manifest
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from harness.waiting import pod_ready
-from rook_runs import PodWatch, RunBench
+from rook_runs import PodWatch, RunBench, osd_resources_of, toolbox
 
 pytestmark = pytest.mark.kind
 
@@ -35,8 +35,7 @@ def module_pool(kind_rook: BenchStack) -> Iterator[str]:
     s = kind_rook
     s.rook.create_block_pool(OTHER_POOL, size=1)
     s.rook.ceph("osd", "pool", "application", "get", OTHER_POOL)  # Rook enabled rbd on it
-    s.kind.kubectl("-n", ROOK_NS, "exec", "deploy/rook-ceph-tools", "--", "rados", "-p",
-                   OTHER_POOL, "put", "secret-object", "/etc/ceph/ceph.conf")  # fmt: skip
+    toolbox(s, "rados", "-p", OTHER_POOL, "put", "secret-object", "/etc/ceph/ceph.conf")
     yield OTHER_POOL
     s.rook.delete_block_pool(OTHER_POOL)  # gone before the next module's snapshot
     s.rook.wait_ready(900)
@@ -97,10 +96,9 @@ def test_osd_pod_deleted_mid_step_runs_the_step_again(bench: RunBench) -> None:
         step = bench.wait("a step's fio client running", step_running, 1200, name)
         # Rook rolled every OSD to the planned resources (Guaranteed: one whole CPU each)
         for osd_id, dep in bench.rook.osd_deployments().items():
-            c = next(c for c in dep["spec"]["template"]["spec"]["containers"]
-                     if c["name"] == "osd")  # fmt: skip
-            assert c["resources"]["limits"] == c["resources"]["requests"], osd_id
-            assert c["resources"]["limits"]["cpu"] == "1", (osd_id, c["resources"])
+            res = osd_resources_of(dep["spec"]["template"]["spec"])
+            assert res["limits"] == res["requests"], (osd_id, res)
+            assert res["limits"].get("cpu") == "1", (osd_id, res)
         time.sleep(2)  # fio is past its start
         victim = bench.rook.osd_pods()[0]
         bench.core.delete_namespaced_pod(victim["metadata"]["name"], ROOK_NS)
