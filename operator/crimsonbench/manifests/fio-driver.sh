@@ -20,10 +20,17 @@
 # A step's directory ROOT/KEY is its whole state, so an operator restarted mid-step finds
 # it: the job files and the files the operator left (osds.json, reactor_osds), and once
 # it ran: started, ended, rc (written last: rc exists only once `out` is complete), out.
+# Every file a poll or an end reads is written whole or not at all (put: a temporary file,
+# then a rename in the same directory): a poll racing the write reads the state before it,
+# never an empty file (a `date > started` in place was read empty on a busy node: invalid
+# JSON, a failed run).
 # The step runs in a session of its own (`run`, below), so it outlives the exec that
 # started it and the operator; `end ... drop` signals that session.
 set -u
 KEEP_STORED=3  # stored steps kept to look at by hand (the emptyDir is not for ever)
+
+# put FILE TEXT: FILE holds TEXT and a newline, or is as it was (rename is atomic)
+put() { printf '%s\n' "$2" > "$1.part" && mv -f "$1.part" "$1"; }
 
 # The step itself, in its directory: $1 deadline (s), the rest fio's --client arguments.
 # With reactor_osds ("INTERVAL ID ID ..."), one round of `ceph tell osd.N dump_metrics
@@ -32,7 +39,7 @@ KEEP_STORED=3  # stored steps kept to look at by hand (the emptyDir is not for e
 # ignores SIGINT (what `drop` sends), so the sampler is stopped with TERM once fio ended.
 run_step() {
   dl=$1; shift
-  date +%s.%N > started
+  put started "$(date +%s.%N)"
   sampler=
   if [ -s reactor_osds ]; then
     (
@@ -56,7 +63,7 @@ run_step() {
   # --foreground keeps fio in the session's process group, which `drop` signals
   timeout --foreground -s INT "$dl" \
     fio --output-format=json+ --output=fio.json "$@" > fio.log 2>&1 || rc=$?
-  date +%s.%N > ended
+  put ended "$(date +%s.%N)"
   if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; fi
   {
     if [ -s fio.log ]; then echo "==> fio.log <=="; cat fio.log; fi
@@ -71,8 +78,7 @@ run_step() {
     done
   } > out.part
   mv out.part out
-  echo "$rc" > rc.part
-  mv rc.part rc
+  put rc "$rc"
 }
 
 # Once per attempt (mkdir is the lock): write the files, launch the step, return.
@@ -83,7 +89,7 @@ start() {
   while [ "$n" -gt 0 ]; do printf '%s' "$2" > "$d/$1"; shift 2; n=$((n - 1)); done
   cd "$d" || exit 1
   setsid sh "$SELF" run "$dl" "$@" < /dev/null > /dev/null 2>&1 &
-  echo $! > pid
+  put pid "$!"
   echo '{"state":"started"}'
 }
 
@@ -93,7 +99,7 @@ poll() {
   now=$(date +%s.%N)
   if [ ! -d "$d" ]; then printf '{"state":"missing","now":%s}\n' "$now"; return; fi
   cd "$d" || exit 1
-  started=$(cat started 2>/dev/null || echo 0)
+  started=$(cat started 2>/dev/null); started=${started:-0}  # not begun yet
   if [ ! -e rc ]; then
     printf '{"state":"running","now":%s,"started":%s}\n' "$now" "$started"
     return
@@ -109,8 +115,9 @@ poll() {
 end() {
   d=$1/$2
   if [ ! -d "$d" ]; then echo '{"state":"missing"}'; return; fi
-  if [ -e "$d/pid" ] && [ ! -e "$d/rc" ]; then
-    kill -INT -- "-$(cat "$d/pid")" 2>/dev/null || true
+  pid=$(cat "$d/pid" 2>/dev/null)
+  if [ -n "$pid" ] && [ ! -e "$d/rc" ]; then
+    kill -INT -- "-$pid" 2>/dev/null || true
   fi
   if [ "$3" = stored ]; then
     rm -rf "$d.stored"; mv "$d" "$d.stored"
