@@ -4,9 +4,9 @@ no fio server needed). Every reply must be one the operator parses; a step is `m
 then `running` (its `started` 0 until it has begun), then `done`, never back.
 
 The writer is slowed where it matters: `date` here takes 0.15 s when the step's own shell
-(`fio-driver.sh run`) calls it, what a descheduled process on a busy node does. The script that wrote `date > started` in place
-answered `"started":}` to a poll in that window; the operator read a ParseError and failed
-the run (issue 35: twice in one cold `make test`)."""
+(`fio-driver.sh run`) calls it, what a descheduled process on a busy node does. The script
+that wrote `date > started` in place answered `"started":}` to a poll in that window; the
+operator read a ParseError and failed the run (issue 35: twice in one cold `make test`)."""
 
 from __future__ import annotations
 
