@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from fio_overlap import fio_documents, overlap
 
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.plan.build import build_plan
@@ -114,6 +115,12 @@ def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> 
     skew = start_skew_ms(starts)
     assert skew is not None and 0 <= skew < 1000, skew
     # ... and ran together: client-0's two jobs (one file) cover the same seconds, as fio's
-    # own logs say (a stonewall between them would put img2's 3 s after img0's)
-    (a0, a1), (b0, b1) = spans["img0-p0"], spans["img2-p0"]
-    assert abs(a0 - b0) <= 1000 and abs(a1 - b1) <= 1000, spans
+    # own files say (a stonewall between them would put img2's 3 s after img0's). A job's
+    # end is its start + fio's runtime: its last partial window is not always logged (seen
+    # under load: img0's log one sample short of img2's, both jobs 3 s in fio's JSON)
+    docs = fio_documents(
+        p.paths.output.read_text() for p in fio.procs if p.client.name == "client-0"
+    )
+    logs = {q.name: q.read_text() for q in store.iops_logs(step.id) if "img1" not in q.name}
+    together = overlap(docs, logs)
+    assert together.start_spread_ms <= 1000 and together.end_spread_ms <= 1000, (together, spans)
