@@ -39,7 +39,7 @@ from crimsonbench.manifests.fio import client_job_files
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
-from crimsonbench.plan.types import RunPlan
+from crimsonbench.plan.types import BarrierAddress, RunPlan
 from crimsonbench.spec.models import load_spec
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests/fixtures/lscpu/xeon-8276m-2s.json"
@@ -116,10 +116,15 @@ def child(path: str) -> None:
     for i in range(PLANS_KEPT):  # 16 runs of this shape, through the real cache
         cache.remember((str(i),), plan_file(Path(path))[0])
     plan = next(reversed(cache.plans.values()))
-    files = client_job_files(plan, plan.steps[0], time.time())
+    files = client_job_files(plan, plan.steps[0], _meet(plan))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"base_mib": base, "peak_mib": peak, "cached": len(cache.plans),
                       "files_bytes": sum(len(t) for t in files.values())}))  # fmt: skip
+
+
+def _meet(plan: Any) -> BarrierAddress | None:
+    """A rendezvous for a step with several clients (its address does not matter here)."""
+    return BarrierAddress("10.0.0.1", 8766, "0" * 16) if plan.timing.barrier_jobs else None
 
 
 def main() -> None:
@@ -144,7 +149,7 @@ def main() -> None:
             held = tracemalloc.get_traced_memory()[0] / 2**20
             tracemalloc.stop()
             t0 = time.perf_counter()
-            files = client_job_files(plan, plan.steps[0], time.time())
+            files = client_job_files(plan, plan.steps[0], _meet(plan))
             render = time.perf_counter() - t0
             out = subprocess.run([sys.executable, __file__, "--child", str(path)],
                                  capture_output=True, text=True, check=True).stdout  # fmt: skip

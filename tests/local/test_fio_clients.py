@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 from fio_overlap import fio_documents, overlap
 
+from crimsonbench.local.barrier import LOG_NAME as BARRIER_LOG
+from crimsonbench.local.barrier import start_barrier
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC, step_job_files
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import ClientPlan, FioJob, RunPlan
+from crimsonbench.results.barrier_log import barrier_summary
 from crimsonbench.results.fio_json import combine, combine_clients, parse_fio_json
 from crimsonbench.results.histogram import LatencyHistogram
 from crimsonbench.results.iops_log import (
@@ -70,16 +73,17 @@ def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> 
     )
     plan = _plan(clients)
     step = plan.steps[0]
-    launched = time.time()
-    files = {c: _null_engine(t) for c, t in step_job_files(plan, step, launched).items()}
-    barrier_ms = (launched + plan.timing.start_barrier_s) * 1000
     store = ResultStore(tmp_path)
     seen: dict[str, set[int]] = {}
-    with FioGroup(step.id, files, clients, store, dict(os.environ)) as fio:
-        time.sleep(1.0)
-        for name, pids in fio.pids_by_client().items():
-            seen[name] = {c for cpus in thread_affinities(pids).values() for c in cpus}
-        fio.wait(30)
+    launched = time.time()
+    with start_barrier(plan, store.step_dir(step.id)) as meet:
+        files = {c: _null_engine(t) for c, t in step_job_files(plan, step, meet).items()}
+        with FioGroup(step.id, files, clients, store, dict(os.environ)) as fio:
+            time.sleep(1.0)
+            for name, pids in fio.pids_by_client().items():
+                seen[name] = {c for cpus in thread_affinities(pids).values() for c in cpus}
+            fio.wait(30)
+    barrier = barrier_summary((store.step_dir(step.id) / BARRIER_LOG).read_text())
     # each client's fio and its workers ran on that client's CPU only (seen from /proc)
     assert seen == {"client-0": {CPUS[0]}, "client-1": {CPUS[1]}}
     outputs = {p.client.name: parse_fio_json(p.paths.output.read_text()) for p in fio.procs}
@@ -106,11 +110,11 @@ def test_one_pinned_fio_per_client_combined_with_a_breakdown(tmp_path: Path) -> 
         times = [t for t, _, _ in parse_iops_log(path.read_text())]
         spans[job.name] = (times[0], times[-1])
     assert sorted(starts) == ["client-0", "client-1"]
-    # two fio processes: every job waited for the step's start barrier (exec_prerun), which
-    # left nothing among the results
-    assert plan.timing.start_barrier_s > 0
-    assert all(s is not None and s >= barrier_ms - 5 for ss in starts.values() for s in ss), (
-        starts, barrier_ms)  # fmt: skip
+    # two fio processes: every job met the others at the step's start barrier (exec_prerun)
+    # and none started before the last was ready; it left nothing among the results
+    assert barrier is not None and plan.timing.barrier_jobs == 3
+    assert (barrier["arrived"], barrier["timed_out"]) == (3, False), barrier
+    assert all(s is not None and s > launched * 1000 for ss in starts.values() for s in ss)
     assert not list(tmp_path.rglob("*.prerun.txt"))
     skew = start_skew_ms(starts)
     assert skew is not None and 0 <= skew < 1000, skew

@@ -44,6 +44,7 @@ from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, 
 pytestmark = pytest.mark.ceph
 CPUS = sorted(os.sched_getaffinity(0))
 NODE = "here"
+POD_IP = "127.0.0.1"  # this host plays the pod: the downward API's status.podIP
 OPTS = PodOptions(image="unused")
 POD_PATHS = ("/var/lib/crimsonbench", "/etc/ceph", "/etc/rook", "/jobs", "/results")
 
@@ -74,6 +75,10 @@ class Pod:
         argv = [self._moved(a) for a in container["command"]]
         env = {"PATH": os.environ["PATH"]}
         for e in container.get("env", []):
+            if "valueFrom" in e:  # the downward API: this host is the pod, its address
+                assert e["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}, e
+                env[e["name"]] = POD_IP
+                continue
             env[e["name"]] = self._moved(str(e["value"]))  # external access: plain values
         return argv, env
 
@@ -213,7 +218,7 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
             assert script.read_text() == fio_driver.driver_script()
             # a classic OSD has no reactors: every `ceph tell` is refused, the step runs on
             osds = {"osds.json": '{"0": "a"}', fio_driver.REACTOR_OSDS_FILE: "0.5 0\n"}
-            files = fio.client_job_files(plan, step, time.time())
+            files = fio.client_job_files(plan, step)  # one client: no barrier
             start = fio_driver.start_command(step.id, files, servers,
                                              deadline_s=60, extra_files=osds)  # fmt: skip
             assert _state(pod.driver(start)) == "started"

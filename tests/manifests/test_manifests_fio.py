@@ -32,13 +32,14 @@ from crimsonbench.manifests.pods import PodOptions
 from crimsonbench.manifests.rook_objects import ceph_client, cephblockpool
 from crimsonbench.manifests.targets import kube_target
 from crimsonbench.plan.build import build_plan
+from crimsonbench.plan.types import BarrierAddress
 from crimsonbench.spec.models import ExternalTarget, validate_spec
 
 IMAGE = "quay.io/example/crimsonbench-fio:1.0"
 OPTS = PodOptions(image=IMAGE)
 RUN = "blue-8osd-5reactor-socket"
 SERVERS = {NODE: "10.0.0.7:8765"}
-LAUNCHED_AT = 1764111222.5  # a step launched at this epoch second
+MEET = BarrierAddress("10.0.0.9", 8766, "5eed")  # the driver pod's start barrier
 
 
 def socket_plan() -> Any:
@@ -60,7 +61,7 @@ def test_golden_fio_server_driver_and_step(golden: Any) -> None:
     step = plan.steps[0]
     access = rook_client_access("rook-ceph", plan.pool.user)
     osds = {fio_driver.OSDS_FILE: '{"0": "uid/0"}'}
-    files = fio.client_job_files(plan, step, LAUNCHED_AT)
+    files = fio.client_job_files(plan, step)  # one client: no barrier
     start = fio_driver.start_command(step.id, files, SERVERS,
                                      deadline_s=plan.timing.deadline_s,
                                      extra_files=osds)  # fmt: skip
@@ -119,7 +120,7 @@ def test_a_server_per_client_node_pinned_guaranteed_and_ready_when_listening() -
         assert job["spec"]["activeDeadlineSeconds"] == fio.run_deadline_s(plan)
     # the images are spread over the two clients, each client's job file pinned to it
     assert [len(c.images) for c in plan.clients] == [4, 4]
-    for client, text in fio.client_job_files(plan, plan.steps[0], LAUNCHED_AT).items():
+    for client, text in fio.client_job_files(plan, plan.steps[0], MEET).items():
         assert f"cpus_allowed={plan.client(client).cpuset}" in text
 
 
@@ -168,14 +169,23 @@ def test_a_step_start_sends_each_server_one_job_file_with_every_job_of_it() -> N
     _, plan = two_client_plan()
     step = plan.steps[0]
     servers = {"client-a": "10.0.0.1:8765", "client-b": "10.0.0.2:8765"}
-    job_files = fio.client_job_files(plan, step, LAUNCHED_AT)
+    job_files = fio.client_job_files(plan, step, MEET)
+    extra = {"osds.json": "{}", **fio_driver.barrier_files(plan, MEET)}
     argv = fio_driver.start_command(step.id, job_files, servers, deadline_s=99,
-                                    extra_files={"osds.json": "{}"})  # fmt: skip
+                                    extra_files=extra)  # fmt: skip
     assert argv[: len(fio_driver.IN_POD)] == list(fio_driver.IN_POD)
     cmd, root, key, deadline, n = argv[4:9]
-    assert (cmd, root, key, deadline, int(n)) == ("start", "/results/steps", step.id, "99", 3)
+    assert (cmd, root, key, deadline, int(n)) == ("start", "/results/steps", step.id, "99", 5)
     files = dict(zip(argv[9 : 9 + 2 * int(n) : 2], argv[10 : 10 + 2 * int(n) : 2], strict=True))
     assert files["osds.json"] == "{}"
+    # every job of both servers meets the others at the driver pod's start barrier
+    t = plan.timing
+    assert (
+        files[fio_driver.BARRIER_ARGS]
+        == f"{t.barrier_jobs} {t.start_barrier_cap_s:g} 8766 5eed 10.0.0.9\n"
+    )
+    assert t.barrier_jobs == 8 * plan.fio_numjobs
+    assert files[fio_driver.BARRIER_PROGRAM] == fio_driver.barrier_program()
     for client in ("client-a", "client-b"):
         text = files[f"{client}.fio"]
         # the servers hold the key of the run's own user (Rook): named in every file
@@ -187,6 +197,7 @@ def test_a_step_start_sends_each_server_one_job_file_with_every_job_of_it() -> N
         images = [parsed[s]["rbdname"] for s in parsed.sections()[1:]]
         assert images == [j.image for j in plan.fio.jobs_of(client)] and len(images) == 4
         assert "stonewall" not in text and "new_group" not in text and "wait_for" not in text
+        assert "create_connection(('10.0.0.9', 8766)" in parsed["global"]["exec_prerun"]
     args = argv[9 + 2 * int(n) :]
     assert args == ["--client=ip:10.0.0.1,8765", "./client-a.fio",
                     "--client=ip:10.0.0.2,8765", "./client-b.fio"]  # fmt: skip

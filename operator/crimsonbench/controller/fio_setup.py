@@ -5,6 +5,7 @@ run's fio driver pod (the steps then run in it: step_loop.py)."""
 from __future__ import annotations
 
 from crimsonbench.controller.jobs import job_log, serving_pod
+from crimsonbench.controller.observed import PodState
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.step_decide import server_addresses
 from crimsonbench.errors import NotReady
@@ -75,8 +76,9 @@ def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
     return found
 
 
-def ensure_driver(ctx: RunContext, plan: RunPlan) -> str:
-    """The run's fio driver pod (steps run in it by exec); NotReady until it runs. It sits
+def ensure_driver(ctx: RunContext, plan: RunPlan) -> PodState:
+    """The run's fio driver pod (steps run in it by exec, a step's start barrier listens
+    on its address); NotReady until it runs with an address. It sits
     on the first client's node, beside that client's fio server; crimson runs give it the
     run's fio user, to sample the reactors."""
     access = fio_access(ctx, plan) if plan.flavor == "crimson" else None
@@ -86,7 +88,7 @@ def ensure_driver(ctx: RunContext, plan: RunPlan) -> str:
     )  # fmt: skip
     name = body["metadata"]["name"]
     pod = serving_pod(ctx.kube, body, "the fio driver")
-    if pod.phase != "Running":
+    if pod.phase != "Running" or not pod.ip:
         why = f" ({pod.reason})" if pod.reason else ""
         raise NotReady(f"waiting for the fio driver pod of {name}: {pod.phase}{why}")
-    return pod.name
+    return pod

@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from crimsonbench.manifests.fio import FIO_PORT
+from crimsonbench.manifests.fio import BARRIER_PORT, FIO_PORT
 from crimsonbench.manifests.pods import PodOptions
 from crimsonbench.manifests.targets import DEFAULT_ROOK_TARGETS, RookGrant, TargetPolicy
 from crimsonbench.plan.build import DEFAULT_GRACE_S
@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     """Beyond runtime + ramp before a step fails."""
     fio_port: int = Field(default=FIO_PORT, ge=1024, le=65535)
     """Port of the fio servers (on the node's address with hostNetwork)."""
+    barrier_port: int = Field(default=BARRIER_PORT, ge=1024, le=65535)
+    """Port of a step's start barrier in the run's fio driver pod, where the jobs of a
+    step with several clients meet before they start."""
     rollout_timeout_seconds: int = Field(default=1800, ge=60)
     """How long a bounded wait for Rook (rollout, pool, removal, restore) lasts."""
     metrics_port: int = Field(default=9464, ge=0, le=65535)

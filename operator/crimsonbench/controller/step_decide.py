@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from crimsonbench.controller.observed import OsdPod, PodState
 from crimsonbench.controller.rollout import osd_disturbance, osd_incarnations, osds_at_rest
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, NotReady
-from crimsonbench.manifests.fio_driver import OSDS_FILE, REACTOR_LOG, StepReport
+from crimsonbench.manifests.fio_driver import BARRIER_LOG, OSDS_FILE, REACTOR_LOG, StepReport
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results import step_log
+from crimsonbench.results.barrier_log import barrier_summary
 from crimsonbench.results.fio_doc import find_json_document
 from crimsonbench.results.fio_json import JobStats, parse_fio_json
 from crimsonbench.results.resources import summarize_samples, with_reactor_log
@@ -205,6 +206,9 @@ def _result(
         resources, problem = with_reactor_log(resources, sections[REACTOR_LOG])
         if problem:
             extra["reactor_utilization_error"] = problem
+    barrier = barrier_summary(sections.get(BARRIER_LOG, ""))
+    if barrier is not None:
+        extra["start_barrier"] = barrier
     return step_result(step, plan.fio.jobs, jobs, step_log.iops_logs(sections), resources, extra)
 
 

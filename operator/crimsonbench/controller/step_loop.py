@@ -10,12 +10,13 @@ step in flight under that)."""
 from __future__ import annotations
 
 import json
-import time
+import secrets
 from collections.abc import Mapping
 from dataclasses import replace
 
-from crimsonbench.controller import driver
+from crimsonbench.controller import driver as fio_driver_exec
 from crimsonbench.controller.fio_setup import fio_access, jobs_namespace
+from crimsonbench.controller.observed import PodState
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.sampling import sample_step, samples_of
 from crimsonbench.controller.step_decide import (
@@ -35,7 +36,7 @@ from crimsonbench.controller.stored_results import load_results, store_results
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver
 from crimsonbench.manifests.fio_driver import StepReport
-from crimsonbench.plan.types import RunPlan, Step
+from crimsonbench.plan.types import BarrierAddress, RunPlan, Step
 from crimsonbench.results.sweep_state import SweepState
 
 _MISSING = StepReport("missing", now=0.0)  # a key the driver cannot hold (just stored)
@@ -44,17 +45,17 @@ _MISSING = StepReport("missing", now=0.0)  # a key the driver cannot hold (just 
 _MOST_DECISIONS = 20
 
 
-def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str) -> None:
+def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str], driver: PodState) -> None:
     status = ctx.record.status
     if status.prefilled or not plan.prefill.jobs:
         status.prefilled = True
         return
     view = StepView(plan, None, PREFILL, None, servers=servers, tick_s=ctx.settings.tick_seconds)
-    _carry_out(ctx, view, PREFILL, pod)
+    _carry_out(ctx, view, PREFILL, driver)
     status.prefilled = True
 
 
-def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str) -> None:
+def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], driver: PodState) -> None:
     """The sweep: NotReady while steps remain; returns once the sweep is over."""
     results = load_results(ctx)  # resume: what is stored is done, whatever status says
     state = SweepState(plan.sweep, results.values(), plan.bandwidth_workloads)
@@ -68,12 +69,13 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], pod: str)
             samples=samples_of(status.step_samples),
             metrics_source=status.metrics_source or "none", tick_s=ctx.settings.tick_seconds,
         )  # fmt: skip
-        done = _carry_out(ctx, view, _driver_key(ctx, step), pod)
+        done = _carry_out(ctx, view, _driver_key(ctx, step), driver)
         assert isinstance(done, Store)  # a step's view ends stored, never prefilled
         stored = done.result
         results[step.id] = stored
         store_results(ctx, plan, results)  # stored before its directory goes: never run twice
-        driver.end(ctx, jobs_namespace(ctx), pod, _driver_key(ctx, step), stored=True)
+        fio_driver_exec.end(ctx, jobs_namespace(ctx), driver.name, _driver_key(ctx, step),
+                            stored=True)  # fmt: skip
         status.step_samples = []  # the next step starts its own samples
         if stored.extra.get("reactor_utilization_error"):
             ctx.logger.warning("%s: reactor utilization: %s", view.what,
@@ -99,23 +101,24 @@ def _observed(ctx: RunContext, view: StepView, report: StepReport) -> StepView:
     return replace(view, report=report, osds=OsdView(ids, pods))
 
 
-def _carry_out(ctx: RunContext, view: StepView, key: str, pod: str) -> Store | Prefilled:
+def _carry_out(ctx: RunContext, view: StepView, key: str, driver: PodState) -> Store | Prefilled:
     """Carry out the decisions for one step until it is stored (or the prefill done);
     NotReady when the tick must wait, ExecutionError when the step failed."""
-    ns = jobs_namespace(ctx)
+    ns, pod = jobs_namespace(ctx), driver.name
     if view.report is not None:
         view = _observed(ctx, view, view.report)
     for _ in range(_MOST_DECISIONS):
         for action in next_step_actions(view):
             match action:
                 case Poll(wait_s=wait):
-                    report = driver.poll(ctx, ns, pod, key, wait_s=wait)
+                    report = fio_driver_exec.poll(ctx, ns, pod, key, wait_s=wait)
                     view = replace(_observed(ctx, view, report), waited=view.waited or wait > 0)
                     break
                 case Start(osds=osds):
-                    if driver.start(ctx, ns, pod, key, _job_files(view), view.servers or {},
-                                    deadline_s=view.deadline_s,
-                                    extra_files=_extra_files(view, osds)):  # fmt: skip
+                    files, extra = _start_files(ctx, view, osds, driver)
+                    if fio_driver_exec.start(ctx, ns, pod, key, files, view.servers or {},
+                                             deadline_s=view.deadline_s,
+                                             extra_files=extra):  # fmt: skip
                         raise NotReady(f"{view.what} started")
                     view = replace(view, report=None)  # started by an earlier operator
                     break
@@ -128,7 +131,7 @@ def _carry_out(ctx: RunContext, view: StepView, key: str, pod: str) -> Store | P
                     )
                 case Store() | Prefilled():
                     if isinstance(action, Prefilled):
-                        driver.end(ctx, ns, pod, key, stored=True)
+                        fio_driver_exec.end(ctx, ns, pod, key, stored=True)
                     return action
                 case Retry(why=why):
                     _retry(ctx, view, key, pod, why)
@@ -144,7 +147,7 @@ def _retry(ctx: RunContext, view: StepView, key: str, pod: str, why: str) -> Non
     retries = ctx.record.book.step_retries
     reasons = [*retries.get(view.step.id, []), why]
     ctx.record.book.step_retries = {**retries, view.step.id: reasons}
-    driver.end(ctx, jobs_namespace(ctx), pod, key, stored=False)
+    fio_driver_exec.end(ctx, jobs_namespace(ctx), pod, key, stored=False)
     ctx.record.status.step_samples = []
     message = f"{view.what} runs again ({len(reasons)}/{MAX_STEP_RETRIES}): {why}"
     ctx.record.condition("StepRetried", True, "OsdRestarted", message)
@@ -152,14 +155,26 @@ def _retry(ctx: RunContext, view: StepView, key: str, pod: str, why: str) -> Non
     raise NotReady(message)
 
 
-def _job_files(view: StepView) -> dict[str, str]:
-    # the operator's clock: a step's start barrier counts from now (plan/fio_jobs.py)
-    return fio.client_job_files(view.plan, view.step, time.time())
+def _start_files(
+    ctx: RunContext, view: StepView, osds: Mapping[str, str], driver: PodState
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(each client's job file, what the driver keeps with the attempt). A step with
+    several clients meets at a start barrier in the driver pod, with a token of this
+    attempt's own (manifests/start_barrier.py)."""
+    plan = view.plan
+    meet = None
+    if view.step is not None and plan.timing.barrier_jobs and driver.ip:
+        meet = BarrierAddress(driver.ip, ctx.settings.barrier_port, secrets.token_hex(8))
+    files = fio.client_job_files(plan, view.step, meet)
+    extra = _extra_files(view, osds)
+    if meet is not None:
+        extra.update(fio_driver.barrier_files(plan, meet))
+    return files, extra
 
 
 def _extra_files(view: StepView, osds: Mapping[str, str]) -> dict[str, str]:
-    """What the driver keeps with the attempt: the OSDs' incarnations (a step), and on
-    crimson the OSDs whose reactors it samples while fio runs."""
+    """The OSDs' incarnations (a step), and on crimson the OSDs whose reactors it samples
+    while fio runs."""
     plan = view.plan
     if view.step is None:
         return {}

@@ -7,13 +7,17 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from crimsonbench.errors import ExecutionError
+from crimsonbench.local.barrier import LOG_NAME as BARRIER_LOG
+from crimsonbench.local.barrier import start_barrier
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
 from crimsonbench.local.sampler import ResourceSampler
 from crimsonbench.local.userland import Userland
 from crimsonbench.plan.fio_jobs import step_job_files
 from crimsonbench.plan.types import RunPlan, Step
+from crimsonbench.results.barrier_log import barrier_summary
 from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.fio_json import parse_fio_json
 from crimsonbench.results.resources import summarize_samples
@@ -79,8 +83,11 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     started = time.monotonic()
     deadline = ctx.plan.timing.deadline_s
     plan = ctx.plan
-    files = step_job_files(plan, step, time.time())
-    with FioGroup(step.id, files, plan.clients, store, ctx.env, ctx.userland) as fio:
+    with (
+        start_barrier(plan, store.step_dir(step.id)) as meet,
+        FioGroup(step.id, step_job_files(plan, step, meet), plan.clients, store, ctx.env,
+                 ctx.userland) as fio,
+    ):  # fmt: skip
         osd_pids = lambda: list(ctx.osd_pids().values())  # noqa: E731
         interval = ctx.plan.sample_interval_s
         with ResourceSampler(osd_pids, fio.pids, interval, ctx.reactor_util) as sampler:
@@ -108,5 +115,15 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     jobs = {p.client.name: parse_fio_json(p.paths.output.read_text()) for p in fio.procs}
     check_job_counts(f"step {step.id}", ctx.plan.fio.jobs, jobs, ctx.plan.fio_numjobs)
     logs = {p.name: p.read_text() for p in store.iops_logs(step.id)}
-    wall = {"wall_seconds": round(time.monotonic() - started, 3)}
-    return step_result(step, ctx.plan.fio.jobs, jobs, logs, summarize_samples(samples), wall)
+    extra: dict[str, object] = {"wall_seconds": round(time.monotonic() - started, 3)}
+    barrier = barrier_summary(_read_or_empty(store.step_dir(step.id) / BARRIER_LOG))
+    if barrier is not None:
+        extra["start_barrier"] = barrier
+    return step_result(step, ctx.plan.fio.jobs, jobs, logs, summarize_samples(samples), extra)
+
+
+def _read_or_empty(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""

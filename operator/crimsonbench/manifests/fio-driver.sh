@@ -18,7 +18,8 @@
 # Times are epoch seconds of the pod's clock (started 0: not begun yet).
 #
 # A step's directory ROOT/KEY is its whole state, so an operator restarted mid-step finds
-# it: the job files and the files the operator left (osds.json, reactor_osds), and once
+# it: the job files and the files the operator left (osds.json, reactor_osds, the start
+# barrier's start_barrier.py and barrier.args), and once
 # it ran: started, ended, rc (written last: rc exists only once `out` is complete), out.
 # Every file a poll or an end reads is written whole or not at all (put: a temporary file,
 # then a rename in the same directory): a poll racing the write reads the state before it,
@@ -59,15 +60,30 @@ run_step() {
     ) > reactor.log 2>&1 &
     sampler=$!
   fi
+  # Several clients: their jobs meet at the start barrier before they start (the step's
+  # job files name this pod's address, barrier.args says which). fio starts once it
+  # listens; a barrier that never does makes every job fail to connect, and fio says so.
+  barrier=
+  if [ -s barrier.args ]; then
+    read -r n cap port token host < barrier.args
+    python3 start_barrier.py "$n" "$cap" "$port" "$token" "$host" > barrier.log 2>&1 &
+    barrier=$!
+    i=0
+    while [ ! -e barrier.ready ] && [ "$i" -lt 100 ] && kill -0 "$barrier" 2>/dev/null; do
+      sleep 0.1; i=$((i + 1))
+    done
+  fi
   rc=0
   # --foreground keeps fio in the session's process group, which `drop` signals
   timeout --foreground -s INT "$dl" \
     fio --output-format=json+ --output=fio.json "$@" > fio.log 2>&1 || rc=$?
   put ended "$(date +%s.%N)"
   if [ -n "$sampler" ]; then kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null; fi
+  if [ -n "$barrier" ]; then kill "$barrier" 2>/dev/null; wait "$barrier" 2>/dev/null; fi
   {
     if [ -s fio.log ]; then echo "==> fio.log <=="; cat fio.log; fi
     if [ -e reactor.log ]; then echo "==> reactor.log <=="; cat reactor.log; fi
+    if [ -e barrier.log ]; then echo "==> barrier.log <=="; cat barrier.log; fi
     echo "==> fio.json <=="
     cat fio.json 2>/dev/null || true
     echo

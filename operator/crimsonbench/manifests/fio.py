@@ -21,9 +21,10 @@ from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
 from crimsonbench.manifests.naming import dns_name, labels
 from crimsonbench.manifests.pods import PodOptions, ScriptJob, script_job
 from crimsonbench.plan.fio_jobs import prefill_job_file, step_job_files
-from crimsonbench.plan.types import ClientPlan, RunPlan, Step
+from crimsonbench.plan.types import BarrierAddress, ClientPlan, RunPlan, Step
 
 FIO_PORT = 8765  # fio's default server port
+BARRIER_PORT = 8766  # the step's start barrier, in the fio driver pod (start_barrier.py)
 FIO_OUTPUT = "fio.json"
 FIO_MEMORY_BASE_MIB = 128
 FIO_MEMORY_PER_JOB_MIB = 256  # librbd + fio buffers of one job
@@ -46,9 +47,11 @@ def checked_name(name: str) -> str:
 
 # After ceph_config_script. taskset pins the server: every job it forks inherits the set.
 # in /tmp: a step's start barrier (exec_prerun) writes <job>.prerun.txt where fio runs
+# It listens on the pod's own address only (CB_POD_IP, from the API), not 0.0.0.0.
 SERVER_SCRIPT = """\
 cd /tmp
-exec taskset -c "$CB_CPUS" fio --server="ip:0.0.0.0,$CB_PORT"
+case "$CB_POD_IP" in *:*) proto=ip6 ;; *) proto=ip ;; esac
+exec taskset -c "$CB_CPUS" fio --server="$proto:$CB_POD_IP,$CB_PORT"
 """
 
 
@@ -86,6 +89,7 @@ def fio_server_job(
             env=(
                 {"name": "CB_CPUS", "value": client.cpuset},
                 {"name": "CB_PORT", "value": str(port)},
+                {"name": "CB_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             ),
             ports=({"name": "fio", "containerPort": port},),
             readiness={"tcpSocket": {"port": port}, "periodSeconds": 1},
@@ -97,14 +101,16 @@ def fio_server_job(
 # ---------------------------------------------------------------- job files
 
 
-def client_job_files(plan: RunPlan, step: Step | None, launched_at: float) -> dict[str, str]:
+def client_job_files(
+    plan: RunPlan, step: Step | None, meet: BarrierAddress | None = None
+) -> dict[str, str]:
     """client name -> its job file, for a step or (step None) the prefill: every client
     with jobs gets one file, rendered now (plan/fio_jobs.py), the same text local mode runs.
-    launched_at: epoch seconds of the launch, which a step's start barrier counts from."""
+    meet: where a step's jobs meet before they start (its start barrier, if it has one)."""
     if step is None:
         clients = sorted({j.client for j in plan.prefill.jobs})
         return {c: prefill_job_file(plan, c) for c in clients}
-    return step_job_files(plan, step, launched_at)
+    return step_job_files(plan, step, meet)
 
 
 def job_file_name(client: str) -> str:

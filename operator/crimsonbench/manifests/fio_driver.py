@@ -43,7 +43,7 @@ from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
 from crimsonbench.manifests.fio import checked_name, client_args, client_job_files, job_file_name
 from crimsonbench.manifests.naming import dns_name, labels
 from crimsonbench.manifests.pods import PodOptions, ScriptJob, script_job
-from crimsonbench.plan.types import RunPlan
+from crimsonbench.plan.types import BarrierAddress, RunPlan
 
 ROLE_DRIVER = "fio-driver"
 STEPS_ROOT = "/results/steps"
@@ -60,9 +60,28 @@ OSDS_FILE = "osds.json"
 # those OSDs into REACTOR_LOG while its fio runs (results.seastar_metrics reads it).
 REACTOR_OSDS_FILE = "reactor_osds"
 REACTOR_LOG = "reactor.log"
+# A step with several clients: the rendezvous program (start_barrier.py, beside this
+# file) and its arguments "EXPECTED CAP_S PORT TOKEN HOST"; the script runs it before fio
+# and returns its log as BARRIER_LOG.
+BARRIER_PROGRAM = "start_barrier.py"
+BARRIER_ARGS = "barrier.args"
+BARRIER_LOG = "barrier.log"
 # A `ceph tell` is a Python start (~0.5 CPU-s): at 100m a sample would take seconds.
 SAMPLER_CPU = "500m"
 NO_DRIVER = "no-driver"  # the state an exec answers in a pod without our script
+
+
+@functools.cache
+def barrier_program() -> str:
+    """The text of start_barrier.py (package data, sent with every step that meets)."""
+    return resources.files("crimsonbench.manifests").joinpath(BARRIER_PROGRAM).read_text()
+
+
+def barrier_files(plan: RunPlan, meet: BarrierAddress) -> dict[str, str]:
+    """What a step's start carries for its barrier: the program and its arguments."""
+    t = plan.timing
+    args = f"{t.barrier_jobs} {t.start_barrier_cap_s:g} {meet.port} {meet.token} {meet.host}\n"
+    return {BARRIER_PROGRAM: barrier_program(), BARRIER_ARGS: args}
 
 
 @functools.cache
@@ -171,8 +190,8 @@ def start_command(
     return argv
 
 
-# a launch time whose text (a start barrier's instant) is longer than any real one's
-LONGEST_LAUNCH_EPOCH = 1e10
+# a rendezvous whose text is longer than any real one's (an IPv6 address, a long token)
+LONGEST_MEETING = BarrierAddress("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 65535, "f" * 32)
 
 
 def check_fits_one_exec(plan: RunPlan) -> None:
@@ -180,9 +199,11 @@ def check_fits_one_exec(plan: RunPlan) -> None:
     carries: found when the run is planned, not when its first step starts."""
     if plan.steps:
         servers = {c.name: "255.255.255.255:65535" for c in plan.clients}
-        files = client_job_files(plan, plan.steps[0], LONGEST_LAUNCH_EPOCH)
-        start_command(plan.steps[0].id, files, servers,
-                      deadline_s=plan.timing.deadline_s)  # fmt: skip
+        meet = LONGEST_MEETING if plan.timing.barrier_jobs else None
+        files = client_job_files(plan, plan.steps[0], meet)
+        extra = barrier_files(plan, LONGEST_MEETING) if meet else None
+        start_command(plan.steps[0].id, files, servers, deadline_s=plan.timing.deadline_s,
+                      extra_files=extra)  # fmt: skip
 
 
 def poll_command(

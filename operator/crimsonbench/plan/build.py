@@ -6,7 +6,7 @@ import math
 from collections.abc import Collection
 
 from crimsonbench.plan.ceph_options import ceph_setup, family_from_known_options, option_family
-from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS, fio_plan, prefill_jobs, start_barrier_s
+from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS, fio_plan, prefill_jobs, start_barrier
 from crimsonbench.plan.hosts import ClusterLayout, plan_hosts
 from crimsonbench.plan.resources import osd_resources
 from crimsonbench.plan.steps import expand_steps
@@ -80,7 +80,7 @@ def build_plan(
             spec.sweep.runtime_seconds,
             spec.sweep.ramp_seconds,
             grace_s,
-            start_barrier_s(clients, c.processes_per_image, c.num_jobs),
+            *start_barrier(clients, c.processes_per_image, c.num_jobs),
         ),
         sweep=spec.sweep,
         sample_interval_s=spec.sweep.sample_interval_seconds,

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.plan.ini import FIO, render_ini
 from crimsonbench.plan.steady_state import steady_state_options
-from crimsonbench.plan.types import ClientPlan, FioJob, FioPlan, RunPlan, Step
+from crimsonbench.plan.types import BarrierAddress, ClientPlan, FioJob, FioPlan, RunPlan, Step
 from crimsonbench.spec.models import RECORDED_PERCENTILES, BenchmarkRunSpec
 
 # librbd settings of every fio client ([client] section of its ceph.conf, local and pods):
@@ -36,20 +36,27 @@ FIO_MAX_JOBS = 4096
 # A step with several fio processes (one per client) must start them together. fio starts
 # one process's jobs at once (its startup semaphore), but only after its main thread has
 # set up every job one after the other (backend.c, create_serialize: a librbd connect and
-# image open per job), and startdelay counts from the end of that. Setups that took
-# different times become a start skew between clients (seen: 1.4 s between two kind nodes
-# on a loaded machine). So every job of such a step waits, in exec_prerun (the last thing
-# fio does before a job's clock starts, after its setup), for one wall-clock instant: the
-# step's launch + an allowance for the slowest client's setup. A setup slower than the
-# allowance starts late by the difference, and the step's start skew says so. The clocks
-# of client nodes must agree (NTP; Ceph asks the same of its mons, 0.05 s).
-BARRIER_BASE_S = 2.0
-BARRIER_PER_JOB_S = 0.1  # librbd connect + open, one job: ~0.055 s measured locally
-# python3 is there wherever fio with the rbd engine is (ceph-common needs it); the value
-# holds no `;`/`#` (fio ends a value there) and no `$`/`[`/`]` (ini.FIO refuses them)
-_WAIT_UNTIL = (
-    "python3 -c \"__import__('time').sleep(max(0.0, {t:.3f} - __import__('time').time()))\""
+# image open per job), and startdelay counts from the end of that: setups that take
+# different times would start the clients apart (seen: 1.4 s between two kind nodes on a
+# loaded machine). So every job of such a step waits, in exec_prerun (the last thing fio
+# does before a job's clock starts, after its setup), at a rendezvous
+# (manifests/start_barrier.py) until every job of every client is there; the last one to
+# arrive starts them all. No clock is compared across nodes. The cap bounds the wait when
+# a client never comes (its setup failed): the others start then, and the step says so.
+BARRIER_CAP_BASE_S = 30.0
+BARRIER_CAP_PER_JOB_S = 0.5  # librbd connect + open, one job: ~0.055 s measured locally
+# expected setup, for the step's expected end (not a wait: the rendezvous ends it)
+SETUP_BASE_S = 1.0
+SETUP_PER_JOB_S = 0.06
+# python3 is there wherever fio with the rbd engine is (ceph-common needs it). The job
+# connects, sends the step's token and waits for the one byte that lets it go; exit 1 (the
+# job fails, fio says so) if the rendezvous cannot be reached. The value holds no `;`/`#`
+# (fio ends a value there) and no `$`/`[`/`]` (ini.FIO refuses them).
+_MEET_ALL = (
+    "python3 -c \"exit((lambda c: c.sendall(b'{token}') or c.recv(1) != b'g')("
+    "__import__('socket').create_connection(('{host}', {port}), {timeout:.0f})))\""
 )
+
 
 # What the planner decides; a workload's options may not set any of it (the spec's
 # allow-list refuses them first; this refuses them again where the file is written).
@@ -67,15 +74,17 @@ def client_threads(client: ClientPlan, processes_per_image: int, num_jobs: int) 
     return len(client.images) * processes_per_image * num_jobs
 
 
-def start_barrier_s(
+def start_barrier(
     clients: Sequence[ClientPlan], processes_per_image: int, num_jobs: int
-) -> float:
-    """How long after a step's launch its jobs start together; 0 when one fio process
-    (one client) runs the step, which starts its own jobs together."""
+) -> tuple[int, float, float]:
+    """(jobs that meet at the rendezvous, the most any waits for the others, the expected
+    setup before they start): (0, 0, setup) when one fio process (one client) runs the
+    step, which starts its own jobs together."""
     jobs = [client_threads(c, processes_per_image, num_jobs) for c in clients if c.images]
+    setup = round(SETUP_BASE_S + SETUP_PER_JOB_S * max(jobs, default=0), 3)
     if len(jobs) < 2:
-        return 0.0
-    return round(BARRIER_BASE_S + BARRIER_PER_JOB_S * max(jobs), 3)
+        return 0, 0.0, setup
+    return sum(jobs), round(BARRIER_CAP_BASE_S + BARRIER_CAP_PER_JOB_S * max(jobs), 3), setup
 
 
 def fio_plan(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str) -> FioPlan:
@@ -141,27 +150,23 @@ def prefill_jobs(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan]) -> tuple
     return tuple(FioJob(image, client.name) for client in clients for image in client.images)
 
 
-def step_job_files(plan: RunPlan, step: Step, launched_at: float) -> dict[str, str]:
+def step_job_files(plan: RunPlan, step: Step, meet: BarrierAddress | None = None) -> dict[str, str]:
     """client name -> its job file for one step, for every client with jobs.
-    launched_at: wall-clock epoch seconds of the step's launch (the barrier counts from it)."""
-    barrier = plan.timing.start_barrier_s
-    start_at = launched_at + barrier if barrier else None
+    meet: where the step's jobs meet before they start (a step with a barrier needs one)."""
     return {
-        c.name: step_job_file(plan, step, c, start_at)
-        for c in plan.clients
-        if plan.fio.jobs_of(c.name)
+        c.name: step_job_file(plan, step, c, meet) for c in plan.clients if plan.fio.jobs_of(c.name)
     }
 
 
 def step_job_file(
-    plan: RunPlan, step: Step, client: ClientPlan | str, start_at: float | None = None
+    plan: RunPlan, step: Step, client: ClientPlan | str, meet: BarrierAddress | None = None
 ) -> str:
     """The job file of one client in one step: [global] with what every job shares, then a
     section per job of this client (its image, its IOPS log), all started together; with
-    start_at (epoch seconds), not before that instant (the start barrier, above)."""
+    a start barrier (several clients), every job first meets the others at `meet`."""
     c = plan.client(client) if isinstance(client, str) else client
-    if plan.timing.start_barrier_s and start_at is None:
-        raise ValueError(f"step {step.id} runs several fio processes: it needs a start instant")
+    if plan.timing.barrier_jobs and meet is None:
+        raise ValueError(f"step {step.id} runs several fio processes: it needs a rendezvous")
     fio = plan.fio
     shared: dict[str, str | int] = {
         **fio.step_options,
@@ -169,8 +174,11 @@ def step_job_file(
         "iodepth": step.iodepth,
         "cpus_allowed": c.cpuset,
     }
-    if start_at is not None:
-        shared["exec_prerun"] = _WAIT_UNTIL.format(t=start_at)
+    if plan.timing.barrier_jobs and meet is not None:
+        shared["exec_prerun"] = _MEET_ALL.format(
+            token=meet.token, host=meet.host, port=meet.port,
+            timeout=plan.timing.start_barrier_cap_s + 30,
+        )  # fmt: skip
     sections: dict[str, Mapping[str, str | int]] = {"global": shared}
     for job in fio.jobs_of(c.name):
         sections[f"{step.workload}-qd{step.iodepth}-{job.name}"] = {

@@ -35,7 +35,10 @@ def plan_summary(plan: RunPlan) -> dict[str, Any]:
             "runtime_s": plan.timing.runtime_s,
             "ramp_s": plan.timing.ramp_s,
             "deadline_s": plan.timing.deadline_s,
-            "start_barrier_s": plan.timing.start_barrier_s,
+            "start_barrier": {
+                "jobs": plan.timing.barrier_jobs,
+                "cap_s": plan.timing.start_barrier_cap_s,
+            },
         },
         "steps": [s.id for s in plan.steps],
     }

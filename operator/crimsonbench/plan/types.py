@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -196,18 +197,38 @@ class StepTiming:
     runtime_s: int
     ramp_s: int
     grace_s: int  # beyond runtime + ramp: connecting, setting up, writing the output
-    # steps with several fio processes: the jobs start at one instant this long after the
-    # step is launched (plan/fio_jobs.py start_barrier_s); 0: one fio, no barrier
-    start_barrier_s: float = 0.0
+    # steps with several fio processes: this many jobs meet at a rendezvous before they
+    # start (plan/fio_jobs.py start_barrier), none waiting longer than the cap; 0: one fio
+    barrier_jobs: int = 0
+    start_barrier_cap_s: float = 0.0
+    setup_s: float = 0.0  # fio's expected setup of the largest client (connect + open)
 
     @property
     def fio_s(self) -> float:
-        """From the launch to fio's expected end: the barrier (if any), ramp, runtime."""
-        return self.start_barrier_s + self.runtime_s + self.ramp_s
+        """From the launch to fio's expected end: setup, ramp, runtime."""
+        return self.setup_s + self.runtime_s + self.ramp_s
 
     @property
     def deadline_s(self) -> int:
-        return math.ceil(self.start_barrier_s) + self.runtime_s + self.ramp_s + self.grace_s
+        """The longest a step may take: the barrier's cap (a client that never came),
+        ramp, runtime and the grace."""
+        return math.ceil(self.start_barrier_cap_s) + self.runtime_s + self.ramp_s + self.grace_s
+
+
+@dataclass(frozen=True)
+class BarrierAddress:
+    """Where the jobs of a step meet before they start (manifests/start_barrier.py): an
+    IP address and port the fio clients reach, and the step's token (hex: it travels in
+    a job file and a shell command)."""
+
+    host: str
+    port: int
+    token: str
+
+    def __post_init__(self) -> None:
+        ipaddress.ip_address(self.host)  # ValueError: not an address (no names, no text)
+        if not (0 < self.port < 65536) or not self.token.isalnum() or not self.token.isascii():
+            raise ValueError(f"not a rendezvous: port {self.port}, token {self.token!r}")
 
 
 @dataclass(frozen=True)
