@@ -117,7 +117,7 @@ def assert_ran_together(
     """Every job started and ended within a window (1 s) of the others; each ran the
     step's runtime (within 2 %, plus the wait for its last I/Os: at most its longest one);
     the product's rate for the step is fio's I/Os over the seconds they all ran (within
-    rate_rel)."""
+    rate_rel, plus the jobs' start and end spread over those seconds)."""
     assert o.start_spread_ms <= WINDOW_MS, f"job starts {o.start_spread_ms} ms apart: {o}"
     assert o.end_spread_ms <= WINDOW_MS, f"job ends {o.end_spread_ms} ms apart: {o}"
     drains = o.drains_ms or (0.0,) * len(o.runtimes_ms)
@@ -126,7 +126,11 @@ def assert_ran_together(
             f"a job ran {r} ms (its longest I/O {drain:.1f} ms): {o}"
         )
     assert o.common_s > 0, f"no second in which every job ran: {o}"
-    assert abs(step_rate / o.rate - 1) <= rate_rel, (
+    # the step's rate sums each job's own rate; over the interval all ran, the two differ by
+    # up to the starts' and ends' spread over that interval (cold run: 64 + 53 ms of a
+    # loaded machine's 4.9 s = 2.4 %, the rates 1.2 % apart)
+    allowed = rate_rel + (o.start_spread_ms + o.end_spread_ms) / 1000 / o.common_s
+    assert abs(step_rate / o.rate - 1) <= allowed, (
         f"step rate {step_rate:.1f} vs fio's {o.total_ios} I/Os over the {o.common_s:.3f} s "
         f"every job ran = {o.rate:.1f}: {o}"
     )
