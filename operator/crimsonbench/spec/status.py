@@ -11,11 +11,60 @@ run an older operator started, then removed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from crimsonbench.spec.base import SpecModel
+
+# Every field is bounded (maxLength, maxItems, maxProperties in the CRD, cut to fit when
+# the operator writes it): a run's object must stay far below etcd's 1.5 MiB however long
+# it runs, or every later status patch is refused and the run can never end. Texts made
+# from what the operator saw (errors, logs) are cut; lists that grow with time keep their
+# newest entries; what the spec bounds (nodes, OSDs) gets the spec's own bounds.
+CUT = "..."
+
+
+def _cut(limit: int) -> Callable[[Any], Any]:
+    def cut(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > limit:
+            return value[: limit - len(CUT)] + CUT
+        return value
+
+    return cut
+
+
+def _newest(limit: int) -> Callable[[Any], Any]:
+    def newest(value: Any) -> Any:
+        if isinstance(value, list) and len(value) > limit:
+            return value[-limit:]
+        if isinstance(value, dict) and len(value) > limit:
+            return dict(list(value.items())[-limit:])
+        return value
+
+    return newest
+
+
+MESSAGE_CHARS = 8192  # a status message, a condition's message, a failure
+ERROR_CHARS = 2000  # an error as the record keeps it
+RETRIED_STEPS = 64  # steps whose dropped attempts the record keeps (the newest)
+RETRY_REASONS = 8  # reasons kept per step (MAX_STEP_RETRIES + 1 are ever written)
+MAX_NODES = 1024  # spec.client.nodes, spec.target.rook.osdNodes
+MAX_OSDS = 4096  # spec.target.rook.osdIds
+PLANNED_SPEC_CHARS = 1 << 20  # never cut (it is JSON): the spec's own bounds keep it below
+
+STATUS_STEP_SUMMARIES = 256  # steps summarized in .status (results/status_summary writes 200)
+
+# Strings cut to their maxLength
+Short = Annotated[str, Field(max_length=64), BeforeValidator(_cut(64))]
+Name = Annotated[str, Field(max_length=253), BeforeValidator(_cut(253))]
+Reason = Annotated[str, Field(max_length=1024), BeforeValidator(_cut(1024))]
+ErrorText = Annotated[str, Field(max_length=ERROR_CHARS), BeforeValidator(_cut(ERROR_CHARS))]
+Message = Annotated[str, Field(max_length=MESSAGE_CHARS), BeforeValidator(_cut(MESSAGE_CHARS))]
+# What a restore leaves to do by hand: every command of it, so cut only far beyond them
+Commands = Annotated[str, Field(max_length=65536), BeforeValidator(_cut(65536))]
 
 
 # The operator changes a status field by field while a tick runs (each assignment
@@ -43,15 +92,15 @@ class Condition(StatusModel):
 
     type: str = Field(max_length=316)
     status: str = Field(pattern="^(True|False|Unknown)$")
-    reason: str = Field(default="", max_length=1024)
-    message: str = Field(default="", max_length=32768)
-    last_transition_time: str = ""
+    reason: Reason = ""
+    message: Message = ""
+    last_transition_time: Short = ""
     observed_generation: int | None = None
 
 
 class StepSummary(StatusModel):
-    id: str
-    workload: str
+    id: Reason
+    workload: Name
     iodepth: int
     repeat: int = 1
     iops: float = 0.0
@@ -65,8 +114,15 @@ class StepSummary(StatusModel):
     start_skew_ms: float | None = Field(
         default=None, description="Latest minus earliest client start (fio's own logs)."
     )
-    slowest_client: str = Field(default="", description="The client with the fewest IOPS.")
-    stopped_early: str = Field(default="", description="Why the sweep stopped after this step.")
+    slowest_client: Name = Field(default="", description="The client with the fewest IOPS.")
+    stopped_early: Reason = Field(default="", description="Why the sweep stopped after this step.")
+
+
+StepSummaries = Annotated[
+    list[StepSummary],
+    Field(max_length=STATUS_STEP_SUMMARIES),
+    BeforeValidator(_newest(STATUS_STEP_SUMMARIES)),
+]
 
 
 class StepSample(StatusModel):
@@ -77,7 +133,7 @@ class StepSample(StatusModel):
 
 
 class WorkloadPeak(StatusModel):
-    workload: str
+    workload: Name
     iodepth: int
     iops: float
     bw_mib_s: float
@@ -85,9 +141,14 @@ class WorkloadPeak(StatusModel):
 
 
 class ResultsRef(StatusModel):
-    kind: str = Field(default="ConfigMap")
-    name: str
-    path: str | None = Field(default=None, description="Results directory (local mode).")
+    kind: Short = Field(default="ConfigMap")
+    name: Name
+    path: Annotated[str, Field(max_length=4096)] | None = Field(
+        default=None, description="Results directory (local mode)."
+    )
+    selector: Reason = Field(
+        default="", description="Label selector of every ConfigMap holding the run's results."
+    )
 
 
 class OsdsRestarted(StatusModel):
@@ -95,7 +156,7 @@ class OsdsRestarted(StatusModel):
 
     since: float
     """When their pods were deleted (epoch s)."""
-    uids: list[str] = Field(default_factory=list)
+    uids: list[Name] = Field(default_factory=list, max_length=MAX_OSDS)
     """The pods deleted."""
 
 
@@ -106,10 +167,10 @@ class RestoreMarks(StatusModel):
 
     started: float | None = None
     """The restoring patch (epoch s)."""
-    config_cleaned: str | None = None
+    config_cleaned: Commands | None = None
     """The `config rm` Job's outcome: "done" or "failed: <the commands to run by hand>"."""
     osds_restarted: OsdsRestarted | None = None
-    over: str | None = None
+    over: Commands | None = None
     """The restore is over (configCleaned's value then)."""
 
 
@@ -122,61 +183,97 @@ class Waits(StatusModel):
     """For Rook to create the run's pool."""
     removal: float | None = None
     """For Rook to remove the run's pool and cephx user."""
+    client: float | None = None
+    """For Rook to make the run's CephClient (its cephx user and key)."""
+
+
+class ErrorMark(StatusModel):
+    """An unexpected error every tick of the run has hit since `since` (an API refusal, a
+    quota, a missing CephCluster...): past errorTimeoutSeconds the run fails, and is
+    restored first if it changed the cluster. Cleared by the first tick without one."""
+
+    since: float
+    """When it first appeared (epoch s)."""
+    stage: Short = ""
+    """The stage that hit it."""
+    text: ErrorText = ""
+    """The latest error."""
+    ticks: int = 1
+    """Ticks in a row that hit an error."""
+
+
+RetryReasons = Annotated[
+    list[Reason], Field(max_length=RETRY_REASONS), BeforeValidator(_newest(RETRY_REASONS))
+]
+StepRetries = Annotated[
+    dict[str, RetryReasons],
+    Field(max_length=RETRIED_STEPS),
+    BeforeValidator(_newest(RETRIED_STEPS)),
+]
 
 
 class RunBookkeeping(StatusModel):
     """What the operator remembers of a run only to carry on after a restart."""
 
-    step_retries: dict[str, list[str]] = Field(default_factory=dict)
-    """Step -> why each of its attempts was dropped."""
-    osd_incarnations: dict[str, str] | None = None
+    step_retries: StepRetries = Field(default_factory=dict)
+    """Step -> why each of its attempts was dropped (the newest steps)."""
+    osd_incarnations: dict[str, Name] | None = Field(default=None, max_length=MAX_OSDS)
     """Crimson: each planned OSD's pod uid/restarts when the run patched it."""
     waits: Waits = Field(default_factory=Waits)
     restore: RestoreMarks = Field(default_factory=RestoreMarks)
-    images_removed: str = ""
+    images_removed: Short = ""
     """The run's RBD images removed: "done", or "failed" (left to remove by hand)."""
-    planned_spec: str = ""
+    planned_spec: str = Field(default="", max_length=PLANNED_SPEC_CHARS)
     """The spec as planned (JSON): one changing what its steps measure later stops the run."""
     step_keys: str = Field(default="content", pattern="^(content|position)$")
     """How the fio driver keys steps: position for a run an older operator started."""
+    error: ErrorMark | None = None
+    """The unexpected error the run's ticks keep hitting, if any."""
+    restoring_since: float | None = None
+    """When the restore began (epoch s): it ends, done or not, restoreTimeoutSeconds later."""
 
 
 class BenchmarkRunStatus(StatusModel):
     phase: Phase = Field(default=Phase.PENDING, strict=False)
-    message: str = ""
+    message: Message = ""
     observed_generation: int | None = None
     conditions: list[Condition] = Field(default_factory=list, max_length=32)
-    current_step: str = ""
+    current_step: Reason = ""
     steps_done: int = 0
     steps_total: int = 0
-    progress: str = Field(default="", description="steps done / total, for kubectl get.")
-    steps: list[StepSummary] = Field(default_factory=list, max_length=4096)
+    progress: Short = Field(default="", description="steps done / total, for kubectl get.")
+    steps: StepSummaries = Field(default_factory=list)
     peaks: list[WorkloadPeak] = Field(default_factory=list, max_length=32)
     peak_iops: int = Field(default=0, description="Highest IOPS over all workloads.")
     results: ResultsRef | None = None
-    started_at: str = ""
-    finished_at: str = ""
+    started_at: Short = ""
+    finished_at: Short = ""
     # The operator's state machine lives here, not in memory, so a restarted operator
     # resumes exactly where the last one stopped.
-    stage: str = Field(default="", description="Reconcile stage (lease, topology, patch, ...).")
-    failure: str = Field(default="", description="Why the run fails once the cluster is restored.")
+    stage: Short = Field(default="", description="Reconcile stage (lease, topology, patch, ...).")
+    failure: Message = Field(
+        default="", description="Why the run fails once the cluster is restored."
+    )
     prefilled: bool = False
     images_created: bool = False
-    osd_placement: dict[str, str] = Field(
+    osd_placement: dict[str, Name] = Field(
         default_factory=dict,
+        max_length=MAX_OSDS,
         description="OSD id -> node, as found before the patch (OSDs never move).",
     )
-    client_nodes: list[str] = Field(
-        default_factory=list, description="The nodes fio runs on, in client order."
-    )
-    option_family: str = Field(
+    client_nodes: list[Name] = Field(
+        default_factory=list, max_length=MAX_NODES,
+        description="The nodes fio runs on, in client order.",
+    )  # fmt: skip
+    option_family: Short = Field(
         default="", description="Crimson option names the cluster knows: legacy or current."
     )
-    fio_servers: dict[str, str] = Field(
-        default_factory=dict, description="fio client -> its fio server's address:port."
-    )
+    fio_servers: dict[str, Name] = Field(
+        default_factory=dict, max_length=MAX_NODES,
+        description="fio client -> its fio server's address:port.",
+    )  # fmt: skip
     patched_generation: int = Field(default=0, description="CephCluster generation we patched.")
-    metrics_source: str = Field(default="", description="metrics.k8s.io, or none.")
+    metrics_source: Name = Field(default="", description="metrics.k8s.io, or none.")
     step_samples: list[StepSample] = Field(
         default_factory=list, max_length=720, description="Samples of the running step."
     )
