@@ -118,6 +118,9 @@ def test_env_is_what_the_operator_reads(
         assert settings.host_network is False and settings.job_tolerations == []
         assert settings.namespace is None
         assert settings.target_policy() == TargetPolicy()  # the same safe default
+        defaults = Settings.model_fields  # the chart's defaults are the operator's
+        assert settings.error_timeout_seconds == defaults["error_timeout_seconds"].default
+        assert settings.restore_timeout_seconds == defaults["restore_timeout_seconds"].default
         return
     assert settings.target_policy() == TargetPolicy(
         (RookGrant("rook-ceph", "rook-ceph", ("bench",)), RookGrant("storage", "prod")), ("ext",)
@@ -130,6 +133,7 @@ def test_env_is_what_the_operator_reads(
     ]
     assert (settings.tick_seconds, settings.step_grace_seconds) == (2.5, 60)
     assert (settings.rollout_timeout_seconds, settings.finished_run_ttl_seconds) == (900, 3600)
+    assert (settings.error_timeout_seconds, settings.restore_timeout_seconds) == (300, 5400)
     assert env["TZ"] == "UTC"  # extraEnv
 
 

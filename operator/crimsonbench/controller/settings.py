@@ -62,7 +62,15 @@ class Settings(BaseSettings):
     """Port of a step's start barrier in the run's fio driver pod, where the jobs of a
     step with several clients meet before they start."""
     rollout_timeout_seconds: int = Field(default=1800, ge=60)
-    """How long a bounded wait for Rook (rollout, pool, removal, restore) lasts."""
+    """How long a bounded wait for Rook (rollout, pool, cephx user, removal, restore) lasts."""
+    error_timeout_seconds: int = Field(default=600, ge=1)
+    """How long an unexpected error (the API refusing or failing a call, a quota, the
+    CephCluster gone...) may go on before the run fails; a run that changed the cluster is
+    restored first. Any tick without an error starts the count again."""
+    restore_timeout_seconds: int = Field(default=7200, ge=1)
+    """How long the restore may take: past it the run ends Failed, its ClusterRestored
+    condition naming what is left to put back by hand, and the cluster's lease is released
+    (the CephCluster keeps the run's marks, so no other run patches it meanwhile)."""
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     finished_run_ttl_seconds: int = Field(default=86400, ge=60)
     """Drop a finished run's metric series after this."""
