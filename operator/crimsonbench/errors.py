@@ -37,6 +37,12 @@ class NotReady(CrimsonBenchError):
     operator says "not yet": its I/O shell raises it, its pure decisions return it."""
 
 
+class TargetMissing(NotReady):
+    """The run's target is not there (its CephCluster: not made yet, or deleted). Not yet,
+    but not for ever: the operator fails the run once it has been missing longer than
+    errorTimeoutSeconds (and restores what the run changed, if anything is left)."""
+
+
 class ParseError(CrimsonBenchError):
     """Output of an external tool (fio, lscpu, ceph) could not be understood."""
 

@@ -4,11 +4,13 @@ run's fio driver pod (the steps then run in it: step_loop.py)."""
 
 from __future__ import annotations
 
+import time
+
 from crimsonbench.controller.jobs import job_log, serving_pod
 from crimsonbench.controller.observed import PodState
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.step_decide import server_addresses
-from crimsonbench.errors import NotReady
+from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
 from crimsonbench.plan.types import RunPlan
@@ -43,8 +45,17 @@ def ensure_client_user(ctx: RunContext, plan: RunPlan) -> None:
     ctx.kube.ensure_custom(rook_ns, "cephclients", body)
     found = ctx.kube.get_custom(rook_ns, "cephclients", plan.pool.user) or {}
     phase = (found.get("status") or {}).get("phase", "")
-    if phase != "Ready":
-        raise NotReady(f"waiting for Rook to create cephx user client.{plan.pool.user} ({phase})")
+    if phase == "Ready":
+        return
+    # Rook retries a CephClient it cannot make for ever (a Failure phase, or none at all
+    # when its operator is down): the run gives up in time and restores the cluster.
+    waited = ctx.record.waited("client", time.time())
+    message = (f"waiting {waited:.0f} s for Rook to create cephx user client.{plan.pool.user} "
+               f"(CephClient {rook_ns}/{plan.pool.user} phase {phase or 'unknown'})")  # fmt: skip
+    if waited > ctx.settings.rollout_timeout_seconds:
+        raise ExecutionError(f"{message}; gave up (rolloutTimeoutSeconds): see Rook's "
+                             "operator log and the CephClient's status")  # fmt: skip
+    raise NotReady(message)
 
 
 def ensure_images(ctx: RunContext, plan: RunPlan) -> None:

@@ -26,6 +26,8 @@ from crimsonbench.controller.record import LegacyMarks, RunRecord
 from crimsonbench.controller.rook import original_name
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.settings import Settings
+from crimsonbench.controller.step_index import StepIndex
+from crimsonbench.controller.stuck import error_text
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, ParseError
 from crimsonbench.manifests.results import run_configmap_name
 from crimsonbench.metrics import RunCollector, new_registry
@@ -69,6 +71,7 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     memo.kube = Kube(client.ApiClient())
     memo.view = RunsView(ours.finished_run_ttl_seconds)
     memo.plans = PlanCache()
+    memo.steps = StepIndex()  # each run's stored steps, read from the API once
     memo.recorded = set()  # runs whose record this operator has written
     registry = new_registry(RunCollector(memo.view.states), RECONCILES)
     memo.metrics_server, _thread = start_http_server(ours.metrics_port, registry=registry)
@@ -103,7 +106,8 @@ def _context(memo: kopf.Memo, meta: Any, spec: Any, status: Any, logger: Any) ->
             kube.configmap_annotations(settings.operator_namespace, original_name(uid)),
         )
     record = RunRecord.load(status, annotations, legacy)
-    return RunContext(name, namespace, uid, model, record, kube, settings, logger, memo.plans)
+    return RunContext(name, namespace, uid, model, record, kube, settings, logger, memo.plans,
+                      memo.steps)  # fmt: skip
 
 
 def _apply(ctx: RunContext, before: Phase, patch: kopf.Patch, body: Any, logger: Any) -> None:
@@ -131,6 +135,7 @@ def reconcile(
     memo: kopf.Memo, **_: Any,
 ) -> None:  # fmt: skip
     if (status or {}).get("phase") in (Phase.COMPLETED.value, Phase.FAILED.value):
+        memo.steps.forget(meta["uid"])  # its results are read from the API from now on
         return
     try:
         ctx = _context(memo, meta, spec, status, logger)
@@ -156,6 +161,12 @@ def reconcile(
     except (InvalidSpec, ExecutionError, ParseError) as exc:
         _apply(ctx, before, patch, body, logger)
         raise kopf.PermanentError(str(exc)) from exc
+    except Exception as exc:
+        # Kept in the run's record by the tick (controller/stuck.py): retried at the next
+        # tick, until it has lasted errorTimeoutSeconds and the run fails (and restores).
+        _apply(ctx, before, patch, body, logger)
+        delay = memo.settings.tick_seconds
+        raise kopf.TemporaryError(error_text(exc), delay=delay) from exc
     finally:
         try:
             memo.view.observe(ctx)
@@ -203,6 +214,7 @@ def delete(
         _apply(ctx, before, patch, body, logger)
         raise kopf.TemporaryError(f"cleanup not finished: {exc}", delay=5) from exc
     memo.view.forget(ctx.namespace, ctx.name)
+    memo.steps.forget(ctx.uid)
     logger.info("run deleted; cluster restored and children removed")
 
 

@@ -29,7 +29,7 @@ from crimsonbench.spec.status import (
     RunBookkeeping,
 )
 
-WaitName = Literal["rollout", "pool", "removal"]
+WaitName = Literal["rollout", "pool", "removal", "client"]
 # Stages after which a run has started something (a run without a record there was
 # started by an older operator; its fio driver keys steps by position).
 _STARTED = ("observe", "patch", "rollout", "prepare", "steps", "restore")

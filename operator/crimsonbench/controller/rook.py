@@ -21,7 +21,7 @@ from crimsonbench.controller.jobs import job_outcome
 from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
 from crimsonbench.controller.rollout import osds_running_with, rollout
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
+from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, TargetMissing
 from crimsonbench.manifests.cephcluster import (
     cephcluster_patch,
     has_crimson_layout,
@@ -60,7 +60,7 @@ def rook_cluster(ctx: RunContext) -> tuple[str, str]:
 def _cluster(ctx: RunContext) -> dict[str, Any]:
     found = ctx.kube.get_cephcluster(*rook_cluster(ctx))
     if found is None:
-        raise NotReady(f"{ctx.target.where} not found; create it or fix spec.target.rook")
+        raise TargetMissing(f"{ctx.target.where} not found; create it or fix spec.target.rook")
     return found
 
 

@@ -13,6 +13,7 @@ from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.plan_cache import PlanCache
 from crimsonbench.controller.record import RunRecord
 from crimsonbench.controller.settings import Settings
+from crimsonbench.controller.step_index import StepIndex
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.manifests.naming import LABEL_RUN, label_value
 from crimsonbench.manifests.targets import KubeTarget, kube_target, target_refusal
@@ -39,6 +40,7 @@ class RunContext:
     settings: Settings
     logger: logging.Logger
     plans: PlanCache = field(default_factory=PlanCache)
+    steps: StepIndex = field(default_factory=StepIndex)  # the stored steps, in memory
     plan: RunPlan | None = None  # made once per tick (it reads the topology cache and Rook)
     target: KubeTarget = field(init=False)
 

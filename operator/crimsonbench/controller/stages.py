@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from crimsonbench.controller import decide, external, rook, rook_pool
+from crimsonbench.controller import bounded, decide, external, rook, rook_pool, stuck
 from crimsonbench.controller.fio_setup import (
     admin_access,
     ensure_client_user,
@@ -30,7 +30,14 @@ from crimsonbench.controller.record import now_iso
 from crimsonbench.controller.restore import restore_cluster
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.step_loop import run_prefill, run_steps
-from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, NotReady, ParseError
+from crimsonbench.errors import (
+    CrimsonBenchError,
+    ExecutionError,
+    InvalidSpec,
+    NotReady,
+    ParseError,
+    TargetMissing,
+)
 from crimsonbench.manifests import fio_driver
 from crimsonbench.manifests.maintenance import (
     ROLE_CEPH_CLEANUP,
@@ -264,7 +271,14 @@ def check_meaning(ctx: RunContext) -> None:
 
 
 def tick(ctx: RunContext) -> None:
-    """Advance as far as possible in one tick; stop at the first stage that must wait."""
+    """Advance as far as possible in one tick; stop at the first stage that must wait.
+
+    Every run ends (stuck.py): InvalidSpec, ExecutionError and ParseError fail the run at
+    once; any other error, and the CephCluster missing, is kept in the record and retried
+    (raised to the handler, which writes the record) until it has lasted past
+    errorTimeoutSeconds, then fails the run the same way. Before the patch nothing was
+    touched and the run fails at once; after it the run is restored first. The restore
+    itself ends, done or not, past restoreTimeoutSeconds."""
     status = ctx.record.status
     if status.stage == "done":
         return
@@ -274,27 +288,76 @@ def tick(ctx: RunContext) -> None:
         try:
             check_meaning(ctx)
             nxt = STAGES[stage](ctx)
+            bounded.clear_error(ctx)  # got on: a later error starts a new count
         except NotReady as exc:
             status.message = str(exc)
-            return
-        except (InvalidSpec, ExecutionError, ParseError) as exc:
-            if stage == "restore":
-                raise  # cannot restore: the handler retries and reports it
-            if ORDER.index(stage) < ORDER.index("patch"):
-                # Nothing touched yet: remove the probe/facts Jobs, let go, fail at once.
-                # (At the lease it made none: Jobs of its name are another run's.)
-                for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
-                    if stage != "lease":
-                        ctx.kube.delete_jobs(ns, ctx.selector)
-                ctx.kube.release_lease(*ctx.lease, ctx.holder)
-                status.phase, status.message, status.stage = Phase.FAILED, str(exc), "done"
-                status.finished_at = now_iso()
-                reason = "InvalidSpec" if isinstance(exc, InvalidSpec) else "PreflightFailed"
-                ctx.record.condition("Succeeded", False, reason, str(exc))
-                raise
-            status.failure = str(exc)
-            reason = "InvalidSpec" if isinstance(exc, InvalidSpec) else "StepFailed"
-            ctx.record.condition("Succeeded", False, reason, str(exc))
-            nxt = "restore"  # something was changed: put it back before failing
+            if not isinstance(exc, TargetMissing) or stage == "restore":
+                _wait(ctx, stage, str(exc))
+                return
+            why = bounded.note_error(ctx, stage, exc)
+            if why is None:
+                return  # not yet past the bound: the status says how long it has lasted
+            bounded.clear_error(ctx, "RunFailed", _ENDED)
+            nxt = _fail(ctx, stage, ExecutionError(why), "TargetMissing")
+        except Exception as exc:
+            nxt = _error(ctx, stage, exc)
         status.stage = nxt
         stage = nxt
+
+
+_ENDED = "the error lasted past errorTimeoutSeconds and ended the run (condition Succeeded)"
+
+
+def _wait(ctx: RunContext, stage: str, what: str) -> None:
+    """A stage waits (NotReady): no error this tick; the restore ends once overdue."""
+    if stage != "restore":
+        bounded.clear_error(ctx)
+        return
+    waited = bounded.restore_overdue(ctx)
+    if waited is not None:
+        bounded.end_restore(ctx, waited, what)
+    else:
+        bounded.clear_error(ctx)
+
+
+def _error(ctx: RunContext, stage: str, exc: Exception) -> str:
+    """The next stage after an error in `stage`; raises it when the run goes on as it is
+    (the handler writes the record, kopf retries at the next tick)."""
+    if stage == "restore":
+        bounded.note_error(ctx, stage, exc)  # said in the status; the restore's bound rules
+        waited = bounded.restore_overdue(ctx)
+        if waited is None:
+            raise exc
+        bounded.end_restore(ctx, waited, stuck.error_text(exc))
+        return "done"
+    if isinstance(exc, InvalidSpec | ExecutionError | ParseError):
+        reason = "InvalidSpec" if isinstance(exc, InvalidSpec) else "StepFailed"
+        return _fail(ctx, stage, exc, reason)
+    why = bounded.note_error(ctx, stage, exc)
+    if why is None:
+        raise exc
+    failed = ExecutionError(why)
+    failed.__cause__ = exc
+    bounded.clear_error(ctx, "RunFailed", _ENDED)
+    return _fail(ctx, stage, failed, "ErrorTimeout")
+
+
+def _fail(ctx: RunContext, stage: str, exc: CrimsonBenchError, reason: str) -> str:
+    """The run fails: before the patch at once (raises exc), after it once restored."""
+    status = ctx.record.status
+    if ORDER.index(stage) < ORDER.index("patch"):
+        # Nothing touched yet: remove the probe/facts Jobs, let go, fail at once.
+        # (At the lease it made none: Jobs of its name are another run's.)
+        for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
+            if stage != "lease":
+                ctx.kube.delete_jobs(ns, ctx.selector)
+        ctx.kube.release_lease(*ctx.lease, ctx.holder)
+        status.phase, status.message, status.stage = Phase.FAILED, str(exc), "done"
+        status.finished_at = now_iso()
+        if reason == "StepFailed":
+            reason = "PreflightFailed"
+        ctx.record.condition("Succeeded", False, reason, str(exc))
+        raise exc
+    status.failure = str(exc)
+    ctx.record.condition("Succeeded", False, reason, str(exc))
+    return "restore"  # something was changed: put it back before failing

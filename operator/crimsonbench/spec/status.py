@@ -50,7 +50,7 @@ def _newest(limit: int) -> Callable[[Any], Any]:
 MESSAGE_CHARS = 8192  # a status message, a condition's message, a failure
 ERROR_CHARS = 2000  # an error as the record keeps it
 RETRIED_STEPS = 64  # steps whose dropped attempts the record keeps (the newest)
-RETRY_REASONS = 8  # reasons kept per step (MAX_STEP_RETRIES + 1 are ever written)
+RETRY_REASONS = 4  # reasons kept per step (MAX_STEP_RETRIES + 1 at most are written)
 MAX_NODES = 1024  # spec.client.nodes, spec.target.rook.osdNodes
 MAX_OSDS = 4096  # spec.target.rook.osdIds
 PLANNED_SPEC_CHARS = 1 << 20  # never cut (it is JSON): the spec's own bounds keep it below

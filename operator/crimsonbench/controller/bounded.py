@@ -1,0 +1,112 @@
+"""The run's bounds, carried out for stages.tick (stuck.py decides): an unexpected error
+kept in the run's record, shown while it lasts and, past errorTimeoutSeconds, turned into
+the run's failure; a restore past restoreTimeoutSeconds ended, what it left named, the
+cluster's lease released."""
+
+from __future__ import annotations
+
+import time
+
+from crimsonbench.controller import stuck
+from crimsonbench.controller.fio_setup import jobs_namespace
+from crimsonbench.controller.plans import plan_for
+from crimsonbench.controller.record import now_iso
+from crimsonbench.controller.rook import ORIGINAL_KEY, original_name
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.errors import CrimsonBenchError
+from crimsonbench.manifests.cephcluster import restore_cleanup_commands
+from crimsonbench.plan.types import RunPlan
+from crimsonbench.spec.status import Phase
+
+SHOWN_IMAGES = 8  # images named in a message; the rest counted
+
+
+def note_error(ctx: RunContext, stage: str, exc: BaseException) -> str | None:
+    """Keep the error in the run's record (when the run's errors began, the latest one) and
+    say so in the status (message, the Stalled condition); returns why the run fails now
+    once they have lasted past errorTimeoutSeconds, else None (the tick is retried)."""
+    now, bound = time.time(), ctx.settings.error_timeout_seconds
+    book = ctx.record.book
+    book.error = mark = stuck.noted(book.error, stage, stuck.error_text(exc), now)
+    lasting = stuck.lasting(mark, now, bound)
+    ctx.record.status.message = lasting
+    ctx.record.condition("Stalled", True, type(exc).__name__, lasting)
+    return stuck.gave_up(mark, now, bound) if stuck.overdue(mark, now, bound) else None
+
+
+def clear_error(
+    ctx: RunContext, reason: str = "Recovered", message: str = "the last error went away"
+) -> None:
+    """A tick got on without an error (or the error failed the run): a later one starts a
+    new count."""
+    if ctx.record.book.error is None:
+        return
+    ctx.record.book.error = None
+    ctx.record.condition("Stalled", False, reason, message)
+
+
+def restore_overdue(ctx: RunContext) -> float | None:
+    """Seconds since the restore began, once past restoreTimeoutSeconds; None before (its
+    start is kept in the record from the first tick of the restore on)."""
+    book, now = ctx.record.book, time.time()
+    if book.restoring_since is None:
+        book.restoring_since = round(now, 1)
+    waited = now - book.restoring_since
+    overdue = stuck.restore_overdue(book.restoring_since, now, ctx.settings.restore_timeout_seconds)
+    return waited if overdue else None
+
+
+def end_restore(ctx: RunContext, waited_s: float, last: str) -> None:
+    """The restore did not finish in time: the run ends Failed, its ClusterRestored
+    condition (and an event) naming what is left to do by hand, and the cluster's lease is
+    released. The CephCluster keeps the run's marks if its spec was not put back: every
+    later run on it is refused until someone finishes the restore."""
+    todo = stuck.left_by_hand(leftovers(ctx))
+    message = stuck.restore_gave_up(waited_s, ctx.settings.restore_timeout_seconds, last, todo)
+    ctx.kube.release_lease(*ctx.lease, ctx.holder)  # raises: the next tick tries again
+    record, status = ctx.record, ctx.record.status
+    record.condition("ClusterRestored", False, "RestoreTimeout", message)
+    if record.conditions().get("Succeeded") is None or status.failure == "":
+        record.condition("Succeeded", False, "RestoreTimeout", message)
+    ctx.warn("RestoreTimeout", message)
+    failure = status.failure
+    status.phase, status.stage, status.finished_at = Phase.FAILED, "done", now_iso()
+    status.message = (f"{failure}; " if failure else "") + message
+    status.current_step = ""
+
+
+def leftovers(ctx: RunContext) -> stuck.Leftovers:
+    """What the restore may have left, named from the run's record and plan."""
+    status, book = ctx.record.status, ctx.record.book
+    plan = _plan_or_none(ctx)
+    rook = ctx.target.kind == "rook"
+    images = ""
+    if plan is not None and status.images_created and book.images_removed != "done":
+        names = list(plan.pool.images)
+        more = f",... {len(names) - SHOWN_IMAGES} more" if len(names) > SHOWN_IMAGES else ""
+        images = f"{plan.pool.name}/{{{','.join(names[:SHOWN_IMAGES])}{more}}}"
+    objects = []
+    if rook and plan is not None:
+        objects = [f"cephclients/{plan.pool.user}"]
+        if not ctx.spec.keep_images:
+            objects.insert(0, f"cephblockpools/{plan.pool.name}")
+    options = restore_cleanup_commands(plan) if plan is not None else []
+    saved = f"{ctx.settings.operator_namespace}/{original_name(ctx.uid)}"
+    return stuck.Leftovers(
+        where=ctx.target.where if rook else "",
+        patched=status.patched_generation > 0,
+        marks=book.restore,
+        saved_original=f"ConfigMap {saved} (key {ORIGINAL_KEY})",
+        run_options=["ceph " + " ".join(c) for c in options],
+        images=images,
+        rook_objects=objects,
+        jobs=f"delete the run's Jobs: kubectl -n {jobs_namespace(ctx)} delete jobs -l "
+        f"{ctx.selector}",
+    )
+
+
+def _plan_or_none(ctx: RunContext) -> RunPlan | None:
+    try:
+        return plan_for(ctx)
+    except (CrimsonBenchError, ValueError):
+        return None

@@ -1,0 +1,144 @@
+"""Every run ends: pure decisions from the run's record and the clock (passed in), carried
+out by bounded.py for stages.tick. Nothing here reads the API or the clock.
+
+- An unexpected error: any exception but the three the stages raise on purpose
+  (InvalidSpec, ExecutionError, ParseError end the run at once), and the run's target gone
+  (TargetMissing). The API refusing or failing a call (403, 409, 422, 429, 500), a quota,
+  a ConfigMap too large... would otherwise be retried for ever with the cluster patched.
+  The record keeps when the first of them appeared and the latest one's text (ErrorMark);
+  a tick that hits one again keeps that start, the first tick without one clears it.
+  Past errorTimeoutSeconds the run fails: at once if it changed nothing yet, else after
+  its restore.
+- The restore: its start is kept too. Past restoreTimeoutSeconds the run ends Failed and
+  lets the cluster go, naming in its ClusterRestored condition what is left to do by hand;
+  the CephCluster keeps the run's marks until then, so no other run patches it meanwhile
+  (restore_steps.foreign_patch).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
+from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, RestoreMarks
+
+# ---------------------------------------------------------------- unexpected errors
+
+
+def error_text(exc: BaseException) -> str:
+    """An error as the record and the conditions say it: its class and message, cut. A
+    Kubernetes API refusal (kubernetes.client.ApiException: status, reason, a JSON body)
+    says its status and the API server's own message, not its headers."""
+    status = getattr(exc, "status", None)
+    reason = getattr(exc, "reason", None)
+    if isinstance(status, int) and hasattr(exc, "body"):
+        text = f"{type(exc).__name__} {status} {reason or ''}".rstrip()
+        said = _api_message(getattr(exc, "body", None))
+        text += f": {said}" if said else ""
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else repr(exc)
+    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
+
+
+def _api_message(body: object) -> str:
+    """The `message` of a Kubernetes Status body, else the body's start."""
+    if isinstance(body, bytes):
+        body = body.decode(errors="replace")
+    if not isinstance(body, str) or not body:
+        return ""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body[:500]
+    return str(doc.get("message") or body[:500]) if isinstance(doc, dict) else body[:500]
+
+
+def noted(mark: ErrorMark | None, stage: str, text: str, now: float) -> ErrorMark:
+    """The record's error mark after a tick that hit an error: the first one's time kept."""
+    if mark is None:
+        return ErrorMark(since=round(now, 1), stage=stage, text=text)  # validated: cut to fit
+    return ErrorMark(since=mark.since, stage=stage, text=text, ticks=mark.ticks + 1)
+
+
+def overdue(mark: ErrorMark, now: float, bound_s: float) -> bool:
+    """The error has lasted longer than bound_s (errorTimeoutSeconds)."""
+    return now - mark.since > bound_s
+
+
+def lasting(mark: ErrorMark, now: float, bound_s: float) -> str:
+    """What the status says while an error lasts."""
+    return (
+        f"{mark.text} (for {now - mark.since:.0f} s, {mark.ticks} tick(s) in a row; the run "
+        f"fails after errorTimeoutSeconds {bound_s:.0f} s)"
+    )
+
+
+def gave_up(mark: ErrorMark, now: float, bound_s: float) -> str:
+    """Why the run fails: the error, and that it lasted past the bound."""
+    return (
+        f"{mark.text} (at stage {mark.stage or '?'}, for {now - mark.since:.0f} s, past "
+        f"errorTimeoutSeconds {bound_s:.0f} s)"
+    )
+
+
+# ---------------------------------------------------------------- the restore
+
+
+def restore_overdue(since: float, now: float, bound_s: float) -> bool:
+    return now - since > bound_s
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What the restore may have left undone, as the I/O side found it named."""
+
+    where: str  # the CephCluster, as messages name it ("" : no Rook target)
+    patched: bool  # the run's patch went on the CephCluster
+    marks: RestoreMarks  # how far the restore got
+    saved_original: str  # "ConfigMap <namespace>/<name> (key <key>)"
+    run_options: Sequence[str]  # `ceph config rm ...` commands of the run's options
+    images: str  # "<pool>/{a,b}" still to remove; "" when removed (or never made)
+    rook_objects: Sequence[str]  # the run's CephBlockPool and CephClient, "<plural>/<name>"
+    jobs: str  # how to delete the run's Jobs and their pods
+
+
+def left_by_hand(left: Leftovers) -> list[str]:
+    """What to do by hand to finish a restore that stopped, in the order the restore does
+    it (the images and the run's pool before any OSD restarts)."""
+    todo = []
+    if left.images:
+        todo.append(f"remove the run's RBD images {left.images}")
+    if left.rook_objects:
+        todo.append(f"see that Rook removed {', '.join(left.rook_objects)} (delete them if not)")
+    marks = left.marks
+    if left.patched and left.where and marks.over is None:
+        if marks.config_cleaned is None:
+            todo.append(
+                f"put spec.cephConfig and spec.resources of {left.where} back as saved in "
+                f"{left.saved_original}, and wait until Rook has rolled every OSD back"
+            )
+            if left.run_options:
+                todo.append(f"then remove the run's options Rook leaves in the mon database "
+                            f"(unless the saved spec's cephConfig holds them): "
+                            f"{'; '.join(left.run_options)}")  # fmt: skip
+        elif marks.config_cleaned.startswith("failed"):
+            todo.append(f"remove the run's options from the mon database: "
+                        f"{marks.config_cleaned.removeprefix('failed: ')}")  # fmt: skip
+        todo.append(
+            f"remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST} from {left.where} "
+            "(until then every BenchmarkRun on it is refused)"
+        )
+    todo.append(left.jobs)
+    return todo
+
+
+def restore_gave_up(waited_s: float, bound_s: float, last: str, todo: Sequence[str]) -> str:
+    """The ClusterRestored condition of a restore that did not finish in time."""
+    steps = "; ".join(f"({i}) {t}" for i, t in enumerate(todo, 1))
+    return (
+        f"the restore did not finish in restoreTimeoutSeconds ({bound_s:.0f} s; "
+        f"{waited_s:.0f} s since it began), so the run ends and releases the cluster; it "
+        f"stopped at: {last or 'unknown'}. Left to do by hand: {steps}"
+    )
