@@ -34,7 +34,7 @@ import kubernetes.client  # noqa: E402
 import kubernetes.config  # noqa: E402
 from harness.kind_bench import RUN_NS, kind_bench_stack, run_manifest, switch_fio_image  # noqa: E402
 
-from crimsonbench.manifests.results import read_results_configmaps  # noqa: E402
+from crimsonbench.manifests.results import read_stored, results_selector  # noqa: E402
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION  # noqa: E402
 
 IODEPTHS = (1, 8, 32)
@@ -60,9 +60,8 @@ def one_run(custom: Any, core: Any, api: Any, name: str, workers: list[str],
     if phase != "Completed":
         raise RuntimeError(f"{name}: {phase}: {status.get('message')}")
     finished = time.monotonic()
-    sel = f"{GROUP}/run={name},{GROUP}/role=results"
-    cms = core.list_namespaced_config_map(RUN_NS, label_selector=sel).items
-    results = read_results_configmaps([api.sanitize_for_serialization(c) for c in cms])
+    cms = core.list_namespaced_config_map(RUN_NS, label_selector=results_selector(name)).items
+    results = read_stored([api.sanitize_for_serialization(c) for c in cms]).results
     custom.delete_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, name)
     while True:
         try:

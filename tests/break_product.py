@@ -82,11 +82,11 @@ BREAKAGES = (
     ),
     Breakage(
         "configmap-left-behind",
-        "operator/crimsonbench/controller/fio_stage.py",
-        '        cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]\n',
+        "operator/crimsonbench/controller/stored_results.py",
+        '            cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]\n',
         "",
         "results ConfigMaps lose their owner: they outlive a deleted run",
-        "quick kind",
+        "quick k8s kind",
     ),
     Breakage(
         "planner-refuses",

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from harness.kind_bench import RUN_NS, BenchStack
 from polling import poll_until
 
-from crimsonbench.manifests.results import read_results_configmaps
+from crimsonbench.manifests.results import read_stored, results_selector
 from crimsonbench.results.types import StepResult
 
 
@@ -38,8 +38,9 @@ def completed_run(
     assert st["phase"] == "Completed", st.get("message")
     assert st["stepsDone"] == st["stepsTotal"] == steps
     cms = s.kind.kubectl_json("-n", RUN_NS, "get", "configmaps", "-l",
-                              f"bench.crimson.ceph.io/run={run},"
-                              "bench.crimson.ceph.io/role=results")["items"]  # fmt: skip
-    results = {r.step_id: r for r in read_results_configmaps(cms)}
+                              results_selector(run))["items"]  # fmt: skip
+    stored = read_stored(cms)
+    assert stored.unreadable == [], stored.unreadable
+    results = {r.step_id: r for r in stored.results}
     assert sorted(results) == sorted(step["id"] for step in st["steps"])
     return CompletedRun(st, results, ended)

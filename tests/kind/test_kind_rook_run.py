@@ -37,13 +37,13 @@ from harness.kind_bench import CLIENT_CPUS, OPERATOR_NS, OSD_CPUS, RUN_NS, Bench
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from kubernetes.stream import stream
 from prometheus_client.parser import text_string_to_metric_families
-from rook_runs import LABEL_ROLE, LABEL_RUN, PodWatch, RunBench
+from rook_runs import PodWatch, RunBench
 from typer.testing import CliRunner
 
 from crimsonbench.cli import app
 from crimsonbench.manifests.fio import server_job_name
 from crimsonbench.manifests.fio_driver import driver_job_name
-from crimsonbench.manifests.results import read_results_configmaps, read_run_configmap
+from crimsonbench.manifests.results import read_run_configmap, read_stored, results_selector
 
 pytestmark = pytest.mark.kind
 
@@ -186,11 +186,10 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     assert set().union(*watcher.fio.server_affinity.values()) == {int(CLIENT_CPUS)}
 
     # results: the sum of both clients; each client what its server's jobs reported
-    cms = a.core.list_namespaced_config_map(
-        RUN_NS, label_selector=f"{LABEL_RUN}={RUN},{LABEL_ROLE}=results"
-    ).items
-    docs = [a.api.sanitize_for_serialization(c) for c in cms]
-    results = {r.step_id: r for r in read_results_configmaps(docs)}
+    cms = a.core.list_namespaced_config_map(RUN_NS, label_selector=results_selector(RUN)).items
+    stored = read_stored([a.api.sanitize_for_serialization(c) for c in cms])
+    assert stored.unreadable == [], stored.unreadable
+    results = {r.step_id: r for r in stored.results}
     assert sorted(results) == sorted(steps)
     skews = []
     for step, output in watcher.outputs.items():

@@ -1,4 +1,6 @@
-"""Step results over ConfigMaps under the object size limit, and the .status summary."""
+"""Step results over ConfigMaps under the object size limit: one per step (cut in parts
+when a step is over one), and the layout of older operators (a list of steps per
+ConfigMap), still read."""
 
 from __future__ import annotations
 
@@ -11,8 +13,16 @@ from manifest_inputs import FIXTURES
 from step_results import many, result
 
 from crimsonbench.manifests.results import (
+    MAX_STEP_PARTS,
+    StepTooLarge,
+    part_names,
     read_results_configmaps,
+    read_step,
+    read_stored,
     results_configmaps,
+    results_selector,
+    step_configmap_name,
+    step_configmaps,
 )
 from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.types import StepResult
@@ -24,7 +34,89 @@ def _same(a: StepResult, b: StepResult) -> bool:
     return json.dumps(a.to_dict(), sort_keys=True) == json.dumps(b.to_dict(), sort_keys=True)
 
 
-# ---------------------------------------------------------------- ConfigMaps
+# ---------------------------------------------------------------- one ConfigMap per step
+
+
+def _wide(index: int, clients: int) -> StepResult:
+    """A step of `clients` fio clients, each a row of real fio figures."""
+    docs = sorted((FIXTURES / "fio" / "rbd").glob("*.json"))
+    row = combine([j for d in docs for j in parse_fio_json(d.read_text())])
+    rows = {f"node-{c:04d}": replace(row, iops=row.iops + c) for c in range(clients)}
+    return replace(result(index, "randread4k", 1 + index, 1000.0), clients=rows)
+
+
+def test_a_step_is_one_configmap_named_by_what_it_measured() -> None:
+    step = result(3, "randread4k", 16, 1000.0)
+    (cm,) = step_configmaps("run-a", step, namespace="bench")
+    assert cm["metadata"]["name"] == step_configmap_name("run-a", step.key)
+    assert cm["metadata"]["name"] == "run-a-step-randread4k-qd016-r1"
+    meta = cm["metadata"]
+    assert meta["labels"]["bench.crimson.ceph.io/role"] == "step-result"
+    assert meta["labels"]["bench.crimson.ceph.io/step"] == step.key
+    assert meta["annotations"]["bench.crimson.ceph.io/parts"] == "1"
+    assert part_names(cm) == []
+    assert _same(read_step(cm, {}), step)
+    assert "NaN" not in cm["data"]["result.json"]  # strict JSON: NaN travels as null
+
+
+def test_a_step_over_one_configmap_is_cut_in_parts_written_before_its_head() -> None:
+    step = _wide(1, 2500)  # ~1.1 MB of JSON
+    cms = step_configmaps("run-a", step, namespace="bench")
+    assert len(cms) == 2
+    *parts, head = cms
+    assert head["metadata"]["labels"]["bench.crimson.ceph.io/role"] == "step-result"
+    assert [p["metadata"]["name"] for p in parts] == part_names(head)
+    assert part_names(head) == [head["metadata"]["name"] + "-p1"]
+    for cm in cms:  # the API server's rule: keys + values at most 1 MiB a ConfigMap
+        assert sum(len(k) + len(v.encode()) for k, v in cm["data"].items()) < MIB
+    back = read_step(head, {p["metadata"]["name"]: p for p in parts})
+    assert _same(back, step)
+    with pytest.raises(ValueError, match="is missing"):
+        read_step(head, {})
+    other = step_configmaps("run-a", _wide(1, 2600), namespace="bench")[0]  # another write
+    with pytest.raises(ValueError, match="do not make the result"):
+        read_step(head, {other["metadata"]["name"]: other})
+
+
+def test_a_step_over_every_part_it_may_take_is_refused_naming_it() -> None:
+    with pytest.raises(StepTooLarge, match=f"over the {MAX_STEP_PARTS} ConfigMaps"):
+        step_configmaps("r", _wide(1, 40), limit_bytes=1000)
+
+
+def test_long_names_and_keys_make_valid_names() -> None:
+    name = step_configmap_name("r" * 50, "W" * 200)
+    assert len(name) <= 249 and name == name.lower()
+    assert step_configmap_name("r", "W" * 200) != step_configmap_name("r", "w" * 200)
+
+
+def test_both_layouts_are_read_together_and_a_half_written_set_for_what_it_holds() -> None:
+    """An older operator's parts (one never written) beside this layout's steps (one of
+    them also in the older set, one whose head lost its part): every whole step, once, and
+    what could not be read named."""
+    older = many(40)
+    legacy = results_configmaps("r", older, limit_bytes=3000)
+    assert len(legacy) >= 4
+    lost = {d["step_id"] for d in json.loads(legacy[2]["data"]["results.json"])}
+    newer = replace(older[0], fio=replace(older[0].fio, iops=5.0))  # this layout's wins
+    wide = step_configmaps("r", _wide(90, 2500))
+    cms = [*legacy[:2], *legacy[3:], *step_configmaps("r", newer), wide[-1]]
+    stored = read_stored(reversed(cms))
+    assert {r.step_id for r in stored.results} == {r.step_id for r in older} - lost
+    assert next(r for r in stored.results if r.key == newer.key).fio.iops == 5.0
+    assert len(stored.unreadable) == 2, stored.unreadable
+    assert "r-results-2 (part 2 of" in stored.unreadable[1] and "is missing" in stored.unreadable[0]
+    assert read_stored(reversed(cms), whole=False).unreadable == stored.unreadable[:1]
+    assert read_stored([]).results == [] and read_stored([]).unreadable == []
+
+
+def test_the_selector_finds_both_layouts() -> None:
+    assert results_selector("r") == (
+        "bench.crimson.ceph.io/run=r,bench.crimson.ceph.io/role in "
+        "(results,step-result,step-result-part)"
+    )
+
+
+# ---------------------------------------------------------------- the older layout
 
 
 def test_five_thousand_steps_fit_under_the_limit() -> None:

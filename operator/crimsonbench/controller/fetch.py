@@ -2,8 +2,10 @@
 results directory a local run writes, so `report` and `compare` work unchanged.
 
 What is read: the BenchmarkRun (spec, status), its `<run>-run` ConfigMap (RunInfo and
-plan) and its `<run>-results-N` ConfigMaps (every finished step). A run still going, or
-one that failed, gives what exists; `FetchedRun.note` says so.
+plan) and its results ConfigMaps (manifests/results.py: one per finished step, `<run>-step-
+<key>`, and the `<run>-results-N` of an operator from before that layout). A run still
+going, or one that failed, gives what exists; `FetchedRun.note` says so, and names any
+step whose ConfigMaps were left half-written (it is not fetched).
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.errors import CrimsonBenchError
-from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
 from crimsonbench.manifests.results import (
-    read_results_configmaps,
     read_run_configmap,
+    read_stored,
+    results_selector,
     run_configmap_name,
 )
 from crimsonbench.results.store import ResultStore
@@ -40,6 +42,7 @@ class FetchedRun:
     info: RunInfo
     plan: dict[str, Any] | None
     results: list[StepResult]
+    unreadable: tuple[str, ...] = ()  # stored steps that could not be read, and why
 
     @property
     def phase(self) -> str:
@@ -50,8 +53,11 @@ class FetchedRun:
         """'' for a completed run; else what a reader of partial results must know."""
         total = int(self.status.get("stepsTotal") or 0)
         done = f"{len(self.results)} of {total or '?'} steps"
+        if self.unreadable:
+            done += (f" ({len(self.unreadable)} stored step(s) left half-written, not "
+                     f"fetched: {'; '.join(self.unreadable)[:2000]})")  # fmt: skip
         if self.phase == Phase.COMPLETED.value:
-            return ""
+            return f"run {self.name}: {done} fetched" if self.unreadable else ""
         if self.phase == Phase.FAILED.value:
             return f"run {self.name} failed ({self.status.get('message', '')}); {done} fetched"
         return f"run {self.name} is {self.phase}, not finished: {done} fetched so far"
@@ -72,13 +78,9 @@ def fetched_run(
         info, plan = read_run_configmap(run_configmap)
     else:  # planned before this operator version, or never planned
         info = RunInfo.from_spec(name, validate_spec(spec), started=status.get("startedAt", ""))
-    try:
-        results = read_results_configmaps(results_configmaps)
-    except (ValueError, KeyError) as exc:
-        raise FetchError(
-            f"the results ConfigMaps of {namespace}/{name} are damaged: {exc}"
-        ) from exc
-    return FetchedRun(name, namespace, spec, status, info, plan, results)
+    stored = read_stored(results_configmaps)  # what cannot be read is named, not fatal
+    return FetchedRun(name, namespace, spec, status, info, plan, stored.results,
+                      tuple(stored.unreadable))  # fmt: skip
 
 
 def write_results_dir(run: FetchedRun, store: ResultStore) -> None:
@@ -129,6 +131,5 @@ def fetch_run(api: Any, namespace: str, name: str) -> FetchedRun:
         if exc.status != 404:
             raise FetchError(f"cannot read the run's ConfigMap: {exc.reason}") from exc
         run_cm = None
-    selector = f"{LABEL_RUN}={label_value(name)},{LABEL_ROLE}=results"
-    cms = core.list_namespaced_config_map(namespace, label_selector=selector).items
+    cms = core.list_namespaced_config_map(namespace, label_selector=results_selector(name)).items
     return fetched_run(run, run_cm, [serialize(c) for c in cms])

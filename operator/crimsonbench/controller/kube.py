@@ -4,8 +4,9 @@ that exists returns the existing one, deleting a missing one is fine."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kubernetes import client
@@ -84,6 +85,38 @@ class Kube:
     def list_configmaps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         items = self.core.list_namespaced_config_map(namespace, label_selector=selector).items
         return [self.api.sanitize_for_serialization(cm) for cm in items]
+
+    def configmap_pages(
+        self, namespace: str, selector: str, page: int
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The matching ConfigMaps, `page` at a time (the API's limit/continue), as the
+        server's JSON: a run's results are hundreds of MiB, never one response."""
+        token = None
+        while True:
+            resp = self.core.list_namespaced_config_map(
+                namespace, label_selector=selector, limit=page, _continue=token,
+                _preload_content=False,
+            )  # fmt: skip
+            found = json.loads(resp.data)
+            yield list(found.get("items") or [])
+            token = (found.get("metadata") or {}).get("continue")
+            if not token:
+                return
+
+    def read_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The whole ConfigMap as the server's JSON; None when it does not exist."""
+        resp = _unless_gone(self.core.read_namespaced_config_map, name, namespace,
+                            _preload_content=False)  # fmt: skip
+        return None if resp is None else dict(json.loads(resp.data))
+
+    def write_configmap(self, namespace: str, body: dict[str, Any]) -> None:
+        """Create it, or replace the one there (one call when it is new, as most are)."""
+        try:
+            self.core.create_namespaced_config_map(namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            self.core.replace_namespaced_config_map(body["metadata"]["name"], namespace, body)
 
     def ensure_configmap(self, namespace: str, body: dict[str, Any]) -> dict[str, str]:
         """Create it, or return the data of the one already there (first write wins)."""

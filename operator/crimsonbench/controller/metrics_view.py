@@ -1,7 +1,10 @@
 """What /metrics shows for the operator: a derived, in-memory view of the runs it reconciles
 (the state itself stays in the API), plus the operator's own health (reconcile errors and
 durations). Same run and step metric names as local mode (crimsonbench.metrics).
-Finished runs are dropped after a TTL so their series do not live forever."""
+Finished runs are dropped after a TTL so their series do not live forever, and their
+per-step series before that once finished runs hold more than FINISHED_STEPS_KEPT steps
+(the newest finished runs keep theirs): memory must not grow with the runs of a day.
+A run's steps are the operator's slim copies (step_index.py), shared with its ticks."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
@@ -21,6 +25,7 @@ from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.status import Phase
 
 _FINISHED = (Phase.COMPLETED, Phase.FAILED)
+FINISHED_STEPS_KEPT = 50_000  # per-step series of finished runs (~0.9 KiB a step)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -62,6 +67,21 @@ class RunsView:
             self._runs[key] = state
             if phase in _FINISHED:
                 self._finished_at.setdefault(key, time.monotonic())
+                self._cap_finished()
+
+    def _cap_finished(self) -> None:
+        """Finished runs keep their per-step series, newest first, up to
+        FINISHED_STEPS_KEPT steps in all; older ones keep their run series only."""
+        kept = 0
+        for key in sorted(self._finished_at, key=self._finished_at.__getitem__, reverse=True):
+            state = self._runs.get(key)
+            if state is None or not state.steps:
+                continue
+            if kept + len(state.steps) <= FINISHED_STEPS_KEPT:
+                kept += len(state.steps)
+                continue
+            self._runs[key] = replace(state, steps=[], step_seconds={})
+            self._results.pop(key, None)
 
     def _progressed(self, key: str, seen: tuple[str, int, str]) -> float:
         """Unix time the run last changed phase, finished a step or started one. After an

@@ -1,36 +1,111 @@
-"""The run's step results, kept in `<run>-results-N` ConfigMaps (manifests/results.py): the
-source of truth for resume (a stored step is never run again, matched by what it measured:
-StepResult.key) and for `crimsonbench fetch`; the status carries their summary."""
+"""The run's step results: one ConfigMap per step (manifests/results.py), the source of
+truth for resume (a stored step is never run again, matched by what it measured:
+StepResult.key) and for `crimsonbench fetch`; the status carries their summary.
+
+A tick never reads them whole. The largest admitted sweep (40,960 steps of 16 clients)
+holds ~330 MiB of JSON, which every tick used to list and parse. Now each run's results
+are read once per operator process, a page at a time, and kept slim in memory
+(step_index.py); a step is written once, when it ends, and goes into memory as written.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
-from crimsonbench.manifests.results import read_results_configmaps, results_configmaps
+from crimsonbench.controller.step_index import RunSteps
+from crimsonbench.errors import ExecutionError
+from crimsonbench.manifests.results import (
+    StepTooLarge,
+    StoredResults,
+    legacy_gaps,
+    legacy_selector,
+    part_names,
+    read_step,
+    read_stored,
+    results_selector,
+    run_configmap_name,
+    step_configmaps,
+    step_selector,
+)
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.results.status_summary import status_summary
 from crimsonbench.results.types import StepResult
 from crimsonbench.spec.status import BenchmarkRunStatus, ResultsRef
 
+PAGE = 100  # step ConfigMaps per list call (~1.2 MiB with 16 clients a step)
+LEGACY_PAGE = 2  # an older operator's ConfigMaps hold up to 900 KB each
+
 
 def load_results(ctx: RunContext) -> dict[str, StepResult]:
-    """step key -> result of every stored step (an older operator's positional ids too)."""
-    selector = f"{LABEL_RUN}={label_value(ctx.name)},{LABEL_ROLE}=results"
-    cms = ctx.kube.list_configmaps(ctx.namespace, selector)
-    return {r.key: r for r in read_results_configmaps(cms)} if cms else {}
+    """step key -> slim result (step_index.slim) of every stored step (an older operator's
+    positional ids too): from memory, read from the API the first time."""
+    return dict(_known(ctx).results)
+
+
+def _known(ctx: RunContext) -> RunSteps:
+    known = ctx.steps.get(ctx.uid)
+    if known is None:
+        known = read_all(ctx)
+        ctx.steps.put(ctx.uid, known)
+        for why in known.unreadable:  # its step runs again
+            ctx.logger.warning("a stored step result cannot be read: %s", why)
+    return known
+
+
+def read_all(ctx: RunContext) -> RunSteps:
+    """Every step the API holds for the run, a page at a time; an older operator's layout
+    too (this layout's step wins). A step that cannot be read is left out (it runs again)
+    and named in `unreadable`."""
+    known = RunSteps()
+    kube, ns = ctx.kube, ctx.namespace
+    for page in kube.configmap_pages(ns, step_selector(ctx.name), PAGE):
+        for head in page:
+            parts = {n: p for n in part_names(head) if (p := kube.read_configmap(ns, n))}
+            try:
+                known.add(read_step(head, parts))
+            except ValueError as exc:
+                known.unreadable.append(str(exc))
+    legacy: dict[int, tuple[int, str]] = {}
+    for page in kube.configmap_pages(ns, legacy_selector(ctx.name), LEGACY_PAGE):
+        older: StoredResults = read_stored(page, whole=False)
+        known.unreadable += older.unreadable
+        legacy.update(older.legacy_parts)
+        for result in older.results:
+            if result.key not in known.results:
+                known.add(result)
+    known.unreadable += legacy_gaps(legacy)
+    return known
 
 
 def store_results(ctx: RunContext, plan: RunPlan, results: Mapping[str, StepResult]) -> None:
-    """Every result into the ConfigMaps (owned by the run), and the status's summary."""
-    ordered = sorted(results.values(), key=lambda r: r.step_id)
-    for cm in results_configmaps(ctx.name, ordered, namespace=ctx.namespace):
-        cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]
-        ctx.kube.replace_configmap(ctx.namespace, cm)
-    summary = BenchmarkRunStatus.model_validate(status_summary(ordered, ctx.spec))
-    done = sum(s.id in results for s in plan.steps)
+    """Every result not stored yet into its ConfigMaps (owned by the run; parts before the
+    head), and the status's summary. ExecutionError for a step too large to store."""
+    known = _known(ctx)
+    for result in results.values():
+        if result.key in known.results:
+            continue
+        try:
+            cms = step_configmaps(ctx.name, result, namespace=ctx.namespace)
+        except StepTooLarge as exc:
+            raise ExecutionError(f"{exc}: the run stops (fewer clients per step fit)") from exc
+        for cm in cms:
+            cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]
+            ctx.kube.write_configmap(ctx.namespace, cm)
+        known.add(result)
+    summary = _summary(known, ctx)
+    done = sum(s.id in known.results for s in plan.steps)
     status = ctx.record.status
     status.steps, status.peaks, status.peak_iops = summary.steps, summary.peaks, summary.peak_iops
     status.steps_done, status.progress = done, f"{done}/{len(plan.steps)}"
-    status.results = ResultsRef(kind="ConfigMap", name=f"{ctx.name}-results-0")
+    status.results = ResultsRef(kind="ConfigMap", name=run_configmap_name(ctx.name),
+                                selector=results_selector(ctx.name))  # fmt: skip
+
+
+def _summary(known: RunSteps, ctx: RunContext) -> BenchmarkRunStatus:
+    """status_summary of the slim results, with each step's clients as stored."""
+    ordered = sorted(known.results.values(), key=lambda r: r.step_id)
+    raw = status_summary(ordered, ctx.spec)
+    for step in raw["steps"]:
+        step["clients"], step["slowestClient"] = known.clients.get(step["id"], (1, ""))
+    return BenchmarkRunStatus.model_validate(raw)

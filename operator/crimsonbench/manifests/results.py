@@ -1,19 +1,37 @@
 """Step results as ConfigMaps, and the summary the operator writes into .status.
 
-The full results (every StepResult, as results.store writes them to disk) are kept in
-ConfigMaps `<run>-results-0`, `<run>-results-1`, ...: one JSON list of steps per
-ConfigMap, split so that each stays under the API server's 1 MiB object limit.
+Every step's full result (a StepResult, as results.store writes it to disk) is kept in a
+ConfigMap of its own, `<run>-step-<step key>`, written once when the step ends and never
+again: a run's results are never rewritten nor read whole per tick. A step whose JSON is
+over one ConfigMap (the API server's 1 MiB) is cut into parts, `...-p1`, `...-p2`, written
+before its own ConfigMap (the head), which comes last and says how many parts there are and
+the sha256 of the whole: a head found means a whole result, or one seen to be incomplete
+(then the step runs again), never a mix.
+
+Operators before this layout kept every step in `<run>-results-0`, `-1`, ...: one JSON
+list of steps per ConfigMap, the whole set rewritten at each step. Those are still read
+(resume, `crimsonbench fetch`, the metrics), each part on its own: a set an operator left
+half-written (a part missing, parts of two writes) gives the steps its parts hold.
 .status only carries a summary: the most recent steps, the peak of every workload.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from crimsonbench.manifests.naming import GROUP, dns_name, labels, metadata
+from crimsonbench.manifests.naming import (
+    GROUP,
+    LABEL_ROLE,
+    LABEL_RUN,
+    dns_name,
+    label_value,
+    labels,
+    metadata,
+)
 from crimsonbench.results.types import RunInfo, StepResult
 
 RESULTS_KEY = "results.json"
@@ -22,6 +40,14 @@ PLAN_KEY = "plan.json"  # plan.summary.plan_summary of the run
 ANNOTATION_PART = f"{GROUP}/part"
 ANNOTATION_PARTS = f"{GROUP}/parts"
 ANNOTATION_STEPS = f"{GROUP}/steps"
+ANNOTATION_SHA256 = f"{GROUP}/sha256"  # of a step's whole JSON, on its head
+ANNOTATION_STEP_KEY = f"{GROUP}/step-key"
+STEP_KEY = "result.json"  # a step's JSON (its head's part, when cut)
+PART_KEY = "part.json"  # the JSON of a part after the head
+ROLE_LEGACY = "results"  # <run>-results-N: a list of steps per ConfigMap (older operators)
+ROLE_STEP = "step-result"  # <run>-step-<key>: one step (the head, when cut in parts)
+ROLE_STEP_PART = "step-result-part"  # <run>-step-<key>-pN: the rest of a step's JSON
+MAX_STEP_PARTS = 16  # 14 MiB of JSON: a step of 1,024 clients takes ~1.2 MiB
 # Bytes of JSON per ConfigMap. The API server allows 1 MiB of keys + values per ConfigMap
 # (validateConfigMap); the request body escapes the quotes once more, which its 3 MiB body
 # limit absorbs, and etcd stores protobuf (no escaping) under its 1.5 MiB limit.
@@ -29,6 +55,171 @@ DEFAULT_LIMIT = 900_000
 
 
 # ---------------------------------------------------------------- ConfigMaps
+
+
+def results_selector(run: str) -> str:
+    """Every ConfigMap holding the run's results, of either layout."""
+    roles = ",".join((ROLE_LEGACY, ROLE_STEP, ROLE_STEP_PART))
+    return f"{LABEL_RUN}={label_value(run)},{LABEL_ROLE} in ({roles})"
+
+
+def step_selector(run: str) -> str:
+    """The heads of the run's steps (one per stored step)."""
+    return f"{LABEL_RUN}={label_value(run)},{LABEL_ROLE}={ROLE_STEP}"
+
+
+def legacy_selector(run: str) -> str:
+    """The results ConfigMaps an older operator wrote."""
+    return f"{LABEL_RUN}={label_value(run)},{LABEL_ROLE}={ROLE_LEGACY}"
+
+
+def step_configmap_name(run: str, key: str, part: int = 0) -> str:
+    """`<run>-step-<key>` (part 0: the head), `...-p<part>` for the parts after it; made a
+    valid name (with a hash) when the run's name or the key do not fit as they are."""
+    head = dns_name(run, "step", key, max_len=249)  # room for "-p15"
+    return head if part == 0 else f"{head}-p{part}"
+
+
+class StepTooLarge(ValueError):
+    """A step's JSON is over MAX_STEP_PARTS ConfigMaps."""
+
+
+def step_configmaps(
+    run: str, result: StepResult, *, namespace: str | None = None,
+    limit_bytes: int = DEFAULT_LIMIT,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """One step's result as ConfigMaps, to create in this order: the parts after the first
+    (only for a JSON over limit_bytes), then the head, which names the step, how many parts
+    there are and the sha256 of the whole (the commit: a reader trusts nothing without it).
+    StepTooLarge over MAX_STEP_PARTS."""
+    text = _encode(result)  # ASCII (json.dumps escapes the rest): cut anywhere
+    chunks = [text[i : i + limit_bytes] for i in range(0, len(text), limit_bytes)]
+    if len(chunks) > MAX_STEP_PARTS:
+        raise StepTooLarge(
+            f"step {result.key}: its result is {len(text):,} bytes of JSON, over the "
+            f"{MAX_STEP_PARTS} ConfigMaps of {limit_bytes:,} bytes a step may take"
+        )
+    key = result.key
+    out = [
+        _configmap(step_configmap_name(run, key, i), namespace, labels(run, ROLE_STEP_PART, key),
+                   {ANNOTATION_PART: str(i), ANNOTATION_STEP_KEY: key}, {PART_KEY: chunk})
+        for i, chunk in enumerate(chunks[1:], 1)
+    ]  # fmt: skip
+    head = {
+        ANNOTATION_STEP_KEY: key,
+        ANNOTATION_PARTS: str(len(chunks)),
+        ANNOTATION_SHA256: hashlib.sha256(text.encode()).hexdigest(),
+    }
+    name = step_configmap_name(run, key)
+    out.append(
+        _configmap(name, namespace, labels(run, ROLE_STEP, key), head, {STEP_KEY: chunks[0]})
+    )
+    return out
+
+
+def _configmap(
+    name: str, namespace: str | None, labels_: dict[str, str], annotations: dict[str, str],
+    data: dict[str, str],
+) -> dict[str, Any]:  # fmt: skip
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": metadata(name, namespace, labels_, annotations), "data": data}  # fmt: skip
+
+
+def part_names(head: Mapping[str, Any]) -> list[str]:
+    """The names of the parts a head says its step has after it (none for most steps)."""
+    meta = head.get("metadata") or {}
+    parts = _int((meta.get("annotations") or {}).get(ANNOTATION_PARTS), 1)
+    name = str(meta.get("name", ""))
+    return [f"{name}-p{i}" for i in range(1, min(parts, MAX_STEP_PARTS))]
+
+
+def read_step(head: Mapping[str, Any], parts: Mapping[str, Mapping[str, Any]]) -> StepResult:
+    """A step from its head and the parts it names (by name); ValueError naming what is
+    missing or does not match (the step was being written: it runs again)."""
+    meta = head.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    name = meta.get("name", "?")
+    pieces = [str((head.get("data") or {}).get(STEP_KEY, ""))]
+    for part in part_names(head):
+        found = parts.get(part)
+        if found is None:
+            raise ValueError(f"ConfigMap {name}: its part {part} is missing")
+        pieces.append(str((found.get("data") or {}).get(PART_KEY, "")))
+    text = "".join(pieces)
+    if hashlib.sha256(text.encode()).hexdigest() != annotations.get(ANNOTATION_SHA256):
+        raise ValueError(f"ConfigMap {name}: its parts do not make the result it names")
+    return _decode(json.loads(text))
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+@dataclass(frozen=True)
+class StoredResults:
+    """The steps a run's ConfigMaps hold, and what could not be read (its step runs again)."""
+
+    results: list[StepResult]  # step order
+    unreadable: list[str]
+    legacy_parts: dict[int, tuple[int, str]]  # an older set's parts: part -> (parts, name)
+
+
+def read_stored(configmaps: Iterable[Mapping[str, Any]], *, whole: bool = True) -> StoredResults:
+    """Every step result among a run's ConfigMaps (results_selector), of either layout, in
+    step order. An older operator's ConfigMaps are read one by one (what a half-written set
+    holds is kept; with `whole`, the parts its set lacks are named); a step of this layout
+    wins over the same step in an older one."""
+    heads, parts, found, unreadable = [], {}, {}, []
+    legacy: dict[int, tuple[int, str]] = {}
+    for cm in configmaps:
+        meta = cm.get("metadata") or {}
+        role = (meta.get("labels") or {}).get(LABEL_ROLE)
+        if role == ROLE_STEP:
+            heads.append(cm)
+        elif role == ROLE_STEP_PART:
+            parts[str(meta.get("name"))] = cm
+        elif role == ROLE_LEGACY:
+            annotations = meta.get("annotations") or {}
+            part = _int(annotations.get(ANNOTATION_PART), -1)
+            legacy[part] = (_int(annotations.get(ANNOTATION_PARTS), 0), str(meta.get("name")))
+            try:
+                steps = json.loads((cm.get("data") or {})[RESULTS_KEY])
+                found.update({r.key: r for r in map(_decode, steps)})
+            except (KeyError, TypeError, ValueError) as exc:
+                unreadable.append(f"ConfigMap {meta.get('name')}: {exc}")
+    for head in heads:
+        try:
+            result = read_step(head, parts)
+        except ValueError as exc:
+            unreadable.append(str(exc))
+            continue
+        found[result.key] = result
+    if whole:
+        unreadable += legacy_gaps(legacy)
+    return StoredResults(sorted(found.values(), key=lambda r: r.step_id), unreadable, legacy)
+
+
+def legacy_gaps(seen: Mapping[int, tuple[int, str]]) -> list[str]:
+    """The parts an older operator's set says it has (the most any part says) but that are
+    not there: written by a write that never finished, their steps run again."""
+    if not seen:
+        return []
+    expected = max(n for n, _ in seen.values())
+    part, (_, name) = next(iter(seen.items()))
+    stem = name.removesuffix(f"-results-{part}")
+    stem = f"{stem}-results-" if stem != name else "part "
+    return [
+        f"ConfigMap {stem}{i} (part {i} of {expected} of an older operator's results) is "
+        "missing: its steps run again"
+        for i in range(expected)
+        if i not in seen
+    ]
+
+
+# ---------------------------------------------------------------- the older layout
 
 
 def results_configmap_name(run: str, part: int) -> str:

@@ -1,0 +1,460 @@
+"""Every run ends (issue 36), on a real API server, the operator under the chart's RBAC.
+
+A run placed mid-flight (its status as the operator leaves it; the CephCluster patched by
+the operator's own code under the run's uid) meets what used to keep it going for ever
+with the cluster patched: an API refusal that never stops (a quota forbids its Jobs), a
+CephClient Rook never makes Ready, its CephCluster deleted, a restore that cannot finish.
+Each ends Failed in bounded time, restored where it changed the cluster, the lease
+released. Step results over the ConfigMap limit, and a set of results ConfigMaps left
+half-written, are stored and read back instead of failing every tick.
+
+No kubelet runs here: the OSD pod is a Ready pod bound to the node (as Rook's would be),
+and Rook's part (a pool Ready) is played by writing its status. This module has its own
+Rook namespace, so its OSD pod is the only one the restore waits for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import kubernetes.client
+import pytest
+from harness import ControlPlane
+from kopf.testing import KopfRunner
+from kubernetes.client.exceptions import ApiException
+from test_operator import CEPHCLUSTER, OP_NS, G, V, chart_rbac, wait_for
+
+pytestmark = pytest.mark.k8s
+ROOT = Path(__file__).resolve().parents[2]
+RUN_NS, ROOK_NS, NODE = "ends", "rook-ends", "node-e"
+ROOK = ("ceph.rook.io", "v1")
+TARGETS = {
+    "rook": [{"cephCluster": f"{ROOK_NS}/rook-ceph", "allowedNamespaces": [RUN_NS]},
+             # a cluster that never exists
+             {"cephCluster": f"{ROOK_NS}/nothere", "allowedNamespaces": [RUN_NS]},
+             # test_operator's, so that module's tests keep their RBAC in one session
+             {"cephCluster": "rook-ceph/rook-ceph", "allowedNamespaces": ["bench"]}],
+    "externalNamespaces": [],
+}  # fmt: skip
+BOUND_S = 4  # errorTimeoutSeconds of the operator here
+
+
+def spec() -> dict[str, Any]:
+    """A classic run: no crimson layout, so its restore has no `config rm` Job and no OSD
+    restart, which need a kubelet."""
+    return {
+        "target": {"rook": {"clusterName": "rook-ceph", "namespace": ROOK_NS}},
+        "osd": {"flavor": "classic", "objectStore": "bluestore", "count": 1,
+                "cpuPolicy": "osd", "cpuSet": "0-27,56-83"},
+        "client": {"cpuSet": "28-55,84-111", "node": NODE, "images": 2},
+        "sweep": {"iodepths": [1], "runtimeSeconds": 5},
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def api(control_plane: ControlPlane) -> Iterator[kubernetes.client.ApiClient]:
+    with control_plane.admin_api_client() as admin:
+        core = kubernetes.client.CoreV1Api(admin)
+        for ns in (OP_NS, RUN_NS, ROOK_NS, "rook-ceph", "bench"):  # the chart's targets
+            with contextlib.suppress(ApiException):
+                core.create_namespace({"metadata": {"name": ns}})
+        control_plane.apply_yaml(chart_rbac(OP_NS, TARGETS))
+        from crimsonbench.controller.topology import cache_configmap
+
+        lscpu = (ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text()
+        cache = cache_configmap(NODE, lscpu)
+        cache["metadata"]["namespace"] = OP_NS
+        osd = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "rook-ceph-osd-0-e", "namespace": ROOK_NS,
+                            "labels": {"app": "rook-ceph-osd", "ceph-osd-id": "0"}},
+               "spec": {"nodeName": NODE,
+                        "containers": [{"name": "osd", "image": "ceph"}]}}  # fmt: skip
+        control_plane.apply_yaml([cache, {"apiVersion": "v1", "kind": "Node",
+                                          "metadata": {"name": NODE}}, osd])  # fmt: skip
+        ready = {"status": {"phase": "Running",
+                            "conditions": [{"type": "Ready", "status": "True"}]}}  # fmt: skip
+        core.patch_namespaced_pod_status("rook-ceph-osd-0-e", ROOK_NS, ready)
+        yield admin
+
+
+@pytest.fixture()
+def cluster(api: kubernetes.client.ApiClient) -> Iterator[dict[str, Any]]:
+    body = copy.deepcopy(CEPHCLUSTER)
+    body["metadata"]["namespace"] = ROOK_NS
+    body["spec"]["storage"]["nodes"][0]["name"] = NODE
+    custom = kubernetes.client.CustomObjectsApi(api)
+    yield custom.create_namespaced_custom_object(*ROOK, ROOK_NS, "cephclusters", body)
+    with contextlib.suppress(ApiException):
+        custom.delete_namespaced_custom_object(*ROOK, ROOK_NS, "cephclusters", "rook-ceph")
+
+
+@pytest.fixture()
+def operator(
+    control_plane: ControlPlane, api: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., KopfRunner]:
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig(tmp_path / "kc", token)))
+    monkeypatch.setenv("CRIMSONBENCH_OPERATOR_NAMESPACE", OP_NS)
+    monkeypatch.setenv("CRIMSONBENCH_ROOK_TARGETS", json.dumps(TARGETS["rook"]))
+    monkeypatch.setenv("CRIMSONBENCH_ERROR_TIMEOUT_SECONDS", str(BOUND_S))
+
+    def start(**env: str) -> KopfRunner:
+        with socket.socket() as s:  # a port free now (other tests run for minutes)
+            s.bind(("127.0.0.1", 0))
+            monkeypatch.setenv("CRIMSONBENCH_METRICS_PORT", str(s.getsockname()[1]))
+        for key, value in env.items():
+            monkeypatch.setenv(f"CRIMSONBENCH_{key}", value)
+        return KopfRunner(["run", "-m", "crimsonbench.controller.main", "--standalone",
+                           "--namespace", RUN_NS], timeout=60)  # fmt: skip
+
+    return start
+
+
+def status_of(api: Any, name: str) -> dict[str, Any]:
+    got = kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
+        G, V, RUN_NS, "benchmarkruns", name
+    )
+    return dict(got.get("status") or {})
+
+
+def conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status.get("conditions") or []}
+
+
+def failed(api: Any, name: str, timeout: float = 60) -> dict[str, Any]:
+    return dict(wait_for(f"{name} Failed", lambda: status_of(api, name).get("phase") == "Failed"
+                         and status_of(api, name), timeout))  # fmt: skip
+
+
+def get_cluster(api: Any) -> dict[str, Any] | None:
+    try:
+        return dict(kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
+            *ROOK, ROOK_NS, "cephclusters", "rook-ceph"))  # fmt: skip
+    except ApiException as exc:
+        assert exc.status == 404
+        return None
+
+
+def leases(api: Any) -> list[str]:
+    items = kubernetes.client.CoordinationV1Api(api).list_namespaced_lease(OP_NS).items
+    return [lease.spec.holder_identity for lease in items]
+
+
+def ctx_for(name: str, uid: str, op: Any, status: dict[str, Any] | None = None) -> Any:
+    """A tick's context for the run, as the operator makes it (its token's client)."""
+    import logging
+
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.record import RunRecord
+    from crimsonbench.controller.run_context import RunContext
+    from crimsonbench.controller.settings import RookTargetValue, Settings
+    from crimsonbench.spec.models import validate_spec
+
+    grants = [RookTargetValue(**t) for t in TARGETS["rook"]]
+    settings = Settings(operator_namespace=OP_NS, rook_targets=grants)
+    return RunContext(name, RUN_NS, uid, validate_spec(spec()), RunRecord.load(status or {}),
+                      Kube(op), settings, logging.getLogger("t"))  # fmt: skip
+
+
+@contextlib.contextmanager
+def placed_run(
+    control_plane: ControlPlane, api: Any, name: str, stage: str, *, patched: bool = True,
+    **status: Any,
+) -> Iterator[str]:  # fmt: skip
+    """A run as the operator leaves it at `stage`, past observe (placement, client nodes,
+    the spec planned); with `patched`, the CephCluster patched for it by rook.patch_cluster
+    (the saved original, the run's marks) under the operator's token. Yields its uid; the
+    run and what it left are removed afterwards."""
+    from crimsonbench.controller import rook
+
+    custom = kubernetes.client.CustomObjectsApi(api)
+    body = {"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun",
+            "metadata": {"name": name, "namespace": RUN_NS}, "spec": spec()}  # fmt: skip
+    uid = custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", body)[
+        "metadata"]["uid"]  # fmt: skip
+    placed = {"phase": "Running" if stage == "steps" else "Preparing", "stage": stage,
+              "startedAt": "2026-12-01T10:00:00Z", "clientNodes": [NODE],
+              "osdPlacement": {"0": NODE}, "optionFamily": "none", "stepsTotal": 1,
+              "progress": "0/1", "record": {}, **status}  # fmt: skip
+    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+    try:
+        with control_plane.api_client(token) as op:
+            ctx = ctx_for(name, uid, op, placed)
+            ctx.kube.acquire_lease(*ctx.lease, ctx.holder)  # the run holds the cluster
+            if patched:
+                from crimsonbench.controller.plans import plan_for
+
+                rook.patch_cluster(ctx, plan_for(ctx))
+                placed["patchedGeneration"] = ctx.record.status.patched_generation
+        custom.patch_namespaced_custom_object_status(G, V, RUN_NS, "benchmarkruns", name,
+                                                     {"status": placed})  # fmt: skip
+        yield uid
+    finally:
+        _remove(api, name, uid)
+
+
+def _remove(api: Any, name: str, uid: str) -> None:
+    """The run gone (its finalizer dropped: no operator serves it now) and what it left."""
+    from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
+
+    custom = kubernetes.client.CustomObjectsApi(api)
+    core = kubernetes.client.CoreV1Api(api)
+    with contextlib.suppress(ApiException):
+        custom.patch_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", name,
+                                              {"metadata": {"finalizers": None}})  # fmt: skip
+        custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", name)
+    with contextlib.suppress(ApiException):
+        core.delete_namespaced_config_map(f"crimsonbench-original-{uid}", OP_NS)
+    with contextlib.suppress(ApiException):
+        custom.patch_namespaced_custom_object(*ROOK, ROOK_NS, "cephclusters", "rook-ceph", {
+            "metadata": {"annotations": {PATCHED_BY: None, ORIGINAL_DIGEST: None}}})  # fmt: skip
+    coord = kubernetes.client.CoordinationV1Api(api)
+    for lease in coord.list_namespaced_lease(OP_NS).items:
+        if (lease.spec.holder_identity or "").endswith(uid):
+            coord.delete_namespaced_lease(lease.metadata.name, OP_NS)
+    batch = kubernetes.client.BatchV1Api(api)
+    for ns in (ROOK_NS, OP_NS):
+        batch.delete_collection_namespaced_job(ns, label_selector=f"{G}/run={name}",
+                                               propagation_policy="Background")  # fmt: skip
+
+
+def test_an_error_that_never_stops_fails_the_run_and_restores_the_cluster(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any],
+    operator: Callable[..., KopfRunner],
+) -> None:  # fmt: skip
+    """A quota forbids Jobs in Rook's namespace: every tick of a run in its steps is refused
+    (403) creating its fio server. Past errorTimeoutSeconds the run fails, the error in its
+    Succeeded condition, after the restore put the CephCluster back and let the lease go.
+    (Before: retried for ever, the cluster patched.)"""
+    core = kubernetes.client.CoreV1Api(api)
+    quota = {"metadata": {"name": "no-jobs"}, "spec": {"hard": {"count/jobs.batch": "0"}}}
+    core.create_namespaced_resource_quota(ROOK_NS, quota)
+    try:
+        with placed_run(control_plane, api, "quota", "steps"):
+            assert get_cluster(api)["spec"] != cluster["spec"]  # patched for the run
+            with operator():
+                st = failed(api, "quota")
+            cond = conditions(st)
+            assert cond["Succeeded"]["reason"] == "ErrorTimeout", cond["Succeeded"]
+            assert "exceeded quota" in cond["Succeeded"]["message"]
+            assert "errorTimeoutSeconds" in cond["Succeeded"]["message"]
+            assert "at stage steps" in cond["Succeeded"]["message"]
+            assert cond["Stalled"]["status"] == "False" and cond["Stalled"]["reason"] == "RunFailed"
+            assert cond["ClusterRestored"]["status"] == "True", cond["ClusterRestored"]
+            got = get_cluster(api)
+            assert got["spec"] == cluster["spec"]  # put back exactly
+            assert not {k for k in got["metadata"].get("annotations") or {} if G in k}
+            assert leases(api) == []
+    finally:
+        core.delete_namespaced_resource_quota("no-jobs", ROOK_NS)
+
+
+def test_a_cephclient_rook_never_makes_ready_fails_the_run_in_time(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any],
+    operator: Callable[..., KopfRunner],
+) -> None:  # fmt: skip
+    """Rook never makes the run's CephClient Ready. The wait is bounded like the pool's
+    (rolloutTimeoutSeconds; the record says it began long ago): the run fails naming it,
+    its pool and CephClient removed, the cluster restored."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    long_ago = {"waits": {"client": time.time() - 100_000}}
+    with placed_run(control_plane, api, "noclient", "prepare", record=long_ago):
+        with operator():
+            # Rook's part: the pool is made Ready (its CephClient never is)
+            pool = wait_for("the run's pool", lambda: custom.list_namespaced_custom_object(
+                *ROOK, ROOK_NS, "cephblockpools")["items"])[0]  # fmt: skip
+            custom.patch_namespaced_custom_object_status(
+                *ROOK, ROOK_NS, "cephblockpools", pool["metadata"]["name"],
+                {"status": {"phase": "Ready"}})  # fmt: skip
+            st = failed(api, "noclient")
+            left = {p: custom.list_namespaced_custom_object(*ROOK, ROOK_NS, p)["items"]
+                    for p in ("cephclients", "cephblockpools")}  # fmt: skip
+        assert "cephx user client." in st["message"] and "rolloutTimeoutSeconds" in st["message"]
+        assert conditions(st)["Succeeded"]["reason"] == "StepFailed"
+        assert left == {"cephclients": [], "cephblockpools": []}
+        assert get_cluster(api)["spec"] == cluster["spec"]
+        assert leases(api) == []
+
+
+def test_a_cephcluster_deleted_mid_run_or_never_there_fails_the_run_in_time(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any],
+    operator: Callable[..., KopfRunner],
+) -> None:  # fmt: skip
+    """The CephCluster is deleted while the run waits for its rollout; another run names a
+    CephCluster that never exists. Both fail once it has been missing errorTimeoutSeconds
+    (before: waited for ever, the lease held), naming it; the first one's saved original is
+    removed (nothing is left to put back), both leases released."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    with placed_run(control_plane, api, "gone", "rollout") as uid:
+        custom.delete_namespaced_custom_object(*ROOK, ROOK_NS, "cephclusters", "rook-ceph")
+        body = {"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun",
+                "metadata": {"name": "never", "namespace": RUN_NS}, "spec": spec()}  # fmt: skip
+        body["spec"]["target"]["rook"]["clusterName"] = "nothere"
+        never_uid = custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", body)[
+            "metadata"]["uid"]  # fmt: skip
+        try:
+            with operator():
+                gone, never = failed(api, "gone"), failed(api, "never")
+        finally:
+            _remove(api, "never", never_uid)
+        for st, where in ((gone, "rook-ends/rook-ceph"), (never, "rook-ends/nothere")):
+            cond = conditions(st)["Succeeded"]
+            assert cond["reason"] == "TargetMissing", cond
+            assert f"CephCluster {where} not found" in cond["message"], cond
+            assert "errorTimeoutSeconds" in cond["message"]
+        assert never["stage"] == "done" and not never.get("patchedGeneration")
+        core = kubernetes.client.CoreV1Api(api)
+        names = [c.metadata.name for c in core.list_namespaced_config_map(OP_NS).items]
+        assert f"crimsonbench-original-{uid}" not in names
+        assert [h for h in leases(api) if h.endswith((uid, never_uid))] == []
+
+
+def test_a_restore_that_cannot_finish_ends_the_run_naming_what_is_left(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any],
+    operator: Callable[..., KopfRunner],
+) -> None:  # fmt: skip
+    """A run failed and restoring: its images' removal Job never runs (no kubelet here, as
+    with a node gone). Past restoreTimeoutSeconds the run ends Failed, its ClusterRestored
+    condition naming what to do by hand, and the lease is released (before: retried for
+    ever, the lease held). The CephCluster keeps the run's marks, so the next run on it is
+    refused until someone finishes."""
+    from crimsonbench.controller import rook
+    from crimsonbench.controller.restore_steps import PATCHED_BY
+    from crimsonbench.errors import ExecutionError
+
+    with placed_run(control_plane, api, "stuckrestore", "restore", imagesCreated=True,
+                    failure="step 1/1 failed: fio exited 1") as uid:  # fmt: skip
+        with operator(RESTORE_TIMEOUT_SECONDS="3"):
+            st = failed(api, "stuckrestore")
+        cond = conditions(st)["ClusterRestored"]
+        assert cond["status"] == "False" and cond["reason"] == "RestoreTimeout", cond
+        message = cond["message"]
+        assert "restoreTimeoutSeconds (3 s" in message and "removing 2 RBD images" in message
+        assert "remove the run's RBD images" in message and "cephblockpools/" in message
+        assert f"crimsonbench-original-{uid}" in message and PATCHED_BY in message
+        assert st["message"].startswith("step 1/1 failed: fio exited 1; the restore did not")
+        assert leases(api) == []
+        assert get_cluster(api)["metadata"]["annotations"][PATCHED_BY].endswith(uid)
+        token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+        refused = pytest.raises(ExecutionError, match="carries the patch of BenchmarkRun")
+        with control_plane.api_client(token) as op, refused:
+            rook.check_not_patched(ctx_for("next", "uid-next", op))
+
+
+# ---------------------------------------------------------------- results
+
+
+def _big_step(clients: int) -> Any:
+    """A step whose JSON is over one ConfigMap: `clients` fio clients (the spec admits
+    1,024 client nodes), each a row of real fio figures."""
+    from crimsonbench.results.fio_json import combine, parse_fio_json
+    from crimsonbench.results.types import ResourceSummary, StepResult
+
+    fio = combine(parse_fio_json((ROOT / "tests/fixtures/fio/rbd/randread4k.json").read_text()))
+    rows = {f"client-node-{i:04d}.rack-{i % 7}.example": replace(fio, iops=fio.iops + i)
+            for i in range(clients)}  # fmt: skip
+    usage = ResourceSummary(50.0, 700.0, 20.0, 9)
+    return StepResult("randread4k-qd001-r1", "randread4k", 1, 1, fio, usage,
+                      {"wall_seconds": 12.0}, rows)  # fmt: skip
+
+
+def test_a_step_result_over_the_configmap_limit_is_stored_and_read_back(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any]
+) -> None:
+    """A step of 3,000 clients (~1.3 MB of JSON, over the API server's 1 MiB per ConfigMap):
+    stored (in parts), read back whole by the operator and by `crimsonbench fetch`. (Before:
+    a ValueError every tick, for ever.)"""
+    from crimsonbench.controller.fetch import fetch_run
+    from crimsonbench.controller.plans import plan_for
+    from crimsonbench.controller.stored_results import load_results, store_results
+
+    big = _big_step(3000)
+    assert len(json.dumps(big.to_json_dict())) > 1_100_000
+    with placed_run(control_plane, api, "big", "steps", patched=False) as uid:
+        token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+        with control_plane.api_client(token) as op:
+            ctx = ctx_for("big", uid, op, {"clientNodes": [NODE], "osdPlacement": {"0": NODE}})
+            store_results(ctx, plan_for(ctx), {big.key: big})
+            assert ctx.record.status.steps_done == 1
+            assert ctx.record.status.steps[0].clients == 3000
+            # a restarted operator reads it back from the API (its own memory is empty)
+            again = ctx_for("big", uid, op)
+            (back,) = load_results(again).values()
+        assert back.to_json_dict()["fio"] == big.to_json_dict()["fio"]  # NaN: compared as JSON
+        assert back.key == big.key and back.clients == {}  # kept slim in memory
+        fetched = fetch_run(api, RUN_NS, "big")
+        assert [r.to_json_dict() for r in fetched.results] == [big.to_json_dict()]
+        assert fetched.unreadable == ()
+        core = kubernetes.client.CoreV1Api(api)
+        cms = core.list_namespaced_config_map(RUN_NS, label_selector=f"{G}/run=big").items
+        assert len(cms) >= 2  # in parts
+        assert all(c.metadata.owner_references[0].uid == uid for c in cms)  # go with the run
+
+
+def test_a_half_written_set_of_result_configmaps_is_read_for_what_it_holds(
+    control_plane: ControlPlane, api: Any
+) -> None:
+    """An operator died while writing results: an older operator's set with a part
+    missing, and of this layout a step whose parts were written but not its head, and a
+    head whose part is gone. The operator and `crimsonbench fetch` read every whole step
+    (the others run again; fetch names them). (Before: ValueError every tick, for ever.)"""
+    from crimsonbench.controller.fetch import fetch_run
+    from crimsonbench.controller.stored_results import load_results
+    from crimsonbench.manifests.results import results_configmaps
+    from crimsonbench.results.types import ResourceSummary, StepResult
+
+    def step(i: int, clients: int = 0) -> StepResult:
+        base = _big_step(clients)
+        return replace(base, step_id=f"randread4k-qd{i:03d}-r1", iodepth=i,
+                       resources=ResourceSummary(1.0 * i, 700.0, 20.0, 9))  # fmt: skip
+
+    core = kubernetes.client.CoreV1Api(api)
+    older = [step(i) for i in range(1, 13)]
+    with placed_run(control_plane, api, "half", "steps", patched=False) as uid:
+        owner = [{"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun", "name": "half", "uid": uid}]
+        cms = results_configmaps("half", older, limit_bytes=2000, namespace=RUN_NS)
+        assert len(cms) >= 3
+        lost = json.loads(cms[1]["data"]["results.json"])
+        for cm in [cms[0], *cms[2:]]:  # part 1 never written
+            cm["metadata"]["ownerReferences"] = owner
+            core.create_namespaced_config_map(RUN_NS, cm)
+        token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+        with control_plane.api_client(token) as op:
+            older_found = set(load_results(ctx_for("half", uid, op)))
+            assert older_found == {r.key for r in older} - {d["step_id"] for d in lost}
+            written = _this_layout_half_written(core, uid, step)
+            found = load_results(ctx_for("half", uid, op))  # read afresh, as after a restart
+        expect = older_found | {written}
+        assert set(found) == expect, sorted(found)
+        fetched = fetch_run(api, RUN_NS, "half")
+        assert {r.key for r in fetched.results} == expect
+        assert len(fetched.unreadable) == 2, fetched.unreadable
+        assert any("its part" in u for u in fetched.unreadable)  # this layout's head
+        assert any("half-results-1" in u for u in fetched.unreadable)  # the older set's
+        assert "left half-written, not fetched" in fetched.note
+
+
+def _this_layout_half_written(core: Any, uid: str, step: Callable[..., Any]) -> str:
+    """Of this layout: one whole step (its key returned), one whose head was never written
+    (its parts only), one whose part went missing after its head."""
+    from crimsonbench.manifests.results import step_configmaps
+
+    owner = [{"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun", "name": "half", "uid": uid}]
+    whole, headless, partless = step(20, 3), step(21, 3000), step(22, 3000)
+    made = [*step_configmaps("half", whole, namespace=RUN_NS),
+            *step_configmaps("half", headless, namespace=RUN_NS)[:-1]]  # fmt: skip
+    partial = step_configmaps("half", partless, namespace=RUN_NS)
+    assert len(partial) >= 2
+    made += partial[1:]  # its first part never written (or lost)
+    for cm in made:
+        cm["metadata"]["ownerReferences"] = owner
+        core.create_namespaced_config_map(RUN_NS, cm)
+    return str(whole.key)
