@@ -1,6 +1,7 @@
 """Results at scale: how big a step of 50 client nodes x 32 images is once aggregated at
-the source (a combined row + one row per client, never per job), and how many results
-ConfigMaps a long sweep of such steps takes (each under the API server's 1 MiB).
+the source (a combined row + one row per client, never per job), what its ConfigMap (one
+per step, cut in parts over the API server's 1 MiB) takes, and what a step of 1,024 clients
+running 24 h (the most client nodes and the longest runtime a spec admits) takes.
 
     .venv/bin/python bench/bench_results_size.py [--clients 50] [--images 32] [--steps 400]
 """
@@ -13,7 +14,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from crimsonbench.manifests.results import read_results_configmaps, results_configmaps
+from crimsonbench.manifests.results import read_stored, step_configmaps
 from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.status_summary import status_summary
 from crimsonbench.results.types import ResourceSummary, StepResult
@@ -35,27 +36,37 @@ def main() -> None:
     clients = {f"node-{c:02d}": replace(client_row, iops=client_row.iops + c)
                for c in range(args.clients)}  # fmt: skip
     steps = [
-        StepResult(f"{i:03d}-randread4k-qd{1 + i % 64:03d}-r1", "randread4k", 1 + i % 64, 1,
-                   combine(jobs), ResourceSummary(0.0, 0.0, 0.0, 0), {}, clients, 12.5)
+        StepResult(f"randread4k-qd{1 + i % 64:03d}-r{1 + i // 64}", "randread4k", 1 + i % 64,
+                   1 + i // 64, combine(jobs), ResourceSummary(0.0, 0.0, 0.0, 0), {}, clients,
+                   12.5)
         for i in range(args.steps)
     ]  # fmt: skip
     one = len(json.dumps(steps[0].to_json_dict(), separators=(",", ":")).encode())
     t0 = time.perf_counter()
-    cms = results_configmaps("big", steps, namespace="bench")
+    cms = [cm for r in steps for cm in step_configmaps("big", r, namespace="bench")]
     build_s = time.perf_counter() - t0
     sizes = [sum(len(k) + len(v.encode()) for k, v in cm["data"].items()) for cm in cms]
     t0 = time.perf_counter()
-    back = read_results_configmaps(cms)
+    back = read_stored(cms).results
     read_s = time.perf_counter() - t0
     assert len(back) == args.steps
+    # the widest step a spec admits: 1,024 client nodes, runtimeSeconds 86400 (its per-second
+    # IOPS series: a value a second)
+    per_second = [round(client_row.iops * 1024 + s % 97, 1) for s in range(86_400)]
+    widest = replace(steps[0], clients={f"node-{c:04d}": client_row for c in range(1024)},
+                     extra={"iops_per_second": per_second})  # fmt: skip
+    parts = step_configmaps("big", widest, namespace="bench")
+    wide = len(json.dumps(widest.to_json_dict(), separators=(",", ":")).encode())
     target = {"external": {"monHost": "m", "keyringSecret": {"name": "k"}}}
     spec = validate_spec({"target": target, "osd": {"flavor": "classic"}, "client": {"node": "n"},
                           "workloads": [{"preset": "randread4k"}]})  # fmt: skip
     status = status_summary(steps, spec)  # the newest STATUS_STEPS steps, peaks: no clients
     print(f"| one step, {args.clients} clients x {args.images} images | {one / 1024:.1f} KiB |")
-    print(f"| {args.steps} such steps | {len(cms)} ConfigMaps `{GROUP}/run=<run>`, largest "
-          f"{max(sizes) / 1024:.0f} KiB (limit 1024 KiB); written in {build_s:.2f} s, read "
-          f"back in {read_s:.2f} s |")  # fmt: skip
+    print(f"| {args.steps} such steps | {len(cms)} ConfigMaps `{GROUP}/run=<run>` (one per "
+          f"step), the largest {max(sizes) / 1024:.0f} KiB (limit 1024 KiB); made in "
+          f"{build_s:.2f} s, read back in {read_s:.2f} s |")  # fmt: skip
+    print(f"| one step of 1,024 clients, 24 h long | {wide / 1024:.0f} KiB: {len(parts)} "
+          f"ConfigMaps (its head and {len(parts) - 1} part(s)) |")  # fmt: skip
     print(
         f"| the run's .status summary ({len(status['steps'])} newest steps + peaks) | "
         f"{len(json.dumps(status)) / 1024:.1f} KiB |"

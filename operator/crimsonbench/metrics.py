@@ -37,6 +37,7 @@ class RunState:
     last_progress: float = 0.0  # Unix time of the last phase change or step start/finish
     cpu_overlap: bool | None = None  # None: this executor does not check affinity
     live_iops: float | None = None  # None: no live readout (the operator)
+    steps_done: int | None = None  # None: len(steps) (the operator shows only its newest steps)
 
     def run_labels(self) -> list[str]:
         i = self.info
@@ -132,8 +133,9 @@ class RunCollector(Collector):
             for p in Phase:
                 phase.add_metric([*labels, p.value], 1.0 if s.phase == p else 0.0)
             total.add_metric(labels, float(s.steps_total))
-            done.add_metric(labels, float(len(s.steps)))
-            ratio.add_metric(labels, len(s.steps) / s.steps_total if s.steps_total else 0.0)
+            n = len(s.steps) if s.steps_done is None else s.steps_done
+            done.add_metric(labels, float(n))
+            ratio.add_metric(labels, n / s.steps_total if s.steps_total else 0.0)
             failed.add_metric(labels, float(s.failures))
             if s.last_progress:
                 progress_at.add_metric(labels, s.last_progress)

@@ -352,9 +352,10 @@ def test_a_restore_that_cannot_finish_ends_the_run_naming_what_is_left(
 # ---------------------------------------------------------------- results
 
 
-def _big_step(clients: int) -> Any:
-    """A step whose JSON is over one ConfigMap: `clients` fio clients (the spec admits
-    1,024 client nodes), each a row of real fio figures."""
+def _big_step(clients: int, seconds: int = 0) -> Any:
+    """A step of `clients` fio clients, each a row of real fio figures, and the IOPS of each
+    of its `seconds`. The widest a spec admits: 1,024 client nodes, 86,400 s (~1.4 MB of
+    JSON, over the API server's 1 MiB per ConfigMap)."""
     from crimsonbench.results.fio_json import combine, parse_fio_json
     from crimsonbench.results.types import ResourceSummary, StepResult
 
@@ -362,21 +363,22 @@ def _big_step(clients: int) -> Any:
     rows = {f"client-node-{i:04d}.rack-{i % 7}.example": replace(fio, iops=fio.iops + i)
             for i in range(clients)}  # fmt: skip
     usage = ResourceSummary(50.0, 700.0, 20.0, 9)
+    per_second = [round(fio.iops + s % 97, 1) for s in range(seconds)]
     return StepResult("randread4k-qd001-r1", "randread4k", 1, 1, fio, usage,
-                      {"wall_seconds": 12.0}, rows)  # fmt: skip
+                      {"wall_seconds": 12.0, "iops_per_second": per_second}, rows)  # fmt: skip
 
 
 def test_a_step_result_over_the_configmap_limit_is_stored_and_read_back(
     control_plane: ControlPlane, api: Any, cluster: dict[str, Any]
 ) -> None:
-    """A step of 3,000 clients (~1.3 MB of JSON, over the API server's 1 MiB per ConfigMap):
-    stored (in parts), read back whole by the operator and by `crimsonbench fetch`. (Before:
-    a ValueError every tick, for ever.)"""
+    """A day-long step of 1,024 clients (~1.4 MB of JSON, over the API server's 1 MiB per
+    ConfigMap): stored (in parts), read back whole by the operator and by `crimsonbench
+    fetch`. (Before: a ValueError every tick, for ever.)"""
     from crimsonbench.controller.fetch import fetch_run
     from crimsonbench.controller.plans import plan_for
     from crimsonbench.controller.stored_results import load_results, store_results
 
-    big = _big_step(3000)
+    big = _big_step(1024, 86_400)
     assert len(json.dumps(big.to_json_dict())) > 1_100_000
     with placed_run(control_plane, api, "big", "steps", patched=False) as uid:
         token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
@@ -384,7 +386,7 @@ def test_a_step_result_over_the_configmap_limit_is_stored_and_read_back(
             ctx = ctx_for("big", uid, op, {"clientNodes": [NODE], "osdPlacement": {"0": NODE}})
             store_results(ctx, plan_for(ctx), {big.key: big})
             assert ctx.record.status.steps_done == 1
-            assert ctx.record.status.steps[0].clients == 3000
+            assert ctx.record.status.steps[0].clients == 1024
             # a restarted operator reads it back from the API (its own memory is empty)
             again = ctx_for("big", uid, op)
             (back,) = load_results(again).values()
@@ -411,8 +413,8 @@ def test_a_half_written_set_of_result_configmaps_is_read_for_what_it_holds(
     from crimsonbench.manifests.results import results_configmaps
     from crimsonbench.results.types import ResourceSummary, StepResult
 
-    def step(i: int, clients: int = 0) -> StepResult:
-        base = _big_step(clients)
+    def step(i: int, clients: int = 0, seconds: int = 0) -> StepResult:
+        base = _big_step(clients, seconds)
         return replace(base, step_id=f"randread4k-qd{i:03d}-r1", iodepth=i,
                        resources=ResourceSummary(1.0 * i, 700.0, 20.0, 9))  # fmt: skip
 
@@ -448,7 +450,7 @@ def _this_layout_half_written(core: Any, uid: str, step: Callable[..., Any]) -> 
     from crimsonbench.manifests.results import step_configmaps
 
     owner = [{"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun", "name": "half", "uid": uid}]
-    whole, headless, partless = step(20, 3), step(21, 3000), step(22, 3000)
+    whole, headless, partless = step(20, 3), step(21, 1024, 86_400), step(22, 1024, 86_400)
     made = [*step_configmaps("half", whole, namespace=RUN_NS),
             *step_configmaps("half", headless, namespace=RUN_NS)[:-1]]  # fmt: skip
     partial = step_configmaps("half", partless, namespace=RUN_NS)

@@ -82,10 +82,6 @@ class Kube:
         cm = _unless_gone(self.core.read_namespaced_config_map, name, namespace)
         return None if cm is None else dict(cm.data or {})
 
-    def list_configmaps(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        items = self.core.list_namespaced_config_map(namespace, label_selector=selector).items
-        return [self.api.sanitize_for_serialization(cm) for cm in items]
-
     def configmap_pages(
         self, namespace: str, selector: str, page: int
     ) -> Iterator[list[dict[str, Any]]]:

@@ -3,8 +3,9 @@
 durations). Same run and step metric names as local mode (crimsonbench.metrics).
 Finished runs are dropped after a TTL so their series do not live forever, and their
 per-step series before that once finished runs hold more than FINISHED_STEPS_KEPT steps
-(the newest finished runs keep theirs): memory must not grow with the runs of a day.
-A run's steps are the operator's slim copies (step_index.py), shared with its ticks."""
+(the newest finished runs keep theirs): memory must not grow with the runs of a day. A run
+shows its last STEP_SERIES_KEPT steps' series. Its steps are the operator's slim copies
+(step_index.py), shared with its ticks."""
 
 from __future__ import annotations
 
@@ -19,14 +20,30 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.registry import Collector
 
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.controller.stored_results import load_results
+from crimsonbench.controller.stored_results import stored_steps
 from crimsonbench.metrics import RunState
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.status import Phase
 
 _FINISHED = (Phase.COMPLETED, Phase.FAILED)
-FINISHED_STEPS_KEPT = 50_000  # per-step series of finished runs (~0.9 KiB a step)
+FINISHED_STEPS_KEPT = 50_000  # per-step series of finished runs (~0.8 KiB a step)
+# Per-step series a run shows (14 gauges each): the largest sweep's 40,960 steps would be
+# 570,000 series, built at every scrape; its other steps stay in the results ConfigMaps.
+STEP_SERIES_KEPT = 4096
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+# (steps done in the status, the steps shown, their wall seconds, the steps stored)
+_Shown = tuple[int, list[StepResult], dict[str, float], int]
+
+
+def _steps_shown(ctx: RunContext, done: int) -> _Shown:
+    """The run's per-step series: its last STEP_SERIES_KEPT steps in step order (the
+    operator's slim copies, never read from the API again)."""
+    known = stored_steps(ctx)
+    shown = sorted(known.results.values(), key=lambda r: r.step_id)[-STEP_SERIES_KEPT:]
+    seconds = {r.step_id: known.wall[r.step_id] for r in shown if known.wall.get(r.step_id)}
+    return done, shown, seconds, len(known.results)
 
 
 class RunsView:
@@ -35,7 +52,7 @@ class RunsView:
         self._lock = threading.Lock()
         self._runs: dict[str, RunState] = {}
         self._finished_at: dict[str, float] = {}
-        self._results: dict[str, tuple[int, list[StepResult]]] = {}  # key -> (done, results)
+        self._results: dict[str, _Shown] = {}  # key -> what _steps_shown found
         # key -> (phase, steps done, current step) last seen, and when it last changed
         self._progress: dict[str, tuple[tuple[str, int, str], float]] = {}
 
@@ -44,24 +61,21 @@ class RunsView:
         status = ctx.record.status
         phase, done, current = status.phase, status.steps_done, status.current_step
         cached = self._results.get(key)
-        if cached is None or cached[0] != done:  # read the results ConfigMaps only on change
-            cached = (done, sorted(load_results(ctx).values(), key=lambda r: r.step_id))
+        if cached is None or cached[0] != done:  # only when a step was stored
+            cached = _steps_shown(ctx, done)
             self._results[key] = cached
-        info = RunInfo.from_spec(ctx.name, ctx.spec)
+        _, steps, seconds, stored = cached
         state = RunState(
-            info=info,
+            info=RunInfo.from_spec(ctx.name, ctx.spec),
             namespace=ctx.namespace,
             phase=phase,
             steps_total=status.steps_total,
-            steps=cached[1],
-            step_seconds={
-                r.step_id: float(r.extra["wall_seconds"])
-                for r in cached[1]
-                if r.extra.get("wall_seconds")
-            },
+            steps=steps,
+            step_seconds=seconds,
             failures=1 if phase == Phase.FAILED else 0,
             current_step=current,
             last_progress=self._progressed(key, (phase.value, done, current)),
+            steps_done=stored,
         )
         with self._lock:
             self._runs[key] = state
@@ -80,7 +94,7 @@ class RunsView:
             if kept + len(state.steps) <= FINISHED_STEPS_KEPT:
                 kept += len(state.steps)
                 continue
-            self._runs[key] = replace(state, steps=[], step_seconds={})
+            self._runs[key] = replace(state, steps=[], step_seconds={})  # steps_done stays
             self._results.pop(key, None)
 
     def _progressed(self, key: str, seen: tuple[str, int, str]) -> float:

@@ -2,25 +2,27 @@
 from the API once per operator process (stored_results.py) and added to as steps are
 stored, so no tick parses the run's results again.
 
-Slim: a StepResult without its per-client rows and per-second series, which only
-`crimsonbench fetch` and the reports read (from the ConfigMaps). What the sweep's decisions
-(SweepState), the status summary and the metrics read stays: the combined fio figures, the
-resources, the wall time; a step's client count and slowest client are kept beside it for
-the status summary. ~0.9 KiB a step: 37 MiB for the largest admitted sweep (40,960 steps).
+Slim: a StepResult without its per-client rows and its `extra` (per-second IOPS, the start
+barrier...), which only `crimsonbench fetch` and the reports read, from the ConfigMaps.
+What the sweep's decisions (SweepState), the status summary and the metrics read stays:
+the combined fio figures and the resources; a step's client count, slowest client and
+wall time are kept beside it. A step read from the API never has its clients' rows built
+at all. ~0.8 KiB a step: ~32 MiB for the largest admitted sweep (40,960 steps;
+bench/bench_long_run.py measures the operator with it).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from crimsonbench.results.types import StepResult
+from crimsonbench.results.types import ResourceSummary, StepResult
 
-
-def slim(result: StepResult) -> StepResult:
-    """The result without what only the full record needs (clients, extra but wall time)."""
-    wall = result.extra.get("wall_seconds")
-    return replace(result, clients={}, extra={} if wall is None else {"wall_seconds": wall})
+# Shared by every slim result (a stored result is never changed: nothing writes into it).
+_NOTHING: dict[str, Any] = {}
 
 
 @dataclass
@@ -29,14 +31,40 @@ class RunSteps:
 
     results: dict[str, StepResult] = field(default_factory=dict)  # key -> slim result
     clients: dict[str, tuple[int, str]] = field(default_factory=dict)  # step_id -> n, slowest
+    wall: dict[str, float] = field(default_factory=dict)  # step_id -> wall seconds
     unreadable: list[str] = field(default_factory=list)  # what could not be read, and why
+    _resources: ResourceSummary | None = None  # the last one kept: steps share equal ones
 
     def add(self, result: StepResult) -> None:
-        self.results[result.key] = slim(result)
-        slowest = ""
-        if len(result.clients) > 1:
-            slowest = min(result.clients, key=lambda c: result.clients[c].iops)
-        self.clients[result.step_id] = (max(1, len(result.clients)), slowest)
+        """A whole result (a step just stored, an older operator's list)."""
+        clients = {name: row.iops for name, row in result.clients.items()}
+        self._keep(result, clients, result.extra.get("wall_seconds"))
+
+    def add_json(self, doc: Mapping[str, Any]) -> None:
+        """A stored step's JSON object, its clients' rows never built (ValueError: not a
+        step result)."""
+        raw = doc.get("clients")
+        rows = raw if isinstance(raw, dict) else {}
+        clients = {str(n): float((r or {}).get("iops") or 0.0) for n, r in rows.items()}
+        extra = doc.get("extra")
+        wall = extra.get("wall_seconds") if isinstance(extra, dict) else None
+        result = StepResult.from_json_dict({**doc, "clients": {}, "extra": {}})
+        self._keep(result, clients, wall)
+
+    def _keep(self, result: StepResult, clients: Mapping[str, float], wall: Any) -> None:
+        resources = result.resources
+        if resources == self._resources and resources.reactor_util_osd is None:
+            resources = self._resources  # one object for equal figures (e.g. all n/a)
+        self._resources = resources
+        step_id = sys.intern(result.step_id)
+        key = step_id if step_id == result.key else result.key
+        kept = replace(result, step_id=step_id, workload=sys.intern(result.workload),
+                       resources=resources, clients=_NOTHING, extra=_NOTHING)  # fmt: skip
+        self.results[key] = kept
+        slowest = sys.intern(min(clients, key=clients.__getitem__)) if len(clients) > 1 else ""
+        self.clients[step_id] = (max(1, len(clients)), slowest)
+        if isinstance(wall, int | float):
+            self.wall[step_id] = float(wall)
 
 
 class StepIndex:

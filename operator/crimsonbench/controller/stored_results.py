@@ -21,7 +21,7 @@ from crimsonbench.manifests.results import (
     legacy_gaps,
     legacy_selector,
     part_names,
-    read_step,
+    read_step_json,
     read_stored,
     results_selector,
     run_configmap_name,
@@ -41,6 +41,11 @@ def load_results(ctx: RunContext) -> dict[str, StepResult]:
     """step key -> slim result (step_index.slim) of every stored step (an older operator's
     positional ids too): from memory, read from the API the first time."""
     return dict(_known(ctx).results)
+
+
+def stored_steps(ctx: RunContext) -> RunSteps:
+    """The run's stored steps as this process keeps them (read the first time)."""
+    return _known(ctx)
 
 
 def _known(ctx: RunContext) -> RunSteps:
@@ -63,7 +68,7 @@ def read_all(ctx: RunContext) -> RunSteps:
         for head in page:
             parts = {n: p for n in part_names(head) if (p := kube.read_configmap(ns, n))}
             try:
-                known.add(read_step(head, parts))
+                known.add_json(read_step_json(head, parts))
             except ValueError as exc:
                 known.unreadable.append(str(exc))
     legacy: dict[int, tuple[int, str]] = {}

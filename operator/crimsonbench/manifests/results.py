@@ -136,6 +136,11 @@ def part_names(head: Mapping[str, Any]) -> list[str]:
 def read_step(head: Mapping[str, Any], parts: Mapping[str, Mapping[str, Any]]) -> StepResult:
     """A step from its head and the parts it names (by name); ValueError naming what is
     missing or does not match (the step was being written: it runs again)."""
+    return _decode(read_step_json(head, parts))
+
+
+def read_step_json(head: Mapping[str, Any], parts: Mapping[str, Mapping[str, Any]]) -> Any:
+    """read_step's JSON, checked whole against its sha256 but not read as a StepResult."""
     meta = head.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     name = meta.get("name", "?")
@@ -148,7 +153,7 @@ def read_step(head: Mapping[str, Any], parts: Mapping[str, Mapping[str, Any]]) -
     text = "".join(pieces)
     if hashlib.sha256(text.encode()).hexdigest() != annotations.get(ANNOTATION_SHA256):
         raise ValueError(f"ConfigMap {name}: its parts do not make the result it names")
-    return _decode(json.loads(text))
+    return json.loads(text)
 
 
 def _int(value: Any, default: int) -> int:

@@ -2,7 +2,7 @@
 
 A run's name becomes the name of everything the run makes: local mode's results/<name>
 directory; on Kubernetes its Jobs (`<name>-fio-driver`, `<name>-rbd-cleanup`,
-`<name>-ceph-cleanup`, ...), ConfigMaps (`<name>-run`, `<name>-results-N`), the Rook
+`<name>-ceph-cleanup`, ...), ConfigMaps (`<name>-run`, `<name>-step-<step>`), the Rook
 CephClient `<name>-fio` (cephx user client.<name>-fio, Secret rook-ceph-client-<name>-fio)
 and the `bench.crimson.ceph.io/run` label on all of them. So it must be a DNS-1123 label
 (lower case letters, digits, '-'; no '.', '/', NUL, nothing a path could climb with), short
