@@ -167,3 +167,51 @@ def test_reconcile_stats_time_and_count_errors_by_class() -> None:
     errors = "crimsonbench_operator_reconcile_errors_total"
     assert samples[(errors, (("error", "ValueError"),))] == 2.0
     assert samples[(errors, (("error", "KeyError"),))] == 1.0
+
+
+def test_the_operators_view_shows_a_runs_last_steps_and_counts_them_all() -> None:
+    """A run of 5,000 stored steps shows its last 4,096 steps' series (the largest sweep's
+    40,960 would be 570,000 series per scrape) and counts all 5,000; finished runs keep
+    their series only while they hold 50,000 steps in all, the newest first."""
+    import logging
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from crimsonbench.controller import metrics_view
+    from crimsonbench.controller.metrics_view import RunsView
+    from crimsonbench.controller.record import RunRecord
+    from crimsonbench.controller.step_index import RunSteps, StepIndex
+    from crimsonbench.spec.models import validate_spec
+    from crimsonbench.spec.status import Phase
+
+    spec = validate_spec({"target": {"external": {"monHost": "m", "keyringSecret": {"name": "k"}}},
+                          "osd": {"flavor": "classic"}, "client": {"node": "n"},
+                          "workloads": [{"preset": "randread4k"}]})  # fmt: skip
+    index, view = StepIndex(), RunsView(3600)
+
+    def observe(name: str, steps: int, phase: Phase) -> None:
+        known = RunSteps()
+        for i in range(steps):  # each its own key (workload, iodepth, repeat)
+            known.add(replace(_step(i, "randread4k", 1 + i % 64, 100.0 + i), repeat=1 + i // 64))
+        index.put(name, known)
+        record = RunRecord.load({"phase": phase.value, "stepsDone": steps, "stepsTotal": steps})
+        ctx = SimpleNamespace(name=name, namespace="bench", uid=name, spec=spec, record=record,
+                              steps=index, logger=logging.getLogger("t"))  # fmt: skip
+        view.observe(ctx)  # type: ignore[arg-type]
+
+    observe("big", 5000, Phase.RUNNING)
+    (state,) = view.states()
+    assert len(state.steps) == metrics_view.STEP_SERIES_KEPT == 4096
+    every = sorted(_step(i, "randread4k", 1 + i % 64, 1.0).step_id for i in range(5000))
+    assert [s.step_id for s in state.steps] == every[-4096:]  # the last in step order
+    text = generate_latest(new_registry(RunCollector(view.states))).decode()
+    assert 'crimsonbench_run_steps_done{backend="' in text
+    done = next(f for f in text_string_to_metric_families(text)
+                if f.name == "crimsonbench_run_steps_done")  # fmt: skip
+    assert [s.value for s in done.samples] == [5000.0]
+    for i in range(13):  # 13 finished runs of 4,096 shown steps: over 50,000
+        observe(f"done-{i}", 4096, Phase.COMPLETED)
+    shown = {s.info.name: len(s.steps) for s in view.states()}
+    assert shown["done-0"] == 0 and shown["done-12"] == 4096 and shown["big"] == 4096
+    assert sum(n for k, n in shown.items() if k.startswith("done")) <= 50_000
+    assert {s.info.name: s.steps_done for s in view.states()}["done-0"] == 4096

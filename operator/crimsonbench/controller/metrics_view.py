@@ -42,7 +42,8 @@ def _steps_shown(ctx: RunContext, done: int) -> _Shown:
     operator's slim copies, never read from the API again)."""
     known = stored_steps(ctx)
     shown = sorted(known.results.values(), key=lambda r: r.step_id)[-STEP_SERIES_KEPT:]
-    seconds = {r.step_id: known.wall[r.step_id] for r in shown if known.wall.get(r.step_id)}
+    walls = ((r.step_id, known.beside.get(r.step_id, (1, "", None))[2]) for r in shown)
+    seconds = {step: wall for step, wall in walls if wall}
     return done, shown, seconds, len(known.results)
 
 

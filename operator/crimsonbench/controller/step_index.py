@@ -30,8 +30,8 @@ class RunSteps:
     """One run's stored steps, as this process knows them."""
 
     results: dict[str, StepResult] = field(default_factory=dict)  # key -> slim result
-    clients: dict[str, tuple[int, str]] = field(default_factory=dict)  # step_id -> n, slowest
-    wall: dict[str, float] = field(default_factory=dict)  # step_id -> wall seconds
+    # step_id -> (clients, the slowest client, wall seconds): what the slim result lacks
+    beside: dict[str, tuple[int, str, float | None]] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)  # what could not be read, and why
     _resources: ResourceSummary | None = None  # the last one kept: steps share equal ones
 
@@ -62,9 +62,8 @@ class RunSteps:
                        resources=resources, clients=_NOTHING, extra=_NOTHING)  # fmt: skip
         self.results[key] = kept
         slowest = sys.intern(min(clients, key=clients.__getitem__)) if len(clients) > 1 else ""
-        self.clients[step_id] = (max(1, len(clients)), slowest)
-        if isinstance(wall, int | float):
-            self.wall[step_id] = float(wall)
+        seconds = float(wall) if isinstance(wall, int | float) else None
+        self.beside[step_id] = (max(1, len(clients)), slowest, seconds)
 
 
 class StepIndex:

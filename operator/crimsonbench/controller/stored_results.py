@@ -112,5 +112,5 @@ def _summary(known: RunSteps, ctx: RunContext) -> BenchmarkRunStatus:
     ordered = sorted(known.results.values(), key=lambda r: r.step_id)
     raw = status_summary(ordered, ctx.spec)
     for step in raw["steps"]:
-        step["clients"], step["slowestClient"] = known.clients.get(step["id"], (1, ""))
+        step["clients"], step["slowestClient"], _ = known.beside.get(step["id"], (1, "", None))
     return BenchmarkRunStatus.model_validate(raw)
