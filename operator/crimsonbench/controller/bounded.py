@@ -63,7 +63,7 @@ def end_restore(ctx: RunContext, waited_s: float, last: str) -> None:
     later run on it is refused until someone finishes the restore."""
     todo = stuck.left_by_hand(leftovers(ctx))
     message = stuck.restore_gave_up(waited_s, ctx.settings.restore_timeout_seconds, last, todo)
-    ctx.kube.release_lease(*ctx.lease, ctx.holder)  # raises: the next tick tries again
+    message += release_lease(ctx)
     record, status = ctx.record, ctx.record.status
     record.condition("ClusterRestored", False, "RestoreTimeout", message)
     if record.conditions().get("Succeeded") is None or status.failure == "":
@@ -73,6 +73,28 @@ def end_restore(ctx: RunContext, waited_s: float, last: str) -> None:
     status.phase, status.stage, status.finished_at = Phase.FAILED, "done", now_iso()
     status.message = (f"{failure}; " if failure else "") + message
     status.current_step = ""
+
+
+def release_lease(ctx: RunContext) -> str:
+    """Let the cluster go as a run ends; '' when done, else what to tell (the run ends
+    anyway: an API that refuses even that must not keep it going)."""
+    try:
+        ctx.kube.release_lease(*ctx.lease, ctx.holder)
+    except Exception as exc:  # noqa: BLE001 (any refusal: said, the run ends regardless)
+        ns, name = ctx.lease
+        return (f"; the cluster's Lease {ns}/{name} could not be released "
+                f"({stuck.error_text(exc)}): delete it by hand")  # fmt: skip
+    return ""
+
+
+def delete_jobs(ctx: RunContext, namespace: str) -> None:
+    """The run's Jobs there, as a run that touched nothing else fails: best effort (the API
+    that failed the run may refuse this too; the Jobs end by their own deadline)."""
+    try:
+        ctx.kube.delete_jobs(namespace, ctx.selector)
+    except Exception as exc:  # noqa: BLE001 (logged: the run fails regardless)
+        ctx.logger.warning("could not delete the run's Jobs in %s: %s", namespace,
+                           stuck.error_text(exc))  # fmt: skip
 
 
 def leftovers(ctx: RunContext) -> stuck.Leftovers:

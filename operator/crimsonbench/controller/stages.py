@@ -348,11 +348,11 @@ def _fail(ctx: RunContext, stage: str, exc: CrimsonBenchError, reason: str) -> s
     if ORDER.index(stage) < ORDER.index("patch"):
         # Nothing touched yet: remove the probe/facts Jobs, let go, fail at once.
         # (At the lease it made none: Jobs of its name are another run's.)
-        for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
-            if stage != "lease":
-                ctx.kube.delete_jobs(ns, ctx.selector)
-        ctx.kube.release_lease(*ctx.lease, ctx.holder)
-        status.phase, status.message, status.stage = Phase.FAILED, str(exc), "done"
+        if stage != "lease":
+            for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
+                bounded.delete_jobs(ctx, ns)
+        let_go = bounded.release_lease(ctx)
+        status.phase, status.message, status.stage = Phase.FAILED, str(exc) + let_go, "done"
         status.finished_at = now_iso()
         if reason == "StepFailed":
             reason = "PreflightFailed"
