@@ -26,7 +26,7 @@ from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.status import Phase
 
 _FINISHED = (Phase.COMPLETED, Phase.FAILED)
-FINISHED_STEPS_KEPT = 50_000  # per-step series of finished runs (~0.8 KiB a step)
+FINISHED_STEPS_KEPT = 50_000  # per-step series of finished runs (~1 KiB a step)
 # Per-step series a run shows (14 gauges each): the largest sweep's 40,960 steps would be
 # 570,000 series, built at every scrape; its other steps stay in the results ConfigMaps.
 STEP_SERIES_KEPT = 4096
