@@ -4,33 +4,63 @@ run's fio driver pod (the steps then run in it: step_loop.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from crimsonbench.controller.jobs import job_log, serving_pod
 from crimsonbench.controller.observed import PodState
-from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.controller.step_decide import server_addresses
-from crimsonbench.errors import NotReady
+from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
-from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
+from crimsonbench.manifests.ceph_access import CephAccess, rook_access, rook_client_access
+from crimsonbench.manifests.naming import LABEL_RUN
 from crimsonbench.plan.types import RunPlan
 
 
-def jobs_namespace(ctx: RunContext) -> str:
-    """Rook's secrets can only be mounted in their own namespace, so Jobs run there."""
-    return ctx.target.jobs_namespace
+def jobs_namespace(ctx: RunBase) -> str:
+    """Rook's secrets can only be mounted in their own namespace, so Jobs run there (as
+    the undo record says: recorded before the run's first Job)."""
+    return ctx.record.book.undo.jobs_namespace
 
 
-def admin_access(ctx: RunContext) -> CephAccess:
-    """For cluster-wide reads and commands (facts, crimson setup, config cleanup)."""
-    return ceph_access_for(ctx.target)
+def admin_access(ctx: RunBase) -> CephAccess:
+    """For cluster-wide reads and commands (fsid, facts, crimson setup, the mon database's
+    restore), from the undo record (lease.record_target), never from the current spec."""
+    undo = ctx.record.book.undo
+    if undo.target == "rook":
+        return rook_access(undo.rook_namespace)
+    if undo.target == "external" and len(undo.keyring_secret) == 2:
+        return CephAccess(namespace=undo.jobs_namespace, secret_name=undo.keyring_secret[0],
+                          secret_key=undo.keyring_secret[1], secret_is_keyring=True,
+                          username=undo.ceph_user, mon_host=undo.mon_host)  # fmt: skip
+    raise ExecutionError("the run recorded no Ceph target to act on (a bug: say so)")
 
 
-def fio_access(ctx: RunContext, plan: RunPlan) -> CephAccess:
+def fio_access(ctx: RunBase) -> CephAccess:
     """What fio and the image Jobs use: on Rook the run's CephClient, limited to the run's
-    pool; on external clusters the user and keyring the spec names."""
-    rook_ns = ctx.target.rook_namespace
-    if rook_ns is not None:
-        return rook_client_access(rook_ns, plan.pool.user)
+    pool; on external clusters the user and keyring the spec named."""
+    undo = ctx.record.book.undo
+    if undo.target == "rook":
+        return rook_client_access(undo.rook_namespace, undo.user)
     return admin_access(ctx)
+
+
+def ensure_owned(ctx: RunBase, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The Rook object `body` as the API has it once created: ExecutionError, naming it,
+    when one of that name is there already and is not this run's (its run label): never
+    adopted (Rook would adopt the Ceph pool behind a CephBlockPool of that name)."""
+    name = body["metadata"]["name"]
+    ctx.kube.ensure_custom(namespace, plural, body)
+    found = ctx.kube.get_custom(namespace, plural, name) or {}
+    ours = body["metadata"]["labels"][LABEL_RUN]
+    theirs = ((found.get("metadata") or {}).get("labels") or {}).get(LABEL_RUN)
+    if found and theirs != ours:
+        raise ExecutionError(
+            f"{plural}/{name} in {namespace} exists and is not this run's (its "
+            f"{LABEL_RUN} label: {theirs or 'none'}); it is left alone: nothing of it is used "
+            "or removed"
+        )
+    return found
 
 
 def ensure_client_user(ctx: RunContext, plan: RunPlan) -> None:
@@ -39,9 +69,8 @@ def ensure_client_user(ctx: RunContext, plan: RunPlan) -> None:
     rook_ns = ctx.target.rook_namespace
     if rook_ns is None:
         return
-    body = rook_objects.ceph_client(ctx.name, plan.pool, namespace=rook_ns)
-    ctx.kube.ensure_custom(rook_ns, "cephclients", body)
-    found = ctx.kube.get_custom(rook_ns, "cephclients", plan.pool.user) or {}
+    body = rook_objects.ceph_client(ctx.child, plan.pool, namespace=rook_ns)
+    found = ensure_owned(ctx, rook_ns, "cephclients", body)
     phase = (found.get("status") or {}).get("phase", "")
     if phase != "Ready":
         raise NotReady(f"waiting for Rook to create cephx user client.{plan.pool.user} ({phase})")
@@ -51,10 +80,10 @@ def ensure_images(ctx: RunContext, plan: RunPlan) -> None:
     status = ctx.record.status
     if status.images_created:
         return
-    access = fio_access(ctx, plan)
+    access = fio_access(ctx)
     body = maintenance.create_images_job(
-        ctx.name, plan.pool.name, plan.pool.images, plan.pool.image_size_bytes, access,
-        ctx.settings.pod_options(),
+        ctx.child, plan.pool.name, plan.pool.images, plan.pool.image_size_bytes, ctx.uid,
+        access, ctx.settings.pod_options(),
     )  # fmt: skip
     job_log(ctx.kube, body, f"creating {len(plan.pool.images)} RBD images")
     ctx.kube.delete_job(access.namespace, body["metadata"]["name"])
@@ -63,11 +92,11 @@ def ensure_images(ctx: RunContext, plan: RunPlan) -> None:
 
 def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
     """One fio server Job per client node; client -> "ip:port" once all are Ready."""
-    access = fio_access(ctx, plan)
+    access = fio_access(ctx)
     opts = ctx.settings.pod_options()
     pods = {}
     for client in plan.clients:
-        body = fio.fio_server_job(ctx.name, client, plan, access, opts, port=ctx.settings.fio_port)
+        body = fio.fio_server_job(ctx.child, client, plan, access, opts, port=ctx.settings.fio_port)
         pods[client.name] = serving_pod(ctx.kube, body, f"the fio server of {client.name}")
     found = server_addresses(plan, pods, ctx.settings.fio_port)
     if isinstance(found, NotReady):
@@ -81,9 +110,9 @@ def ensure_driver(ctx: RunContext, plan: RunPlan) -> PodState:
     on its address); NotReady until it runs with an address. It sits
     on the first client's node, beside that client's fio server; crimson runs give it the
     run's fio user, to sample the reactors."""
-    access = fio_access(ctx, plan) if plan.flavor == "crimson" else None
+    access = fio_access(ctx) if plan.flavor == "crimson" else None
     body = fio_driver.fio_driver_job(
-        ctx.name, jobs_namespace(ctx), ctx.settings.pod_options(),
+        ctx.child, jobs_namespace(ctx), ctx.settings.pod_options(),
         node=plan.clients[0].node, lifetime_s=fio.run_deadline_s(plan), access=access,
     )  # fmt: skip
     name = body["metadata"]["name"]

@@ -62,21 +62,28 @@ LOGCOLLECTOR_RESOURCES = {"cpu": "100m", "memory": "128Mi"}
 # ---------------------------------------------------------------- the desired spec
 
 
+def cephcluster_sections(plan: RunPlan) -> dict[str, dict[str, str]]:
+    """What the run puts into cephConfig: section -> option -> value (strings, as the CRD
+    says), without the crimson prerequisites of `global` (see above)."""
+    out: dict[str, dict[str, str]] = {}
+    for section, options in plan.ceph.config.items():
+        if section == "global":
+            options = {k: v for k, v in options.items() if k not in CRIMSON_GLOBAL}
+        if options:
+            out[section] = {k: str(v) for k, v in options.items()}
+    return out
+
+
 def cephcluster_patch(original: Mapping[str, Any], plan: RunPlan) -> dict[str, Any]:
     """The CephCluster's new, complete `spec` for this run, derived from `original` (the
     whole CephCluster object as read, or at least {"spec": ...})."""
     new = copy.deepcopy(dict(original.get("spec") or {}))
 
-    if plan.ceph.config:
+    sections = cephcluster_sections(plan)
+    if sections:
         cephconfig = new.setdefault("cephConfig", {})
-        for section, options in plan.ceph.config.items():
-            if section == "global":
-                options = {k: v for k, v in options.items() if k not in CRIMSON_GLOBAL}
-                if not options:
-                    continue
-            merged = dict(cephconfig.get(section) or {})
-            merged.update({k: str(v) for k, v in options.items()})
-            cephconfig[section] = merged
+        for section, options in sections.items():
+            cephconfig[section] = {**dict(cephconfig.get(section) or {}), **options}
 
     guaranteed = {"cpu": str(plan.osd_resources.cpu), "memory": plan.osd_resources.memory}
     resources = new.setdefault("resources", {})
