@@ -140,7 +140,7 @@ def main() -> int:
         demo = (0, 0.0) if args.skip_demo else _timed(["make", "demo"], clone, log, env)
         test = _timed(["make", "test"], clone, log, env)
     text = log.read_text(errors="replace")
-    prefetch = (tmpdir / "crimsonbench-prefetch.log")
+    prefetch = tmpdir / "crimsonbench-prefetch.log"
     builds = build_rows(prefetch.read_text(errors="replace")) if prefetch.exists() else []
     print(f"\n| cold, {commit[:12]}, {time.strftime('%Y-%m-%d')} | result | minutes |")
     print("|---|---|---|")

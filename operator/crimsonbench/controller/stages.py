@@ -307,6 +307,9 @@ def tick(ctx: RunContext) -> None:
     stage = status.stage or "lease"
     while stage in STAGES:
         try:
+            # where the run acts, recorded once (a record the API server pruned, under an
+            # older CRD, is recorded again: cleanup reads nothing else)
+            lease.record_target(ctx)
             nxt = STAGES[stage](ctx)
         except NotReady as exc:
             status.message = str(exc)
