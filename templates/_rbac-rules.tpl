@@ -97,6 +97,10 @@ regenerate (tests/chart fails when this file drifts).
 - apiGroups: ["metrics.k8s.io"]
   resources: ["pods"]
   verbs: ["get", "list"]
+# networking.k8s.io/networkpolicies: the run's NetworkPolicies: only its fio driver reaches its fio servers, only they reach its start barrier (made with the servers, deleted at cleanup)
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["create", "delete", "list"]
 {{- end }}
 
 {{- define "crimsonbench.rookNamespaceRules" }}

@@ -45,7 +45,10 @@ TARGETS = {"rook": [{"cephCluster": f"{ROOK_NS}/rook-ceph", "allowedNamespaces":
 
 def chart_rbac(namespace: str = OP_NS, targets: dict[str, Any] = TARGETS) -> list[dict[str, Any]]:
     """The chart's ServiceAccount and RBAC for `targets`, as `helm template` renders them
-    (release crimsonbench: the ServiceAccount is crimsonbench-operator)."""
+    (release crimsonbench: the ServiceAccount is crimsonbench-operator), with the admission
+    policies on that ServiceAccount (templates/reachpolicy.yaml): the operator here runs
+    under both. Not the targets' policy on BenchmarkRuns: these tests create runs it would
+    refuse, to see the operator refuse them too."""
     try:
         helm = ensure_helm()
     except RuntimeError as exc:
@@ -59,7 +62,8 @@ def chart_rbac(namespace: str = OP_NS, targets: dict[str, Any] = TARGETS) -> lis
         capture_output=True, text=True, check=True, timeout=120,
     ).stdout  # fmt: skip
     kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-    return [d for d in yaml.safe_load_all(out) if d and d["kind"] in kinds]
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    return [d for d in docs if d["kind"] in kinds or "-reach-" in d["metadata"]["name"]]
 
 
 def _free_port() -> int:
@@ -283,6 +287,12 @@ def jobs_of(api: Any, run: str) -> list[str]:
     )
 
 
+def network_policies_of(api: Any, run: str) -> list[str]:
+    net = kubernetes.client.NetworkingV1Api(api)
+    found = net.list_namespaced_network_policy(ROOK_NS, label_selector=f"{G}/run={run}").items
+    return sorted(p.metadata.name for p in found)
+
+
 def test_observe_records_where_everything_runs_then_waits_for_preflight(
     admin: Any,
     cephcluster: dict[str, Any],
@@ -425,10 +435,15 @@ def test_a_run_an_older_operator_started_resumes_with_its_record_moved_in(
     assert "waiting for fio servers: node-a" in st["message"]
     assert jobs_of(admin, "legacy") == ["legacy-fio-server-node-a"]  # nothing done again
     assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == original
+    # made with its fio servers: the NetworkPolicies that let only the run's driver in
+    assert network_policies_of(admin, "legacy") == ["legacy-fio-driver-in", "legacy-fio-server-in"]
+    isolated = {c["type"]: c for c in st["conditions"]}["NetworkIsolated"]
+    assert isolated["status"] == "True" and "TCP 8765" in isolated["message"], isolated
     with operator():
         custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "legacy")
         wait_for("run gone", lambda: _gone(admin, "legacy"))
     assert jobs_of(admin, "legacy") == []
+    assert network_policies_of(admin, "legacy") == []
 
 
 def test_under_a_crd_that_drops_the_record_the_run_waits_saying_why(
@@ -647,9 +662,10 @@ def test_exec_outside_the_fio_namespaces_names_the_chart_value(
         with pytest.raises(ExecutionError, match=f"namespace {RUN_NS}: the chart's targets.rook "
                                                  f".* must name {RUN_NS}"):  # fmt: skip
             driver.poll(ctx, RUN_NS, "some-driver-pod", "000-step")
-        # allowed in Rook's namespace: the API server goes on to look for the pod
+        # allowed in Rook's namespace, into a fio driver's pod (the chart's admission
+        # policy lets no other through): the API server goes on to look for the pod
         with pytest.raises(kubernetes.client.ApiException) as err:
-            driver.poll(ctx, ROOK_NS, "some-driver-pod", "000-step")
+            driver.poll(ctx, ROOK_NS, "some-fio-driver-x2b4z", "000-step")
         assert "404" in str(err.value.reason) or err.value.status == 404, err.value
 
 

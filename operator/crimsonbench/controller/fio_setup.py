@@ -9,7 +9,7 @@ from crimsonbench.controller.observed import PodState
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.controller.step_decide import server_addresses
 from crimsonbench.errors import NotReady
-from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
+from crimsonbench.manifests import fio, fio_driver, maintenance, network, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_access_for, rook_client_access
 from crimsonbench.plan.types import RunPlan
 
@@ -61,8 +61,44 @@ def ensure_images(ctx: RunContext, plan: RunPlan) -> None:
     status.images_created = True
 
 
+NETWORK_CONDITION = "NetworkIsolated"
+
+
+def isolate_fio_pods(ctx: RunContext) -> None:
+    """The run's NetworkPolicies (manifests/network.py), made once, before its first fio
+    server: only its driver reaches its servers, only its servers reach the driver's start
+    barrier. Host-network pods are beyond any NetworkPolicy: then none is made and the
+    condition says what stays open."""
+    if NETWORK_CONDITION in ctx.record.conditions():
+        return
+    s = ctx.settings
+    if s.host_network:
+        open_ = (
+            "the run's pods use their nodes' network (the chart's jobs.hostNetwork), which no "
+            f"NetworkPolicy can protect: its fio servers (TCP {s.fio_port}, no authentication; "
+            f"fio job files run shell) and its start barrier (TCP {s.barrier_port}) take "
+            "connections from anything that reaches the nodes' addresses; firewall those "
+            "ports on the nodes, or run without jobs.hostNetwork"
+        )
+        ctx.record.condition(NETWORK_CONDITION, False, "HostNetwork", open_)
+        return
+    ns = jobs_namespace(ctx)
+    bodies = network.fio_network_policies(ctx.name, ns, fio_port=s.fio_port,
+                                          barrier_port=s.barrier_port)  # fmt: skip
+    for body in bodies:
+        ctx.kube.ensure_network_policy(ns, body)
+    names = ", ".join(f"{ns}/{b['metadata']['name']}" for b in bodies)
+    message = (
+        f"only the run's fio driver may connect to its fio servers (TCP {s.fio_port}), only "
+        f"its fio servers to its start barrier (TCP {s.barrier_port}): NetworkPolicies "
+        f"{names}, enforced where the cluster's network plugin enforces NetworkPolicy"
+    )
+    ctx.record.condition(NETWORK_CONDITION, True, "NetworkPolicy", message)
+
+
 def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
     """One fio server Job per client node; client -> "ip:port" once all are Ready."""
+    isolate_fio_pods(ctx)
     access = fio_access(ctx, plan)
     opts = ctx.settings.pod_options()
     pods = {}

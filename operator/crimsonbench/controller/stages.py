@@ -191,6 +191,7 @@ def cleanup(ctx: RunContext) -> None:
     pods = ctx.kube.pod_names(ns, ctx.selector)
     if pods:
         raise NotReady(f"waiting for {len(pods)} pod(s) of the run to go: {', '.join(pods[:5])}")
+    ctx.kube.delete_network_policies(ns, ctx.selector)  # its fio pods are gone: nothing to guard
     ctx.kube.release_lease(*ctx.lease, ctx.holder)
     if restored:
         ctx.record.condition("ClusterRestored", True, "Restored", "cluster left as it was found")

@@ -93,6 +93,9 @@ JOB_NAMESPACE_RULES = (
          "current API servers, `get` on older ones)"),
     Rule("metrics.k8s.io", ("pods",), ("get", "list"),
          "OSD and fio CPU/memory while a step runs (metrics-server)"),
+    Rule("networking.k8s.io", ("networkpolicies",), ("create", "delete", "list"),
+         "the run's NetworkPolicies: only its fio driver reaches its fio servers, only they "
+         "reach its start barrier (made with the servers, deleted at cleanup)"),
 )  # fmt: skip
 
 ROOK_NAMESPACE_RULES = (
