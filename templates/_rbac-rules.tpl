@@ -24,6 +24,10 @@ regenerate (tests/chart fails when this file drifts).
 - apiGroups: [""]
   resources: ["nodes"]
   verbs: ["get", "list"]
+# core/pods: preflight: what the pods on the run's nodes request, against each node's allocatable (Rook resizes every OSD pod; listed by node, never read one by one)
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 # core/namespaces: kopf: which namespaces to serve
 - apiGroups: [""]
   resources: ["namespaces"]

@@ -182,8 +182,10 @@ def test_rbac_of_the_full_values_reaches_only_the_listed_namespaces(render: Rend
         ("crimsonbench-operator-runs", "rook-ceph"), ("crimsonbench-operator-runs", "storage"),
     ]  # fmt: skip
     (cluster_role,) = by_kind(docs, "ClusterRole")
-    kept_local = {"secrets", "configmaps", "jobs", "pods", "pods/exec", "cephclusters"}
+    kept_local = {"secrets", "configmaps", "jobs", "pods/exec", "cephclusters"}
     assert not [r for r in cluster_role["rules"] if kept_local & set(r["resources"])]
+    # pods cluster-wide: list only (preflight adds up what the pods on a node request)
+    assert [r["verbs"] for r in cluster_role["rules"] if "pods" in r["resources"]] == [["list"]]
 
 
 def named(docs: list[dict[str, Any]], kind: str, suffix: str) -> list[dict[str, Any]]:

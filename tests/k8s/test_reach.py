@@ -352,3 +352,59 @@ def test_host_network_runs_say_no_network_policy_protects_them(
         from crimsonbench.controller.kube import Kube
 
         Kube(admin_api).delete_network_policies(ROOK_NS, "bench.crimson.ceph.io/run=podnet")
+
+
+def test_preflight_refuses_a_node_without_room_for_the_resized_osd_pods(
+    admin_api: kubernetes.client.ApiClient, op: kubernetes.client.ApiClient
+) -> None:
+    """Through the operator's own reads and RBAC (nodes, and every pod on a node in any
+    namespace): an OSD pod of the cluster on a node another workload fills would grow to
+    the run's 56 CPUs and 60 GiB; refused naming that node and the sizes. With room, the
+    same run passes."""
+    from crimsonbench.controller.room import check_room
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.errors import InvalidSpec
+    from crimsonbench.spec.models import validate_spec
+
+    core = kubernetes.client.CoreV1Api(admin_api)
+    node, shop = "node-room", "shop"
+
+    def allocatable(cpu: str, memory: str) -> None:
+        core.patch_node_status(node, {"status": {"allocatable": {"cpu": cpu, "memory": memory,
+                                                                 "pods": "110"}}})  # fmt: skip
+
+    def pod(ns: str, name: str, labels: dict[str, str], cpu: str, memory: str) -> None:
+        res = {"requests": {"cpu": cpu, "memory": memory}}
+        core.create_namespaced_pod(ns, {"metadata": {"name": name, "labels": labels},
+            "spec": {"nodeName": node, "containers": [{"name": "osd", "image": "x",
+                                                       "resources": res}]}})  # fmt: skip
+
+    with contextlib.suppress(ApiException):
+        core.create_namespace({"metadata": {"name": shop}})
+    _wait("shop's default ServiceAccount", lambda: [
+        sa for sa in core.list_namespaced_service_account(shop).items
+        if sa.metadata.name == "default"])  # fmt: skip
+    core.create_node({"metadata": {"name": node}})
+    try:
+        allocatable("64", "96Gi")
+        pod(ROOK_NS, "rook-ceph-osd-5-room", {"app": "rook-ceph-osd", "ceph-osd-id": "5"},
+            "1", "2Gi")  # fmt: skip
+        pod(shop, "db-0", {"app": "db"}, "16", "24Gi")
+        spec = validate_spec(run_body("room")["spec"])
+        ctx = ctx_of("room", spec, op, Settings(operator_namespace=OP_NS))
+        ctx.plan = plan = xeon_plan("room", spec)
+        assert (plan.osd_resources.cpu, plan.osd_resources.memory) == (56, "60Gi")
+        with pytest.raises(InvalidSpec) as err:
+            check_room(ctx, plan)
+        assert err.value.field == "spec.osd.reactors"
+        said = str(err.value)
+        assert "node node-room has cpu 47, memory 70 GiB free (allocatable cpu 64, memory " \
+            "96 GiB minus cpu 17, memory 26 GiB requested by its 2 pods)" in said, said  # fmt: skip
+        assert "OSD pod rook-ceph-osd-5-room +cpu 55, memory 58 GiB" in said
+        allocatable("128", "256Gi")
+        check_room(ctx, plan)  # room enough: nothing raised
+    finally:
+        for ns, name in ((ROOK_NS, "rook-ceph-osd-5-room"), (shop, "db-0")):
+            with contextlib.suppress(ApiException):
+                core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+        core.delete_node(node)

@@ -4,6 +4,8 @@ run's fio driver pod (the steps then run in it: step_loop.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from crimsonbench.controller.jobs import job_log, serving_pod
 from crimsonbench.controller.observed import PodState
 from crimsonbench.controller.run_context import RunContext
@@ -96,15 +98,30 @@ def isolate_fio_pods(ctx: RunContext) -> None:
     ctx.record.condition(NETWORK_CONDITION, True, "NetworkPolicy", message)
 
 
+def server_jobs(ctx: RunContext, plan: RunPlan) -> dict[str, dict[str, Any]]:
+    """client name -> its fio server's Job."""
+    access, opts, port = fio_access(ctx, plan), ctx.settings.pod_options(), ctx.settings.fio_port
+    return {
+        c.name: fio.fio_server_job(ctx.name, c, plan, access, opts, port=port) for c in plan.clients
+    }
+
+
+def driver_job(ctx: RunContext, plan: RunPlan) -> dict[str, Any]:
+    """The run's fio driver's Job: on the first client's node, beside that client's fio
+    server; crimson runs give it the run's fio user, to sample the reactors."""
+    access = fio_access(ctx, plan) if plan.flavor == "crimson" else None
+    return fio_driver.fio_driver_job(
+        ctx.name, jobs_namespace(ctx), ctx.settings.pod_options(),
+        node=plan.clients[0].node, lifetime_s=fio.run_deadline_s(plan), access=access,
+    )  # fmt: skip
+
+
 def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
     """One fio server Job per client node; client -> "ip:port" once all are Ready."""
     isolate_fio_pods(ctx)
-    access = fio_access(ctx, plan)
-    opts = ctx.settings.pod_options()
     pods = {}
-    for client in plan.clients:
-        body = fio.fio_server_job(ctx.name, client, plan, access, opts, port=ctx.settings.fio_port)
-        pods[client.name] = serving_pod(ctx.kube, body, f"the fio server of {client.name}")
+    for client, body in server_jobs(ctx, plan).items():
+        pods[client] = serving_pod(ctx.kube, body, f"the fio server of {client}")
     found = server_addresses(plan, pods, ctx.settings.fio_port)
     if isinstance(found, NotReady):
         raise found
@@ -114,14 +131,8 @@ def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
 
 def ensure_driver(ctx: RunContext, plan: RunPlan) -> PodState:
     """The run's fio driver pod (steps run in it by exec, a step's start barrier listens
-    on its address); NotReady until it runs with an address. It sits
-    on the first client's node, beside that client's fio server; crimson runs give it the
-    run's fio user, to sample the reactors."""
-    access = fio_access(ctx, plan) if plan.flavor == "crimson" else None
-    body = fio_driver.fio_driver_job(
-        ctx.name, jobs_namespace(ctx), ctx.settings.pod_options(),
-        node=plan.clients[0].node, lifetime_s=fio.run_deadline_s(plan), access=access,
-    )  # fmt: skip
+    on its address); NotReady until it runs with an address."""
+    body = driver_job(ctx, plan)
     name = body["metadata"]["name"]
     pod = serving_pod(ctx.kube, body, "the fio driver")
     if pod.phase != "Running" or not pod.ip:

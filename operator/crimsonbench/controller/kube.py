@@ -13,7 +13,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from crimsonbench.controller.observed import NodeInfo, OsdPod, PodState
+from crimsonbench.controller.observed import NodeInfo, OsdPod, PodRequests, PodState
+from crimsonbench.controller.pod_requests import allocatable_of, pod_requests
 
 log = logging.getLogger(__name__)
 
@@ -291,7 +292,16 @@ class Kube:
     # ------------------------------------------------------------ nodes and OSD pods
     def list_nodes(self) -> list[NodeInfo]:
         items = self.core.list_node().items
-        return [NodeInfo(n.metadata.name, dict(n.metadata.labels or {})) for n in items]
+        return [NodeInfo(n.metadata.name, dict(n.metadata.labels or {}), allocatable_of(n))
+                for n in items]  # fmt: skip
+
+    def pods_on_node(self, node: str) -> list[PodRequests]:
+        """What every pod on the node that the scheduler still counts requests (all
+        namespaces: other workloads' pods share the node)."""
+        found = self.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed"
+        ).items
+        return [pod_requests(p) for p in found]
 
     def list_osd_pods(self, namespace: str) -> list[OsdPod]:
         """Rook's OSD pods (label app=rook-ceph-osd, ceph-osd-id=N)."""

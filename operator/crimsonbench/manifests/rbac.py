@@ -56,6 +56,9 @@ CLUSTER_RULES = (
          "owner references with blockOwnerDeletion on children"),
     Rule("", ("events",), ("create", "patch"), "events on runs (kopf, refusals)"),
     Rule("", ("nodes",), ("get", "list"), "client and OSD nodes exist and are ready"),
+    Rule("", ("pods",), ("list",),
+         "preflight: what the pods on the run's nodes request, against each node's "
+         "allocatable (Rook resizes every OSD pod; listed by node, never read one by one)"),
     Rule("", ("namespaces",), ("list", "watch"), "kopf: which namespaces to serve"),
     Rule("apiextensions.k8s.io", ("customresourcedefinitions",), ("list", "watch"),
          "kopf: find the BenchmarkRun CRD"),
