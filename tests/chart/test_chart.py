@@ -220,7 +220,7 @@ def test_reach_policies_carry_the_operator_and_the_driver_names(render: Render) 
     docs = render([FULL_VALUES], release="bench", namespace="ops")
     policies = {d["metadata"]["name"]: d for d in by_kind(docs, "ValidatingAdmissionPolicy")
                 if "-reach-" in d["metadata"]["name"]}  # fmt: skip
-    kinds = ("pods", "jobs", "networkpolicies")
+    kinds = ("pods", "jobs", "networkpolicies", "rookobjects")
     assert sorted(policies) == sorted(f"bench-crimsonbench-operator-reach-{k}" for k in kinds)
     bindings = [b["spec"]["policyName"] for b in by_kind(docs, "ValidatingAdmissionPolicyBinding")]
     assert set(policies) <= set(bindings)

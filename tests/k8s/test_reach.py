@@ -2,8 +2,9 @@
 into any pod, delete any pod, any Job, any NetworkPolicy) narrowed by the chart's admission
 policies on the operator's ServiceAccount (templates/reachpolicy.yaml) to what the operator
 makes: exec into a run's fio driver only, delete Rook's OSD pods only, Jobs only as its
-builders write them, NetworkPolicies only its runs' own. Everything is asked as the
-operator's own ServiceAccount, through the operator's own code where it has one.
+builders write them, NetworkPolicies, CephBlockPools and CephClients only its runs' own.
+Everything is asked as the operator's own ServiceAccount, through the operator's own code
+where it has one.
 
 Found by trying (kube-apiserver v1.36.3): a ValidatingAdmissionPolicy sees CONNECT of
 pods/exec, with request.name the pod's name and `object` a PodExecOptions (its command),
@@ -72,7 +73,7 @@ def policies(control_plane: ControlPlane) -> Iterator[list[str]]:
         applied = control_plane.apply_yaml(chart_rbac())
         names = [d["metadata"]["name"] for d in applied
                  if d["kind"] == "ValidatingAdmissionPolicy"]  # fmt: skip
-        assert len(names) == 3, names  # pods, jobs, networkpolicies
+        assert len(names) == 4, names  # pods, jobs, networkpolicies, rookobjects
         token = control_plane.service_account_token(OP_NS, SA, create=False)
         from crimsonbench.controller.kube import Kube
 
@@ -408,3 +409,41 @@ def test_preflight_refuses_a_node_without_room_for_the_resized_osd_pods(
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
         core.delete_node(node)
+
+
+def test_rook_pools_and_cephx_users_only_the_runs_own(
+    admin_api: kubernetes.client.ApiClient, op: kubernetes.client.ApiClient
+) -> None:
+    """RBAC lets the operator create and delete any CephBlockPool and CephClient of Rook's
+    namespace; the policy, only its runs' (the builders' labels), and a CephClient only
+    with the run's pool-limited caps. Through the operator's own calls (rook_pool's)."""
+    from crimsonbench.controller.kube import Kube
+    from crimsonbench.manifests.rook_objects import ceph_client, cephblockpool
+    from crimsonbench.spec.models import validate_spec
+
+    plan = xeon_plan("reach", validate_spec(run_body("reach")["spec"]))
+    kube, admin = Kube(op), kubernetes.client.CustomObjectsApi(admin_api)
+    g, v = "ceph.rook.io", "v1"
+    theirs = {"apiVersion": f"{g}/{v}", "kind": "CephBlockPool",
+              "metadata": {"name": "replicapool"}, "spec": {"replicated": {"size": 3}}}  # fmt: skip
+    admin.create_namespaced_custom_object(g, v, ROOK_NS, "cephblockpools", theirs)
+    mine = [
+        cephblockpool("reach", plan.pool, namespace=ROOK_NS),
+        ceph_client("reach", plan.pool, namespace=ROOK_NS),
+    ]
+    try:
+        for body, plural in zip(mine, ("cephblockpools", "cephclients"), strict=True):
+            kube.ensure_custom(ROOK_NS, plural, body)
+            kube.delete_custom(ROOK_NS, plural, body["metadata"]["name"])
+        with pytest.raises(ApiException) as err:
+            kube.delete_custom(ROOK_NS, "cephblockpools", "replicapool")
+        assert err.value.status == 403 and "only the cephblockpools of its runs" in str(
+            err.value.body
+        )
+        admin_client = {**mine[1], "metadata": {**mine[1]["metadata"], "name": "reach-admin"},
+                        "spec": {"caps": {"mon": "allow *", "osd": "allow *"}}}  # fmt: skip
+        with pytest.raises(ApiException) as err:
+            kube.ensure_custom(ROOK_NS, "cephclients", admin_client)
+        assert err.value.status == 403 and "RBD images of one pool only" in str(err.value.body)
+    finally:
+        admin.delete_namespaced_custom_object(g, v, ROOK_NS, "cephblockpools", "replicapool")
