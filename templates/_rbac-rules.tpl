@@ -43,11 +43,11 @@ regenerate (tests/chart fails when this file drifts).
 {{- end }}
 
 {{- define "crimsonbench.namespaceRules" }}
-# coordination.k8s.io/leases: one run per Ceph cluster at a time
+# coordination.k8s.io/leases: one run per external Ceph cluster at a time (named by its fsid)
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["get", "create", "update", "delete"]
-# core/configmaps: node topology cache; the original CephCluster specs, kept where no run's neighbour writes, and the restore's marks on them
+# core/configmaps: node topology cache
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get", "create", "update", "patch", "delete"]
@@ -108,6 +108,10 @@ regenerate (tests/chart fails when this file drifts).
 {{- end }}
 
 {{- define "crimsonbench.rookNamespaceRules" }}
+# coordination.k8s.io/leases: one run per Rook cluster at a time, beside it (named by its uid): every install acting on it sees the same lease
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update", "delete"]
 # ceph.rook.io/cephclusters: the named CephClusters only: read, patch cephConfig/resources, restore
 - apiGroups: ["ceph.rook.io"]
   resources: ["cephclusters"]

@@ -1,7 +1,8 @@
 """The repository root is the operator's Helm chart: lint, render and check what it renders.
 
 The API server half (the same objects applied to a real kube-apiserver) is
-test_chart_apply.py."""
+test_chart_apply.py. In the k8s tier, beside it: every test here runs the real helm, which
+a fresh machine builds first (minutes): the quick tier stays unit tests."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from chartlib import FULL_VALUES, ROOT, Render, run_helm
 from crimsonbench.controller.settings import Settings
 from crimsonbench.manifests.rbac import operator_rbac
 from crimsonbench.manifests.targets import RookGrant, TargetPolicy
+
+pytestmark = pytest.mark.k8s
 
 OUR_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
              "Service", "Deployment", "ValidatingAdmissionPolicy",

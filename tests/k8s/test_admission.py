@@ -20,7 +20,7 @@ from kubernetes.client.rest import ApiException
 
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.spec import models
-from crimsonbench.spec.crd import GROUP, PLURAL, VERSION
+from crimsonbench.spec.crd import GROUP, PLURAL, VERSION, frozen_spec_rule
 from crimsonbench.spec.models import DEFAULT_IODEPTHS, FIO_OPTION_ALLOWLIST, PRESETS, validate_spec
 from crimsonbench.spec.rules import Rule
 
@@ -124,7 +124,8 @@ def test_crd_is_accepted_structural_and_established(
         for node in _walk(stored["spec"]["versions"][0]["schema"])
         for r in node.get("x-kubernetes-validations", [])
     }
-    assert rules == {(r.cel, r.message) for r in ALL_RULES}
+    frozen = frozen_spec_rule()
+    assert rules == {(r.cel, r.message) for r in ALL_RULES} | {(frozen["rule"], frozen["message"])}
 
 
 def test_rook_crds_are_established(admin: kubernetes.client.ApiClient) -> None:
@@ -836,6 +837,43 @@ def test_python_only_checks_pass_admission(
         validate_spec(data)
     assert py.value.field == field
     assert words in py.value.message
+
+
+def test_the_spec_is_frozen_by_the_api_server_once_the_run_is_planned(
+    crs: kubernetes.client.CustomObjectsApi, namespace: str
+) -> None:
+    """issue 36 #1/#2: once the operator recorded the planned spec, the API server refuses
+    an edit that changes what a step measures (the target, the OSDs, the clients, runtime,
+    a workload's definition); more iodepths, repeats or workloads are still taken. Before
+    planning, any edit is taken. The operator refuses the same edits itself
+    (plan.meaning.effective_spec), for a server without this rule."""
+    body = spec(client={"images": 2}, sweep={"iodepths": [1], "runtimeSeconds": 5},
+                workloads=[{"preset": "randread4k"}])  # fmt: skip
+    name = "frozen"
+    create(crs, namespace, manifest(name, body))
+
+    def edit(**change: Any) -> None:
+        crs.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
+                                           {"spec": change})  # fmt: skip
+
+    edit(client={"images": 3})  # not planned yet: taken
+    planned = json.dumps(validate_spec({**body, "client": {"images": 3}}).model_dump(
+        mode="json", by_alias=True), sort_keys=True)  # fmt: skip
+    crs.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, PLURAL, name,
+        {"status": {"stage": "patch", "record": {"plannedSpec": planned}}})  # fmt: skip
+    for change in ({"client": {"images": 4}}, {"sweep": {"runtimeSeconds": 30}},
+                   {"target": {"local": {"cephBinDir": "/opt/ceph/bin"}}},
+                   {"workloads": [{"preset": "randwrite4k"}]}, {"keepImages": True}):  # fmt: skip
+        with pytest.raises(ApiException) as err:
+            edit(**change)
+        assert err.value.status == 422, change
+        assert "the spec is frozen once the run is planned" in status_of(err.value)["message"]
+    edit(sweep={"iodepths": [1, 4, 16], "repeats": 2})  # the sweep's axes: taken
+    edit(workloads=[{"preset": "randread4k"}, {"preset": "seqread64k"}])  # one more: taken
+    got = as_dict(crs.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name))
+    assert got["spec"]["sweep"]["iodepths"] == [1, 4, 16]
+    assert got["spec"]["client"]["images"] == 3 and got["spec"]["sweep"]["runtimeSeconds"] == 5
 
 
 # ------------------------------------------------------------------ the harness itself

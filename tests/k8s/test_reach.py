@@ -28,12 +28,16 @@ from test_operator import (
     NODE,
     OP_NS,
     ROOK_NS,
+    carried,
     chart_rbac,
     ctx_of,
     network_policies_of,
     run_body,
+    undo_of,
     xeon_plan,
 )
+
+from crimsonbench.manifests.naming import child_name
 
 pytestmark = pytest.mark.k8s
 SA = "crimsonbench-operator"
@@ -60,6 +64,18 @@ def _exec_refusal(kube: Any, namespace: str, pod: str) -> tuple[int, str]:
         status = exc.status or int(reason.split("Handshake status ")[1].split()[0])
         return status, api_message(exc)
     raise AssertionError(f"exec into {namespace}/{pod} ran")
+
+
+def run_ctx(name: str, api: Any, settings: Any = None) -> Any:
+    """A tick's context of run NAME (uid-1) on Rook's cluster, planned: its undo record
+    says where it acts (the Jobs' namespace, Rook's) and what it creates."""
+    from crimsonbench.controller.settings import Settings
+    from crimsonbench.spec.models import validate_spec
+
+    spec = validate_spec(run_body(name)["spec"])
+    undo = undo_of(xeon_plan(name, spec, "uid-1"))
+    settings = settings or Settings(operator_namespace=OP_NS)
+    return ctx_of(name, spec, api, settings, {"record": {"undo": undo}})
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +169,6 @@ def test_only_rook_osd_pods_are_deleted(
     """A crimson OSD's restart (osd_restarts.delete_osd_pods, as the restore does it)
     deletes an OSD pod; a mon's pod is refused, naming the policy."""
     from crimsonbench.controller import osd_restarts
-    from crimsonbench.controller.kube import Kube
     from crimsonbench.controller.observed import OsdPod
     from crimsonbench.errors import ExecutionError
 
@@ -164,7 +179,7 @@ def test_only_rook_osd_pods_are_deleted(
                                              "spec": {"nodeName": NODE, "containers": [
                                                  {"name": "c", "image": "x"}]}})  # fmt: skip
     try:
-        ctx: Any = SimpleNamespace(kube=Kube(op), target=SimpleNamespace(rook_namespace=ROOK_NS))
+        ctx = run_ctx("reach", op)
         osd = OsdPod(osd_id=9, node=NODE, ready=True, name="rook-ceph-osd-9-reach")
         osd_restarts.delete_osd_pods(ctx, [osd], "after the restore")
         got = core.read_namespaced_pod("rook-ceph-osd-9-reach", ROOK_NS)
@@ -191,22 +206,25 @@ def _jobs() -> list[dict[str, Any]]:
     from crimsonbench.manifests.pods import PodOptions
     from crimsonbench.spec.models import validate_spec
 
-    plan = xeon_plan("reach", validate_spec(run_body("reach")["spec"]))
+    child = child_name("reach", "uid-1")  # what the operator names a run's children from
+    plan = xeon_plan("reach", validate_spec(run_body("reach")["spec"]), "uid-1")
     opts = PodOptions(image="crimsonbench-fio:test")
     admin, user = rook_access(ROOK_NS), rook_client_access(ROOK_NS, plan.pool.user)
+    mon = [{"who": "osd.0", "key": "osd_op_num_shards", "value": "4", "before": None}]
     return [
-        maintenance.topology_probe_job("reach", NODE, OP_NS, opts),
-        maintenance.cluster_facts_job("reach", admin, opts),
-        maintenance.ceph_commands_job("reach", "setup", plan.ceph.commands, admin, opts),
-        maintenance.ceph_commands_job(
-            "reach", "cleanup", [["config", "rm", "osd.0", "x"]], admin, opts
+        maintenance.topology_probe_job(child, NODE, OP_NS, opts),
+        maintenance.cluster_fsid_job(child, admin, opts),
+        maintenance.cluster_facts_job(child, admin, opts),
+        maintenance.ceph_commands_job(child, "setup", plan.ceph.commands, admin, opts),
+        maintenance.mon_restore_job(child, mon, admin, opts),
+        maintenance.create_images_job(
+            child, "rbd", plan.pool.images, 2**30, "uid-1", user, opts
         ),  # fmt: skip
-        maintenance.create_images_job("reach", "rbd", plan.pool.images, 2**30, user, opts),
-        maintenance.remove_images_job("reach", "rbd", plan.pool.images, user, opts),
-        fio.fio_server_job("reach", plan.clients[0], plan, user, opts),
-        fio_driver.fio_driver_job("reach", ROOK_NS, opts, node=NODE, lifetime_s=600),
+        maintenance.remove_images_job(child, "rbd", plan.pool.images, "uid-1", user, opts),
+        fio.fio_server_job(child, plan.clients[0], plan, user, opts),
+        fio_driver.fio_driver_job(child, ROOK_NS, opts, node=NODE, lifetime_s=600),
         fio_driver.fio_driver_job(
-            "reach", ROOK_NS, opts, node=NODE, lifetime_s=600, access=user
+            child, ROOK_NS, opts, node=NODE, lifetime_s=600, access=user
         ),  # fmt: skip
     ]
 
@@ -237,7 +255,7 @@ def test_jobs_only_as_the_operator_builds_them(op: kubernetes.client.ApiClient) 
     jobs = _jobs()
     for job in jobs:
         assert _create_job(op, job) == "", job["metadata"]["name"]
-    facts, server = jobs[1], jobs[6]  # the admin key's Job, the run user's Job
+    facts, server = jobs[2], jobs[7]  # the admin key's Job, the run user's Job
 
     bends: list[tuple[str, dict[str, Any], str]] = [
         ("rook's ServiceAccount", _bent(facts, lambda p: p.update(
@@ -330,29 +348,27 @@ def test_host_network_runs_say_no_network_policy_protects_them(
     open and what to do; without it the run's policies are made, once."""
     from crimsonbench.controller.fio_setup import isolate_fio_pods
     from crimsonbench.controller.settings import Settings
-    from crimsonbench.spec.models import validate_spec
 
-    spec = validate_spec(run_body("hostnet")["spec"])
-    ctx = ctx_of("hostnet", spec, op, Settings(host_network=True, operator_namespace=OP_NS))
+    ctx = run_ctx("hostnet", op, Settings(host_network=True, operator_namespace=OP_NS))
     isolate_fio_pods(ctx)
     cond = ctx.record.conditions()["NetworkIsolated"]
     assert cond.status == "False" and cond.reason == "HostNetwork", cond
     assert "no NetworkPolicy can protect" in cond.message and "TCP 8765" in cond.message
     assert "firewall those ports on the nodes" in cond.message
-    assert network_policies_of(admin_api, "hostnet") == []
+    assert network_policies_of(admin_api, ctx.child) == []
 
-    ctx = ctx_of("podnet", spec, op, Settings(operator_namespace=OP_NS))
+    ctx = run_ctx("podnet", op)
     try:
         isolate_fio_pods(ctx)
         isolate_fio_pods(ctx)  # the condition set: nothing asked again
         cond = ctx.record.conditions()["NetworkIsolated"]
         assert cond.status == "True" and cond.reason == "NetworkPolicy", cond
-        assert network_policies_of(admin_api, "podnet") == ["podnet-fio-driver-in",
-                                                            "podnet-fio-server-in"]  # fmt: skip
+        assert network_policies_of(admin_api, ctx.child) == [
+            f"{ctx.child}-fio-driver-in", f"{ctx.child}-fio-server-in"]  # fmt: skip
     finally:
         from crimsonbench.controller.kube import Kube
 
-        Kube(admin_api).delete_network_policies(ROOK_NS, "bench.crimson.ceph.io/run=podnet")
+        Kube(admin_api).delete_network_policies(ROOK_NS, ctx.selector)
 
 
 def test_preflight_refuses_a_node_without_room_for_the_resized_osd_pods(
@@ -363,9 +379,7 @@ def test_preflight_refuses_a_node_without_room_for_the_resized_osd_pods(
     the run's 56 CPUs and 60 GiB; refused naming that node and the sizes. With room, the
     same run passes."""
     from crimsonbench.controller.room import check_room
-    from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import InvalidSpec
-    from crimsonbench.spec.models import validate_spec
 
     core = kubernetes.client.CoreV1Api(admin_api)
     node, shop = "node-room", "shop"
@@ -391,9 +405,8 @@ def test_preflight_refuses_a_node_without_room_for_the_resized_osd_pods(
         pod(ROOK_NS, "rook-ceph-osd-5-room", {"app": "rook-ceph-osd", "ceph-osd-id": "5"},
             "1", "2Gi")  # fmt: skip
         pod(shop, "db-0", {"app": "db"}, "16", "24Gi")
-        spec = validate_spec(run_body("room")["spec"])
-        ctx = ctx_of("room", spec, op, Settings(operator_namespace=OP_NS))
-        ctx.plan = plan = xeon_plan("room", spec)
+        ctx = run_ctx("room", op)
+        ctx.plan = plan = xeon_plan("room", ctx.spec, "uid-1")
         assert (plan.osd_resources.cpu, plan.osd_resources.memory) == (56, "60Gi")
         with pytest.raises(InvalidSpec) as err:
             check_room(ctx, plan)
@@ -421,16 +434,15 @@ def test_rook_pools_and_cephx_users_only_the_runs_own(
     from crimsonbench.manifests.rook_objects import ceph_client, cephblockpool
     from crimsonbench.spec.models import validate_spec
 
-    plan = xeon_plan("reach", validate_spec(run_body("reach")["spec"]))
+    plan = xeon_plan("reach", validate_spec(run_body("reach")["spec"]), "uid-1")
     kube, admin = Kube(op), kubernetes.client.CustomObjectsApi(admin_api)
     g, v = "ceph.rook.io", "v1"
     theirs = {"apiVersion": f"{g}/{v}", "kind": "CephBlockPool",
               "metadata": {"name": "replicapool"}, "spec": {"replicated": {"size": 3}}}  # fmt: skip
     admin.create_namespaced_custom_object(g, v, ROOK_NS, "cephblockpools", theirs)
-    mine = [
-        cephblockpool("reach", plan.pool, namespace=ROOK_NS),
-        ceph_client("reach", plan.pool, namespace=ROOK_NS),
-    ]
+    child = child_name("reach", "uid-1")
+    mine = [cephblockpool(child, plan.pool, namespace=ROOK_NS),
+            ceph_client(child, plan.pool, namespace=ROOK_NS)]  # fmt: skip
     try:
         for body, plural in zip(mine, ("cephblockpools", "cephclients"), strict=True):
             kube.ensure_custom(ROOK_NS, plural, body)
@@ -447,3 +459,38 @@ def test_rook_pools_and_cephx_users_only_the_runs_own(
         assert err.value.status == 403 and "RBD images of one pool only" in str(err.value.body)
     finally:
         admin.delete_namespaced_custom_object(g, v, ROOK_NS, "cephblockpools", "replicapool")
+
+
+def test_a_runs_network_policies_come_with_its_fio_servers_and_go_at_cleanup(
+    admin_api: kubernetes.client.ApiClient, op: kubernetes.client.ApiClient
+) -> None:
+    """Under the operator's RBAC and policies: asking for the fio servers makes the run's
+    two NetworkPolicies first (and the server Job, whose pod never runs here); cleanup,
+    once the run's pods are gone, deletes them (each tick's record carried to the next)."""
+    from crimsonbench.controller import stages
+    from crimsonbench.controller.fio_setup import ensure_servers
+    from crimsonbench.errors import NotReady
+
+    ctx = run_ctx("fenced", op)
+    plan = xeon_plan("fenced", ctx.spec, "uid-1")
+    with pytest.raises(NotReady, match="fio servers"):
+        ensure_servers(ctx, plan)
+    assert network_policies_of(admin_api, ctx.child) == [
+        f"{ctx.child}-fio-driver-in", f"{ctx.child}-fio-server-in"]  # fmt: skip
+    batch = kubernetes.client.BatchV1Api(admin_api)
+    jobs = batch.list_namespaced_job(ROOK_NS, label_selector=ctx.selector).items
+    assert [j.metadata.name for j in jobs] == [f"{ctx.child}-fio-server-{NODE}"]
+    status = {"stage": "restore", "imagesCreated": False, "record": {"undo": undo_of(plan)}}
+    deadline = time.monotonic() + 120
+    while True:  # cleanup's ticks, until the server's pod is gone and it is over
+        tick = ctx_of("fenced", ctx.spec, op, ctx.settings, status)
+        try:
+            stages.cleanup(tick)
+            break
+        except NotReady as exc:
+            assert time.monotonic() < deadline, f"cleanup never ended: {exc}"
+            time.sleep(0.5)
+        finally:
+            status = carried(status, tick)
+    assert network_policies_of(admin_api, ctx.child) == []
+    assert batch.list_namespaced_job(ROOK_NS, label_selector=ctx.selector).items == []

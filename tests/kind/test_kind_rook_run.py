@@ -48,6 +48,7 @@ from typer.testing import CliRunner
 from crimsonbench.cli import app
 from crimsonbench.manifests.fio import BARRIER_PORT, FIO_PORT, server_job_name
 from crimsonbench.manifests.fio_driver import driver_job_name
+from crimsonbench.manifests.naming import child_name, label_value
 from crimsonbench.manifests.results import read_results_configmaps, read_run_configmap
 
 pytestmark = pytest.mark.kind
@@ -156,8 +157,10 @@ def intruder_view(a: RunBench) -> dict[str, str]:
         pods = a.core.list_namespaced_pod(ROOK_NS, label_selector=selector).items
         return [p.status.pod_ip for p in pods if p.status.phase == "Running" and p.status.pod_ip]
 
-    servers = ips(f"{LABEL_RUN}={RUN},{LABEL_ROLE}=fio-server")
-    (driver,) = ips(f"{LABEL_RUN}={RUN},{LABEL_ROLE}=fio-driver")
+    # the run's pods carry its children's name (<run>-<owner tag>, from its uid)
+    run = label_value(child_name(RUN, (a.run(RUN) or {})["metadata"]["uid"]))
+    servers = ips(f"{LABEL_RUN}={run},{LABEL_ROLE}=fio-server")
+    (driver,) = ips(f"{LABEL_RUN}={run},{LABEL_ROLE}=fio-driver")
     mon = ips("app=rook-ceph-mon")[0]
     targets = {f"{ip}:{FIO_PORT}": f"fio server {ip}" for ip in servers}
     targets[f"{driver}:{BARRIER_PORT}"] = "start barrier"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crimsonbench.controller.observed import NodeInfo, OsdPod
@@ -44,6 +44,9 @@ class ClusterFacts:
     known_options: frozenset[str]
     osds: Mapping[int, OsdMeta]
     pools: frozenset[str]
+    # the mon database's values, (who, option) -> value (entries without a mask)
+    mon_config: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    fsid: str = ""
 
     @classmethod
     def from_sections(cls, sections: Mapping[str, str]) -> ClusterFacts:
@@ -51,13 +54,20 @@ class ClusterFacts:
             options = json.loads(sections["config-ls"])
             metadata = json.loads(sections["osd-metadata"])
             pools = json.loads(sections["pool-ls"])
-        except (KeyError, ValueError) as exc:
+            dump = json.loads(sections["config-dump"])
+            fsid = str(json.loads(sections["fsid"])["fsid"])
+        except (KeyError, ValueError, TypeError) as exc:
             raise ParseError(f"the cluster facts Job printed no readable {exc}") from None
         stores = crimson_stores(sections.get(OSD_STORES, ""))
+        keys = {"section", "name", "value"}
+        mon = {(str(e["section"]), str(e["name"])): str(e["value"]) for e in dump
+               if isinstance(e, dict) and not e.get("mask") and keys <= e.keys()}  # fmt: skip
         return cls(
             frozenset(str(o) for o in options),
             {int(m["id"]): _osd_meta(m, stores) for m in metadata},
             frozenset(str(p) for p in pools),
+            mon,
+            fsid,
         )
 
 

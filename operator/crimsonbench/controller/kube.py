@@ -353,9 +353,32 @@ class Kube:
         lease = self.coord.read_namespaced_lease(name, namespace)
         return str(lease.spec.holder_identity or "")
 
+    def take_over_lease(self, namespace: str, name: str, gone: str, holder: str) -> bool:
+        """Give the lease held by `gone` (a run that no longer exists) to holder, only if
+        nobody changed it since it was read (resourceVersion): False when someone did."""
+        lease = _unless_gone(self.coord.read_namespaced_lease, name, namespace)
+        if lease is None or lease.spec.holder_identity != gone:
+            return False
+        lease.spec.holder_identity = holder
+        lease.spec.acquire_time = dt.datetime.now(dt.UTC)
+        try:
+            self.coord.replace_namespaced_lease(name, namespace, lease)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                return False
+            raise
+        return True
+
     def release_lease(self, namespace: str, name: str, holder: str) -> None:
         lease = _unless_gone(self.coord.read_namespaced_lease, name, namespace)
         if lease is None:
             return
         if lease.spec.holder_identity == holder:
             self.coord.delete_namespaced_lease(name, namespace)
+
+    def run_uid(self, group: str, version: str, plural: str, namespace: str,
+                name: str) -> str | None:  # fmt: skip
+        """The uid of a custom object (a BenchmarkRun), None when there is none."""
+        found = _unless_gone(self.custom.get_namespaced_custom_object, group, version,
+                             namespace, plural, name)  # fmt: skip
+        return None if found is None else str((found.get("metadata") or {}).get("uid") or "")

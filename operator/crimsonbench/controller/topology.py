@@ -45,7 +45,7 @@ def node_topologies(ctx: RunContext, nodes: list[str]) -> dict[str, Topology]:
         if cached and CACHE_KEY in cached:
             out[node] = parse_lscpu_json(cached[CACHE_KEY])
             continue
-        probe = job_outcome(ctx.kube, topology_probe_job(ctx.name, node, ns,
+        probe = job_outcome(ctx.kube, topology_probe_job(ctx.child, node, ns,
                                                          ctx.settings.pod_options()))  # fmt: skip
         if probe.state == "failed":
             raise ExecutionError(f"topology probe on node {node} failed ({probe.where}): "

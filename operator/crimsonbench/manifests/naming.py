@@ -52,6 +52,25 @@ def suffixed_name(head: str, suffix: str, max_len: int = JOB_NAME_KEPT_IN_PODS) 
     return f"{dns_name(head, max_len=max_len - len(suffix) - 1)}-{suffix}"
 
 
+OWNER_LEN = 12  # hex characters of a run's uid in what it creates
+
+
+def owner_tag(uid: str) -> str:
+    """What a run puts in the names of what it creates (pool, images, cephx user, Jobs):
+    from its uid, so two runs of one name (in two namespaces, or one deleted and made
+    again) never name the same thing, and nothing found under such a name is someone
+    else's to adopt."""
+    tag = re.sub(r"[^0-9a-f]", "", uid.lower())[:OWNER_LEN]
+    if len(tag) < OWNER_LEN:
+        tag = hashlib.sha256(uid.encode()).hexdigest()[:OWNER_LEN]
+    return tag
+
+
+def child_name(run: str, uid: str) -> str:
+    """The run's name for what it creates: <run>-<owner tag> (DNS-1123)."""
+    return dns_name(run, owner_tag(uid), max_len=MAX_NAME - 16)  # room for a role suffix
+
+
 def label_value(value: str) -> str:
     """A valid label value (<= 63, [A-Za-z0-9._-], alphanumeric at both ends); values that
     are already valid stay as they are, others get a short hash."""

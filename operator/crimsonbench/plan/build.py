@@ -38,6 +38,7 @@ def build_plan(
     known_options: Collection[str] | None = None,
     option_family: str | None = None,
     grace_s: int = DEFAULT_GRACE_S,
+    owner: str = "",
 ) -> RunPlan:
     """Raises InvalidSpec (naming the field) when the spec cannot run on this layout.
 
@@ -45,10 +46,13 @@ def build_plan(
     OSD and client (local mode, or `crimsonbench plan` for a host's lscpu).
     Crimson option names, most reliable first: option_family (the executor already
     decided it from the cluster), known_options (the names the target's mons know,
-    `ceph config ls`), else the Ceph version (offline)."""
+    `ceph config ls`), else the Ceph version (offline).
+    owner: the run's tag (the operator's runs: from its uid) in the names of the pool it
+    creates on Rook and of its images, so they are the run's alone ("": local mode, whose
+    cluster is the run's own)."""
     if not isinstance(layout, ClusterLayout):
         layout = ClusterLayout.single(layout, spec)
-    hosts, clients = plan_hosts(spec, layout)
+    hosts, clients = plan_hosts(spec, layout, owner)
     family = option_family or _family(spec, ceph_version, known_options)
     c = spec.client
     images = tuple(i for client in clients for i in client.images)
@@ -62,7 +66,7 @@ def build_plan(
         clients=clients,
         ceph=ceph_setup(_merged(hosts), spec.osd, family) if hosts else CephSetup(),
         pool=PoolPlan(
-            c.pool,
+            f"{c.pool}-{owner}" if owner and spec.target.rook is not None else c.pool,
             c.pg_num,
             user,
             tuple(sorted(images)),

@@ -5,8 +5,7 @@ What it shows (phase, progress, steps, peaks, conditions, where the run runs) is
 top; what it only remembers to carry on after a restart is in `record` (RunBookkeeping:
 retries, OSD incarnations, when each bounded wait began, how far the restore got). The
 operator loads the whole status once per tick as these models and writes back what
-changed (controller/record.py). Fields marked "before the record" are read once from a
-run an older operator started, then removed.
+changed (controller/record.py).
 """
 
 from __future__ import annotations
@@ -122,6 +121,75 @@ class Waits(StatusModel):
     """For Rook to create the run's pool."""
     removal: float | None = None
     """For Rook to remove the run's pool and cephx user."""
+    target: float | None = None
+    """For the target CephCluster to exist."""
+
+
+class SpecChange(StatusModel):
+    """One value the run's patch put into the CephCluster's spec."""
+
+    path: list[str] = Field(max_length=8)
+    """Where in spec, e.g. [cephConfig, osd.0, crimson_seastar_cpu_cores]."""
+    before: str | None = None
+    """The value found there (JSON text); unset: the path did not exist."""
+    after: str
+    """The value the run set (JSON text): put back only while the cluster still has it."""
+
+
+class MonChange(StatusModel):
+    """One option the run's cephConfig makes Rook set in the mon database."""
+
+    who: str
+    key: str
+    value: str
+    """The run's value."""
+    before: str | None = None
+    """The mon database's value before the run (`ceph config dump`); unset: none."""
+
+
+class UndoRecord(StatusModel):
+    """Everything cleanup and the restore act on, recorded before the run changes anything
+    and read instead of the spec (which may be edited, or stop validating, mid-run)."""
+
+    target: str = ""
+    """rook or external ("": the run never got as far as recording)."""
+    where: str = ""
+    """The target as messages name it."""
+    rook_namespace: str = ""
+    cluster_name: str = ""
+    cluster_uid: str = ""
+    """The CephCluster's metadata.uid: one recreated under the same name is not ours."""
+    fsid: str = ""
+    """The Ceph cluster's fsid."""
+    mon_host: str = ""
+    """External targets: the monitors, as the spec named them when the run began."""
+    keyring_secret: list[str] = Field(default_factory=list, max_length=2)
+    """External targets: the keyring Secret [name, key] in jobs_namespace."""
+    ceph_user: str = ""
+    """External targets: the cephx user of that keyring."""
+    lease: list[str] = Field(default_factory=list, max_length=2)
+    """The Lease held for the cluster: [namespace, name]."""
+    jobs_namespace: str = ""
+    pool: str = ""
+    """The Ceph pool of the run's images."""
+    pool_object: str = ""
+    """The CephBlockPool the run created (Rook; "": none)."""
+    client_object: str = ""
+    """The CephClient the run created (Rook; "": none)."""
+    user: str = ""
+    """The cephx user the images were made and removed as."""
+    images: list[str] = Field(default_factory=list, max_length=1024)
+    """The RBD images the run creates (each tagged with the run's uid)."""
+    keep_images: bool = False
+    crimson_osds: list[int] = Field(default_factory=list, max_length=4096)
+    """Crimson OSDs to restart after the restore (their layout is read at start only)."""
+    spec_changes: list[SpecChange] = Field(default_factory=list, max_length=8192)
+    spec_digest: str = ""
+    """sha256 of spec_changes, also put on the CephCluster by the patch itself."""
+    recorded_generation: int = 0
+    """The CephCluster's generation spec_changes were read from: patched only while it
+    still has that generation (else recorded again)."""
+    mon_changes: list[MonChange] = Field(default_factory=list, max_length=8192)
 
 
 class RunBookkeeping(StatusModel):
@@ -139,6 +207,8 @@ class RunBookkeeping(StatusModel):
     """The spec as planned (JSON): one changing what its steps measure later stops the run."""
     step_keys: str = Field(default="content", pattern="^(content|position)$")
     """How the fio driver keys steps: position for a run an older operator started."""
+    undo: UndoRecord = Field(default_factory=UndoRecord)
+    """What the run changed and created: cleanup and the restore read only this."""
 
 
 class BenchmarkRunStatus(StatusModel):
@@ -183,6 +253,3 @@ class BenchmarkRunStatus(StatusModel):
     record: RunBookkeeping | None = Field(
         default=None, description="What the operator remembers to carry on after a restart."
     )
-    # before the record (read once from a run an older operator started, then removed)
-    images_removed: bool | None = Field(default=None, description="Before the record.")
-    rollout_since: float | None = Field(default=None, description="Before the record.")
