@@ -186,7 +186,7 @@ def test_rbac_grants_only_inside_the_targets(
 
 
 def _run(name: str, target: dict[str, Any]) -> dict[str, Any]:
-    spec = {"target": target, "osd": {"count": 1}, "client": {"node": "node-a"}}
+    spec = {"target": target, "osd": {"count": 1}, "client": {"node": "node-a", "pool": "bench"}}
     return {"apiVersion": "bench.crimson.ceph.io/v1alpha1", "kind": "BenchmarkRun",
             "metadata": {"name": name}, "spec": spec}  # fmt: skip
 
@@ -207,7 +207,9 @@ def test_admission_refuses_targets_the_chart_does_not_allow(
 ) -> None:
     rook = {"rook": {"clusterName": "rook-ceph", "namespace": "rook-ceph"}}
     prod = {"rook": {"clusterName": "prod", "namespace": "storage"}}
-    external = {"external": {"monHost": "10.0.0.1", "keyringSecret": {"name": "k"}}}
+    external = {
+        "external": {"user": "admin", "monHost": "10.0.0.1", "keyringSecret": {"name": "k"}}
+    }
     with control_plane.admin_api_client() as api:
         custom = kubernetes.client.CustomObjectsApi(api)
         adm = kubernetes.client.AdmissionregistrationV1Api(api)

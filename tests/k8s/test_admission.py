@@ -101,8 +101,13 @@ def compact(node: Any) -> Any:
 
 
 def python_view(data: dict[str, Any]) -> Any:
-    """The spec as the Python models complete it: what the API server should store too."""
-    return compact(validate_spec(data).model_dump(by_alias=True, exclude_none=True, mode="json"))
+    """The spec as the Python models complete it: what the API server should store too,
+    but client.pool, which the CRD leaves unset (no default pool for an external cluster;
+    Python's `rbd` is for local runs only)."""
+    out = validate_spec(data).model_dump(by_alias=True, exclude_none=True, mode="json")
+    if "pool" not in (data.get("client") or {}):
+        del out["client"]["pool"]
+    return compact(out)
 
 
 # ------------------------------------------------------------------ (a) the CRD
@@ -210,7 +215,8 @@ def test_examples_are_accepted_with_defaults(
     stored = create(crs, namespace, doc)["spec"]
     assert stored == python_view(doc["spec"])
     assert stored["sweep"]["repeats"] == 1
-    assert stored["client"]["pool"] == "rbd"
+    # no pool in the CRD's defaults (an external cluster's must be named); a local run's is rbd
+    assert "pool" not in stored["client"] and validate_spec(stored).client.pool == "rbd"
 
 
 @pytest.mark.parametrize("path", KIND_EXAMPLES, ids=[p.stem for p in KIND_EXAMPLES])
@@ -226,8 +232,10 @@ def test_kind_examples_are_accepted(
 
 GOOD = {
     "external-secret": {
-        "target": {"external": {"monHost": "10.0.0.1", "keyringSecret": {"name": "ceph"}}},
-        "client": {"node": "n1"},
+        "target": {
+            "external": {"user": "admin", "monHost": "10.0.0.1", "keyringSecret": {"name": "ceph"}}
+        },
+        "client": {"node": "n1", "pool": "bench"},
     },
     "rook-many-clients": {
         "target": {"rook": {"clusterName": "c", "osdNodes": ["s1", "s2"], "osdIds": [0, 3]}},
@@ -308,7 +316,7 @@ T, E, OSD, C, S, W, R = (
     models.WORKLOAD_RULES,
     models.RUN_RULES,
 )
-LOCAL_NO_NODES, NEEDS_NODES, UNIQUE_WORKLOADS = R
+LOCAL_NO_NODES, NEEDS_NODES, EXTERNAL_POOL, UNIQUE_WORKLOADS = R
 ROOK = {"rook": {"clusterName": "c"}}
 RANGE_GE = "greater than or equal to"
 RANGE_LE = "less than or equal to"
@@ -328,7 +336,7 @@ BAD = [
             "target": {
                 "local": {},
                 "rook": {"clusterName": "c"},
-                "external": {"monHost": "m", "keyringFile": "/k"},
+                "external": {"user": "admin", "monHost": "m", "keyringFile": "/k"},
             }
         },
         "spec.target",
@@ -337,7 +345,7 @@ BAD = [
     # --- EXTERNAL_RULES: a keyring
     Bad(
         "external-no-keyring",
-        {"target": {"external": {"monHost": "v2:10.0.0.1:3300"}}},
+        {"target": {"external": {"user": "admin", "monHost": "v2:10.0.0.1:3300"}}},
         "spec.target.external.keyringSecret",
         rule=E[0],
     ),
@@ -458,9 +466,22 @@ BAD = [
     Bad("rook-without-client-nodes", {"target": ROOK}, "spec.client.nodes", rule=NEEDS_NODES),
     Bad(
         "external-with-empty-node-list",
-        {"target": {"external": {"monHost": "m", "keyringFile": "/k"}}, "client": {"nodes": []}},
+        {
+            "target": {"external": {"user": "admin", "monHost": "m", "keyringFile": "/k"}},
+            "client": {"nodes": [], "pool": "bench"},
+        },
         "spec.client.nodes",
         rule=NEEDS_NODES,
+    ),
+    # issue 36 #3: no default pool on an existing cluster (its `rbd` is someone's data)
+    Bad(
+        "external-without-a-pool",
+        {
+            "target": {"external": {"user": "bench", "monHost": "m", "keyringFile": "/k"}},
+            "client": {"node": "n"},
+        },
+        "spec.client.pool",
+        rule=EXTERNAL_POOL,
     ),
     # --- SWEEP_RULES
     Bad(
@@ -734,7 +755,7 @@ BAD = [
     ),
     Bad(
         "empty-secret-name",
-        {"target": {"external": {"monHost": "m", "keyringSecret": {"name": ""}}}},
+        {"target": {"external": {"user": "admin", "monHost": "m", "keyringSecret": {"name": ""}}}},
         "spec.target.external.keyringSecret.name",
         "should be at least 1 chars long",
         py_text="at least 1 character",

@@ -165,7 +165,11 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
         spec = validate_spec(
             {
                 "target": {
-                    "external": {"monHost": f"[{cluster.mon_addr}]", "keyringSecret": {"name": "k"}}
+                    "external": {
+                        "user": "admin",
+                        "monHost": f"[{cluster.mon_addr}]",
+                        "keyringSecret": {"name": "k"},
+                    }
                 },  # fmt: skip
                 "osd": {"flavor": "classic", "objectStore": "memstore"},
                 "client": {

@@ -255,7 +255,7 @@ def test_external_access() -> None:
     }
     assert "mon-endpoints" not in [v["name"] for v in volumes]
     with pytest.raises(InvalidSpec) as err:
-        external_access("ns", ExternalTarget(mon_host="m", keyring_file="/k"))
+        external_access("ns", ExternalTarget(mon_host="m", user="u", keyring_file="/k"))
     assert err.value.field == "spec.target.external.keyringSecret"
 
 
@@ -271,10 +271,11 @@ def test_access_for_spec() -> None:
             "target": {
                 "external": {
                     "monHost": "10.0.0.1",
+                    "user": "admin",
                     "keyringSecret": {"name": "kr", "key": "keyring"},
                 }
             },
-            "client": {"node": "n1"},
+            "client": {"node": "n1", "pool": "bench"},
         }
     )
     access = ceph_access_for(kube_target(ext, "runs"))  # the Secret beside the run
@@ -442,7 +443,9 @@ def test_kubernetes_models_know_every_field() -> None:
     rejected by the API server)."""
     k8s = pytest.importorskip("kubernetes.client")
     _, plan = two_client_plan()
-    external = ExternalTarget.model_validate({"monHost": "m", "keyringSecret": {"name": "s"}})
+    external = ExternalTarget.model_validate(
+        {"monHost": "m", "user": "u", "keyringSecret": {"name": "s"}}
+    )
     access = external_access("ns", external)
     objects = {
         "V1Job": [

@@ -25,9 +25,9 @@ def test_rook_target_acts_in_rooks_namespace() -> None:
 
 def test_external_target_acts_beside_the_run() -> None:
     spec = validate_spec({
-        "target": {"external": {"monHost": "10.0.0.1:6789",
+        "target": {"external": {"user": "admin", "monHost": "10.0.0.1:6789",
                                 "keyringSecret": {"name": "kr", "key": "keyring"}}},
-        "client": CLIENT,
+        "client": {**CLIENT, "pool": "bench"},
     })  # fmt: skip
     t = kube_target(spec, "runs")
     assert (t.kind, t.jobs_namespace, t.rook_namespace, t.cluster_name) == (

@@ -165,11 +165,15 @@ def unknown_options(spec: BenchmarkRunSpec, known: frozenset[str]) -> None:
     )
 
 
-def preflight(spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[int, str]) -> str:
+def preflight(
+    spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[int, str], pool: str = ""
+) -> str:
     """Refuse, before anything is touched, a run the cluster cannot do; return the crimson
-    option family the mons know ("" for classic)."""
+    option family the mons know ("" for classic). pool: the run's pool as planned
+    (plan.build.pool_name; on Rook named from the run's uid)."""
     unknown_options(spec, facts.known_options)
     flavor, store = spec.osd.flavor, spec.osd.object_store.value
+    pool = pool or spec.client.pool
     for osd_id in sorted(placement):
         meta = facts.osds.get(osd_id)
         if meta is None:
@@ -197,16 +201,17 @@ def preflight(spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[in
                 "cannot re-provision OSDs to another object store (rook issue 16678), so "
                 f"set objectStore: {meta.object_store}",
             )
-    if spec.target.rook is not None and spec.client.pool in facts.pools:
+    if spec.target.rook is not None and pool in facts.pools:
         raise InvalidSpec(
             "spec.client.pool",
-            f"pool {spec.client.pool} exists already; the run creates its own size-1 pool "
-            "(Rook would adopt and resize an existing one), so name a new pool",
+            f"pool {pool} exists already; the run creates its own size-1 pool (Rook would "
+            "adopt and resize an existing one) named from client.pool and the run's uid: "
+            "someone made that name; remove it or change client.pool",
         )
-    if spec.target.external is not None and spec.client.pool not in facts.pools:
+    if spec.target.external is not None and pool not in facts.pools:
         raise InvalidSpec(
             "spec.client.pool",
-            f"pool {spec.client.pool} does not exist on the external cluster (it has "
+            f"pool {pool} does not exist on the external cluster (it has "
             f"{', '.join(sorted(facts.pools)) or 'none'}); create it or name one that exists",
         )
     if flavor != Flavor.CRIMSON or spec.target.external is not None:

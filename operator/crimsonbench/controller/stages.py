@@ -39,6 +39,7 @@ from crimsonbench.manifests.maintenance import (
 )
 from crimsonbench.manifests.naming import LABEL_ROLE
 from crimsonbench.manifests.results import run_configmap
+from crimsonbench.plan.build import pool_name
 from crimsonbench.plan.hosts import plan_hosts
 from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan
@@ -87,7 +88,8 @@ def stage_observe(ctx: RunContext) -> str:
         job = cluster_facts_job(ctx.child, admin_access(ctx), ctx.settings.pod_options())
         facts_log = job_log(ctx.kube, job, "reading the cluster")
         facts = decide.ClusterFacts.from_sections(step_log.parse_sections(facts_log))
-        family = decide.preflight(ctx.spec, facts, ctx.record.placement)
+        family = decide.preflight(ctx.spec, facts, ctx.record.placement,
+                                  pool_name(ctx.spec, ctx.owner))  # fmt: skip
         ctx.kube.delete_job(job["metadata"]["namespace"], job["metadata"]["name"])
         status.option_family = family or "none"
         _record_owned(ctx, plan_for(ctx), facts)  # with the facts, in the same tick

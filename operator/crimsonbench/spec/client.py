@@ -70,7 +70,11 @@ class ClientSpec(RuledModel):
         default="rbd",
         pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$",
         description="The benchmark pool: letters, digits, '_', '.' and '-', not starting "
-        "with '.' or '-'.",
+        "with '.' or '-'. External targets: a pool that exists, named explicitly (no default: "
+        "an existing cluster's `rbd` is someone's data). Rook: the run creates its own, named "
+        "<pool>-<the run's uid tag>. Local: default rbd.",
+        # not in the CRD: the API server must not fill `rbd` in for an external target
+        json_schema_extra=lambda schema: schema.pop("default", None),  # type: ignore[misc]
     )
     pg_num: int = Field(default=128, ge=1, le=65536)
     images: int = Field(
