@@ -81,6 +81,12 @@ BUILDS = {
         # prometheus image (on Rook's trixie base)
         Build("monitoring images", 4, ("images/monitoring-v0.93.0-trixie.tar",),
               "e2e/monitoring/build-images.sh"),
+        # the kind nodes' NetworkPolicy agent, with our NFQUEUE patch (kind's node image
+        # builds it too; cold: ~224 CPU-s, 9.6 min on a busy machine: bench/RESULTS.md,
+        # "kube-network-policies")
+        Build("kube-network-policies", 4,
+              ("kube-network-policies/v0.8.0+xt-nfqueue-1/bin/kube-network-policies",),
+              "e2e/build-kube-network-policies.sh"),
         # starts our dockerd and stops it when done: its tier waits for the prefetch to
         # finish it (tier_builds_ready) so the daemon is never stopped under the tests
         Build("kind node image", 8.5, ("kind/v0.33.0/bin/kind", f"{K8S}/kubeadm",
@@ -137,12 +143,13 @@ TIERS = (
     # and a BenchmarkRun across two nodes, on one shared stack (took over the real-node
     # tiers "node" and "rook")
     Tier("kind", 22, ("k8s control plane", "kubelet", "helm", "our images", "rook",
-                      "rook image", "monitoring images", "kind node image")),
+                      "rook image", "monitoring images", "kube-network-policies",
+                      "kind node image")),
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs
     # (tests/crimson, and crimson on Rook in kind: tests/kind/test_kind_rook_crimson.py,
     # test_kind_rook_crimson_stores.py: cyanstore and seastore, bench/RESULTS.md)
     Tier("crimson", 30, ("crimson", "k8s control plane", "kubelet", "helm", "our images",
-                         "kind node image")),
+                         "kube-network-policies", "kind node image")),
 )  # fmt: skip
 
 

@@ -24,6 +24,10 @@ regenerate (tests/chart fails when this file drifts).
 - apiGroups: [""]
   resources: ["nodes"]
   verbs: ["get", "list"]
+# core/pods: preflight: what the pods on the run's nodes request, against each node's allocatable (Rook resizes every OSD pod; listed by node, never read one by one)
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 # core/namespaces: kopf: which namespaces to serve
 - apiGroups: [""]
   resources: ["namespaces"]
@@ -97,6 +101,10 @@ regenerate (tests/chart fails when this file drifts).
 - apiGroups: ["metrics.k8s.io"]
   resources: ["pods"]
   verbs: ["get", "list"]
+# networking.k8s.io/networkpolicies: the run's NetworkPolicies: only its fio driver reaches its fio servers, only they reach its start barrier (made with the servers, deleted at cleanup)
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["create", "delete", "list"]
 {{- end }}
 
 {{- define "crimsonbench.rookNamespaceRules" }}

@@ -185,26 +185,69 @@ def test_rbac_of_the_full_values_reaches_only_the_listed_namespaces(render: Rend
         ("crimsonbench-operator-runs", "rook-ceph"), ("crimsonbench-operator-runs", "storage"),
     ]  # fmt: skip
     (cluster_role,) = by_kind(docs, "ClusterRole")
-    kept_local = {"secrets", "configmaps", "jobs", "pods", "pods/exec", "cephclusters"}
+    kept_local = {"secrets", "configmaps", "jobs", "pods/exec", "cephclusters"}
     assert not [r for r in cluster_role["rules"] if kept_local & set(r["resources"])]
+    # pods cluster-wide: list only (preflight adds up what the pods on a node request)
+    assert [r["verbs"] for r in cluster_role["rules"] if "pods" in r["resources"]] == [["list"]]
+
+
+def named(docs: list[dict[str, Any]], kind: str, suffix: str) -> list[dict[str, Any]]:
+    return [d for d in by_kind(docs, kind) if d["metadata"]["name"].endswith(suffix)]
 
 
 def test_admission_policy_carries_the_targets(render: Render) -> None:
     """CEL cannot read chart values: they are written into the policy's expressions (the
     real API server applies it in test_chart_apply.py)."""
-    (policy,) = by_kind(render([FULL_VALUES]), "ValidatingAdmissionPolicy")
+    (policy,) = named(render([FULL_VALUES]), "ValidatingAdmissionPolicy", "-targets")
     variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
     assert json.loads(variables["allowed"]) == {
         "rook-ceph/rook-ceph": ["rook-ceph", "bench"], "storage/prod": ["storage"]}  # fmt: skip
     assert json.loads(variables["external"]) == ["ext"]
-    (binding,) = by_kind(render([FULL_VALUES]), "ValidatingAdmissionPolicyBinding")
+    (binding,) = named(render([FULL_VALUES]), "ValidatingAdmissionPolicyBinding", "-targets")
     assert binding["spec"] == {"policyName": policy["metadata"]["name"],
                                "validationActions": ["Deny"]}  # fmt: skip
-    (default,) = by_kind(render(), "ValidatingAdmissionPolicy")
+    (default,) = named(render(), "ValidatingAdmissionPolicy", "-targets")
     assert json.loads({v["name"]: v["expression"] for v in default["spec"]["variables"]}[
         "allowed"]) == {"rook-ceph/rook-ceph": ["rook-ceph"]}  # fmt: skip
     off = render(sets=["targets.admissionPolicy=false"])
-    assert not by_kind(off, "ValidatingAdmissionPolicy")
+    assert not named(off, "ValidatingAdmissionPolicy", "-targets")
+
+
+def test_reach_policies_carry_the_operator_and_the_driver_names(render: Render) -> None:
+    """The reach policies (templates/reachpolicy.yaml; applied to the real API server in
+    tests/k8s/test_reach.py) match the release's ServiceAccount alone, spell the driver's
+    pod names as manifests/fio_driver.py makes them, and write the listed Rook namespaces
+    and jobs.hostNetwork into the Jobs' rules."""
+    from crimsonbench.manifests.fio_driver import DRIVER_POD_NAME_RE
+
+    docs = render([FULL_VALUES], release="bench", namespace="ops")
+    policies = {d["metadata"]["name"]: d for d in by_kind(docs, "ValidatingAdmissionPolicy")
+                if "-reach-" in d["metadata"]["name"]}  # fmt: skip
+    kinds = ("pods", "jobs", "networkpolicies", "rookobjects")
+    assert sorted(policies) == sorted(f"bench-crimsonbench-operator-reach-{k}" for k in kinds)
+    bindings = [b["spec"]["policyName"] for b in by_kind(docs, "ValidatingAdmissionPolicyBinding")]
+    assert set(policies) <= set(bindings)
+    for policy in policies.values():
+        (cond,) = policy["spec"]["matchConditions"]
+        assert cond["expression"] == (
+            "request.userInfo.username == 'system:serviceaccount:ops:bench-crimsonbench-operator'"
+        )
+        assert policy["spec"]["failurePolicy"] == "Fail"
+    exec_rule = policies["bench-crimsonbench-operator-reach-pods"]["spec"]["validations"][0]
+    assert f"request.name.matches('{DRIVER_POD_NAME_RE}')" in exec_rule["expression"]
+    jobs = policies["bench-crimsonbench-operator-reach-jobs"]["spec"]
+    assert {v["name"]: v["expression"] for v in jobs["variables"]}["rook"] == (
+        'request.namespace in ["rook-ceph","storage"]'
+    )
+    host = "!(has(variables.pod.hostNetwork) && variables.pod.hostNetwork)"
+    assert not any(host in v["expression"] for v in jobs["validations"])  # values-full: on
+    refused = render([FULL_VALUES], sets=["jobs.hostNetwork=false"])
+    jobs = next(d for d in by_kind(refused, "ValidatingAdmissionPolicy")
+                if d["metadata"]["name"].endswith("-reach-jobs"))  # fmt: skip
+    assert any(host in v["expression"] for v in jobs["spec"]["validations"])
+    off = render(sets=["rbac.reachPolicy=false"])
+    assert not [d for d in by_kind(off, "ValidatingAdmissionPolicy")
+                if "-reach-" in d["metadata"]["name"]]  # fmt: skip
 
 
 @pytest.mark.parametrize(

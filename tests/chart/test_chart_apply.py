@@ -214,7 +214,8 @@ def test_admission_refuses_targets_the_chart_does_not_allow(
         custom = kubernetes.client.CustomObjectsApi(api)
         adm = kubernetes.client.AdmissionregistrationV1Api(api)
         (policy,) = [d["metadata"]["name"] for d in applied
-                     if d["kind"] == "ValidatingAdmissionPolicy"]  # fmt: skip
+                     if d["kind"] == "ValidatingAdmissionPolicy"
+                     and d["metadata"]["name"].endswith("-targets")]  # fmt: skip
         deadline = time.monotonic() + 60
         while not _refusal(custom, "intruder", _run("a", rook)):  # the policy is loaded
             assert time.monotonic() < deadline, "the admission policy never took effect"

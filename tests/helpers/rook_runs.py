@@ -54,6 +54,7 @@ class RunBench:
         self.core: Any = kubernetes.client.CoreV1Api(self.api)
         self.batch: Any = kubernetes.client.BatchV1Api(self.api)
         self.custom: Any = kubernetes.client.CustomObjectsApi(self.api)
+        self.net: Any = kubernetes.client.NetworkingV1Api(self.api)
 
     # ------------------------------------------------------------------ runs
 
@@ -157,7 +158,7 @@ class RunBench:
         creatable = {res for r in ALL_RULES if "create" in r.verbs for res in r.resources
                      if "/" not in res}  # fmt: skip
         unchecked = creatable - {"jobs", "configmaps", "pods", "leases", "events",
-                                 "cephclients", "cephblockpools"}  # fmt: skip
+                                 "cephclients", "cephblockpools", "networkpolicies"}  # fmt: skip
         assert not unchecked, f"the operator may create {unchecked}: check them here too"
         sel = f"{LABEL_RUN}={name}"
         found: dict[str, list[str]] = {}
@@ -166,6 +167,10 @@ class RunBench:
                 ("jobs", self.batch.list_namespaced_job(ns, label_selector=sel).items),
                 ("pods", self.core.list_namespaced_pod(ns, label_selector=sel).items),
                 ("configmaps", self.core.list_namespaced_config_map(ns, label_selector=sel).items),
+                (
+                    "networkpolicies",
+                    self.net.list_namespaced_network_policy(ns, label_selector=sel).items,
+                ),
             ):
                 found[f"{kind}/{ns}"] = [o.metadata.name for o in items]
         for plural in ("cephblockpools", "cephclients"):

@@ -48,7 +48,10 @@ TARGETS = {"rook": [{"cephCluster": f"{ROOK_NS}/rook-ceph", "allowedNamespaces":
 
 def chart_rbac(namespace: str = OP_NS, targets: dict[str, Any] = TARGETS) -> list[dict[str, Any]]:
     """The chart's ServiceAccount and RBAC for `targets`, as `helm template` renders them
-    (release crimsonbench: the ServiceAccount is crimsonbench-operator)."""
+    (release crimsonbench: the ServiceAccount is crimsonbench-operator), with the admission
+    policies on that ServiceAccount (templates/reachpolicy.yaml): the operator here runs
+    under both. Not the targets' policy on BenchmarkRuns: these tests create runs it would
+    refuse, to see the operator refuse them too."""
     try:
         helm = ensure_helm()
     except RuntimeError as exc:
@@ -62,7 +65,8 @@ def chart_rbac(namespace: str = OP_NS, targets: dict[str, Any] = TARGETS) -> lis
         capture_output=True, text=True, check=True, timeout=120,
     ).stdout  # fmt: skip
     kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-    return [d for d in yaml.safe_load_all(out) if d and d["kind"] in kinds]
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    return [d for d in docs if d["kind"] in kinds or "-reach-" in d["metadata"]["name"]]
 
 
 def _free_port() -> int:
@@ -338,6 +342,12 @@ def leases(api: Any) -> list[tuple[str, str, str]]:
 def child_of(api: Any, run: str, namespace: str = RUN_NS) -> str:
     """What the live run's children are named after (<run>-<owner tag>)."""
     return child_name(run, get_run(api, run, namespace)["metadata"]["uid"])
+
+
+def network_policies_of(api: Any, run: str) -> list[str]:
+    net = kubernetes.client.NetworkingV1Api(api)
+    found = net.list_namespaced_network_policy(ROOK_NS, label_selector=f"{G}/run={run}").items
+    return sorted(p.metadata.name for p in found)
 
 
 def test_observe_records_where_everything_runs_then_waits_for_preflight(
@@ -671,9 +681,10 @@ def test_exec_outside_the_fio_namespaces_names_the_chart_value(
         with pytest.raises(ExecutionError, match=f"namespace {RUN_NS}: the chart's targets.rook "
                                                  f".* must name {RUN_NS}"):  # fmt: skip
             driver.poll(ctx, RUN_NS, "some-driver-pod", "000-step")
-        # allowed in Rook's namespace: the API server goes on to look for the pod
+        # allowed in Rook's namespace, into a fio driver's pod (the chart's admission
+        # policy lets no other through): the API server goes on to look for the pod
         with pytest.raises(kubernetes.client.ApiException) as err:
-            driver.poll(ctx, ROOK_NS, "some-driver-pod", "000-step")
+            driver.poll(ctx, ROOK_NS, "some-fio-driver-x2b4z", "000-step")
         assert "404" in str(err.value.reason) or err.value.status == 404, err.value
 
 

@@ -8,6 +8,7 @@ these and applies what they return; they are unit-tested without a cluster
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -145,12 +146,32 @@ def select_client_nodes(client: ClientSpec, nodes: Sequence[NodeInfo]) -> tuple[
 # ---------------------------------------------------------------- preflight
 
 
+def unknown_options(spec: BenchmarkRunSpec, known: frozenset[str]) -> None:
+    """Refuse spec.osd.cephConfig names the mons do not know (`ceph config ls`): written
+    into the CephCluster they would make Rook's reconcile fail (the mons refuse them),
+    and the run would wait for a rollout that never comes. Close names are suggested."""
+    unknown = sorted(set(spec.osd.ceph_config) - known)
+    if not unknown or not known:  # no list read: nothing to compare with
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hints.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    raise InvalidSpec(
+        "spec.osd.cephConfig",
+        f"the cluster's mons know no option {', '.join(hints)} (`ceph config ls`): Rook "
+        "could not apply it (the mons refuse unknown names) and the run would wait for a "
+        "rollout that never comes; spell each name as `ceph config ls` lists it, or remove it",
+    )
+
+
 def preflight(
     spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[int, str], pool: str = ""
 ) -> str:
     """Refuse, before anything is touched, a run the cluster cannot do; return the crimson
     option family the mons know ("" for classic). pool: the run's pool as planned
     (plan.build.pool_name; on Rook named from the run's uid)."""
+    unknown_options(spec, facts.known_options)
     flavor, store = spec.osd.flavor, spec.osd.object_store.value
     pool = pool or spec.client.pool
     for osd_id in sorted(placement):

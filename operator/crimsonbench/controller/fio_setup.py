@@ -11,7 +11,7 @@ from crimsonbench.controller.observed import PodState
 from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.controller.step_decide import server_addresses
 from crimsonbench.errors import ExecutionError, NotReady
-from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
+from crimsonbench.manifests import fio, fio_driver, maintenance, network, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, rook_access, rook_client_access
 from crimsonbench.manifests.naming import LABEL_RUN
 from crimsonbench.plan.types import RunPlan
@@ -90,14 +90,66 @@ def ensure_images(ctx: RunContext, plan: RunPlan) -> None:
     status.images_created = True
 
 
+NETWORK_CONDITION = "NetworkIsolated"
+
+
+def isolate_fio_pods(ctx: RunContext) -> None:
+    """The run's NetworkPolicies (manifests/network.py), made once, before its first fio
+    server: only its driver reaches its servers, only its servers reach the driver's start
+    barrier. Host-network pods are beyond any NetworkPolicy: then none is made and the
+    condition says what stays open."""
+    if NETWORK_CONDITION in ctx.record.conditions():
+        return
+    s = ctx.settings
+    if s.host_network:
+        open_ = (
+            "the run's pods use their nodes' network (the chart's jobs.hostNetwork), which no "
+            f"NetworkPolicy can protect: its fio servers (TCP {s.fio_port}, no authentication; "
+            f"fio job files run shell) and its start barrier (TCP {s.barrier_port}) take "
+            "connections from anything that reaches the nodes' addresses; firewall those "
+            "ports on the nodes, or run without jobs.hostNetwork"
+        )
+        ctx.record.condition(NETWORK_CONDITION, False, "HostNetwork", open_)
+        return
+    ns = jobs_namespace(ctx)
+    bodies = network.fio_network_policies(ctx.child, ns, fio_port=s.fio_port,
+                                          barrier_port=s.barrier_port)  # fmt: skip
+    for body in bodies:
+        ctx.kube.ensure_network_policy(ns, body)
+    names = ", ".join(f"{ns}/{b['metadata']['name']}" for b in bodies)
+    message = (
+        f"only the run's fio driver may connect to its fio servers (TCP {s.fio_port}), only "
+        f"its fio servers to its start barrier (TCP {s.barrier_port}): NetworkPolicies "
+        f"{names}, enforced where the cluster's network plugin enforces NetworkPolicy"
+    )
+    ctx.record.condition(NETWORK_CONDITION, True, "NetworkPolicy", message)
+
+
+def server_jobs(ctx: RunContext, plan: RunPlan) -> dict[str, dict[str, Any]]:
+    """client name -> its fio server's Job."""
+    access, opts, port = fio_access(ctx), ctx.settings.pod_options(), ctx.settings.fio_port
+    return {
+        c.name: fio.fio_server_job(ctx.child, c, plan, access, opts, port=port)
+        for c in plan.clients
+    }
+
+
+def driver_job(ctx: RunContext, plan: RunPlan) -> dict[str, Any]:
+    """The run's fio driver's Job: on the first client's node, beside that client's fio
+    server; crimson runs give it the run's fio user, to sample the reactors."""
+    access = fio_access(ctx) if plan.flavor == "crimson" else None
+    return fio_driver.fio_driver_job(
+        ctx.child, jobs_namespace(ctx), ctx.settings.pod_options(),
+        node=plan.clients[0].node, lifetime_s=fio.run_deadline_s(plan), access=access,
+    )  # fmt: skip
+
+
 def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
     """One fio server Job per client node; client -> "ip:port" once all are Ready."""
-    access = fio_access(ctx)
-    opts = ctx.settings.pod_options()
+    isolate_fio_pods(ctx)
     pods = {}
-    for client in plan.clients:
-        body = fio.fio_server_job(ctx.child, client, plan, access, opts, port=ctx.settings.fio_port)
-        pods[client.name] = serving_pod(ctx.kube, body, f"the fio server of {client.name}")
+    for client, body in server_jobs(ctx, plan).items():
+        pods[client] = serving_pod(ctx.kube, body, f"the fio server of {client}")
     found = server_addresses(plan, pods, ctx.settings.fio_port)
     if isinstance(found, NotReady):
         raise found
@@ -107,14 +159,8 @@ def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
 
 def ensure_driver(ctx: RunContext, plan: RunPlan) -> PodState:
     """The run's fio driver pod (steps run in it by exec, a step's start barrier listens
-    on its address); NotReady until it runs with an address. It sits
-    on the first client's node, beside that client's fio server; crimson runs give it the
-    run's fio user, to sample the reactors."""
-    access = fio_access(ctx) if plan.flavor == "crimson" else None
-    body = fio_driver.fio_driver_job(
-        ctx.child, jobs_namespace(ctx), ctx.settings.pod_options(),
-        node=plan.clients[0].node, lifetime_s=fio.run_deadline_s(plan), access=access,
-    )  # fmt: skip
+    on its address); NotReady until it runs with an address."""
+    body = driver_job(ctx, plan)
     name = body["metadata"]["name"]
     pod = serving_pod(ctx.kube, body, "the fio driver")
     if pod.phase != "Running" or not pod.ip:

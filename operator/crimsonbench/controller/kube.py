@@ -4,6 +4,7 @@ that exists returns the existing one, deleting a missing one is fine."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +13,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from crimsonbench.controller.observed import NodeInfo, OsdPod, PodState
+from crimsonbench.controller.observed import NodeInfo, OsdPod, PodRequests, PodState
+from crimsonbench.controller.pod_requests import allocatable_of, pod_requests
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +23,23 @@ ROOK_GROUP, ROOK_VERSION = "ceph.rook.io", "v1"
 
 def _missing(exc: ApiException) -> bool:
     return exc.status == 404
+
+
+def api_message(exc: ApiException) -> str:
+    """What the API server said when it refused a request: the Status's message (an
+    exec's refused websocket handshake carries it at the end of its reason), else the
+    reason."""
+    raw = exc.body or str(exc.reason or "").rpartition("-+-+-")[2]
+    try:
+        status = json.loads(raw)
+    except (TypeError, ValueError):
+        return str(exc.reason or raw)
+    return str(status.get("message") or exc.reason) if isinstance(status, dict) else raw
+
+
+def denied_by_policy(exc: ApiException) -> bool:
+    """Refused by a ValidatingAdmissionPolicy (the chart's rbac.reachPolicy), not by RBAC."""
+    return "ValidatingAdmissionPolicy" in api_message(exc)
 
 
 def _unless_gone(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any | None:
@@ -43,6 +62,7 @@ class Kube:
         self.batch: Any = client.BatchV1Api(api)
         self.custom: Any = client.CustomObjectsApi(api)
         self.coord: Any = client.CoordinationV1Api(api)
+        self.net: Any = client.NetworkingV1Api(api)
 
     # ------------------------------------------------------------ Rook
     def get_cephcluster(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -254,10 +274,34 @@ class Kube:
             raise
         return list(found["items"])
 
+    # ------------------------------------------------------------ NetworkPolicies
+    def ensure_network_policy(self, namespace: str, body: dict[str, Any]) -> None:
+        try:
+            self.net.create_namespaced_network_policy(namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def delete_network_policies(self, namespace: str, selector: str) -> int:
+        found = self.net.list_namespaced_network_policy(namespace, label_selector=selector).items
+        for policy in found:
+            _unless_gone(self.net.delete_namespaced_network_policy, policy.metadata.name,
+                         namespace)  # fmt: skip
+        return len(found)
+
     # ------------------------------------------------------------ nodes and OSD pods
     def list_nodes(self) -> list[NodeInfo]:
         items = self.core.list_node().items
-        return [NodeInfo(n.metadata.name, dict(n.metadata.labels or {})) for n in items]
+        return [NodeInfo(n.metadata.name, dict(n.metadata.labels or {}), allocatable_of(n))
+                for n in items]  # fmt: skip
+
+    def pods_on_node(self, node: str) -> list[PodRequests]:
+        """What every pod on the node that the scheduler still counts requests (all
+        namespaces: other workloads' pods share the node)."""
+        found = self.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed"
+        ).items
+        return [pod_requests(p) for p in found]
 
     def list_osd_pods(self, namespace: str) -> list[OsdPod]:
         """Rook's OSD pods (label app=rook-ceph-osd, ceph-osd-id=N)."""

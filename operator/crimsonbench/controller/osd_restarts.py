@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kubernetes.client.exceptions import ApiException
+
+from crimsonbench.controller.kube import api_message, denied_by_policy
 from crimsonbench.controller.observed import OsdPod
 from crimsonbench.controller.restore_steps import osd_list
 from crimsonbench.controller.rollout import stale_after_patch
@@ -44,8 +47,14 @@ def delete_osd_pods(ctx: RunBase, pods: Sequence[OsdPod], why: str) -> None:
     for pod in pods:
         try:
             ctx.kube.delete_pod(ns, pod.name)
-        except Exception as exc:
-            if getattr(exc, "status", None) == 403:
+        except ApiException as exc:
+            if exc.status == 403 and denied_by_policy(exc):
+                raise ExecutionError(
+                    f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused by the "
+                    f"operator's admission policy (the chart's rbac.reachPolicy): "
+                    f"{api_message(exc)}"
+                ) from exc
+            if exc.status == 403:
                 raise ExecutionError(
                     f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused: the "
                     f"chart's targets.rook must name the CephCluster in {ns} (its Role "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from crimsonbench.controller import decide, external, lease, rook, rook_pool
+from crimsonbench.controller import decide, external, lease, rook, rook_pool, room
 from crimsonbench.controller.fio_setup import (
     admin_access,
     ensure_client_user,
@@ -96,6 +96,7 @@ def stage_observe(ctx: RunContext) -> str:
     rook.check_consent_now(ctx, hosts)  # the OSDs are what the spec says: may it re-provision?
     plan = plan_for(ctx)  # InvalidSpec here names the field (e.g. cpuSet vs a node)
     fio_driver.check_fits_one_exec(plan)  # a step's job files travel in one exec
+    room.check_room(ctx, plan)  # the resized OSD pods and the fio pods fit their nodes
     _record_run_info(ctx, plan)
     ctx.record.book.planned_spec = json.dumps(_spec_json(ctx), sort_keys=True)
     status.steps_total, status.progress = len(plan.steps), f"0/{len(plan.steps)}"
@@ -213,6 +214,7 @@ def cleanup(ctx: RunBase) -> None:
     pods = ctx.kube.pod_names(ns, ctx.selector)
     if pods:
         raise NotReady(f"waiting for {len(pods)} pod(s) of the run to go: {', '.join(pods[:5])}")
+    ctx.kube.delete_network_policies(ns, ctx.selector)  # its fio pods are gone: nothing to guard
     lease.release(ctx)
     if restored:
         ctx.record.condition("ClusterRestored", True, "Restored", "cluster left as it was found")

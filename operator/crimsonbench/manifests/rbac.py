@@ -56,6 +56,9 @@ CLUSTER_RULES = (
          "owner references with blockOwnerDeletion on children"),
     Rule("", ("events",), ("create", "patch"), "events on runs (kopf, refusals)"),
     Rule("", ("nodes",), ("get", "list"), "client and OSD nodes exist and are ready"),
+    Rule("", ("pods",), ("list",),
+         "preflight: what the pods on the run's nodes request, against each node's "
+         "allocatable (Rook resizes every OSD pod; listed by node, never read one by one)"),
     Rule("", ("namespaces",), ("list", "watch"), "kopf: which namespaces to serve"),
     Rule("apiextensions.k8s.io", ("customresourcedefinitions",), ("list", "watch"),
          "kopf: find the BenchmarkRun CRD"),
@@ -92,6 +95,9 @@ JOB_NAMESPACE_RULES = (
          "current API servers, `get` on older ones)"),
     Rule("metrics.k8s.io", ("pods",), ("get", "list"),
          "OSD and fio CPU/memory while a step runs (metrics-server)"),
+    Rule("networking.k8s.io", ("networkpolicies",), ("create", "delete", "list"),
+         "the run's NetworkPolicies: only its fio driver reaches its fio servers, only they "
+         "reach its start barrier (made with the servers, deleted at cleanup)"),
 )  # fmt: skip
 
 ROOK_NAMESPACE_RULES = (
