@@ -88,10 +88,10 @@ def plan(
         name, spec = load_spec(spec_file)
         ceph_version = given.ceph_version(ceph_version)
         here = lscpu_json is None  # else another machine: its memory and disks are unknown
-        given.capacity(spec, here)
         if ceph_version is None and here:
             ceph_version = given.local_version(spec)
         run_plan = build_plan(name, spec, given.topology(lscpu_json), ceph_version=ceph_version)
+        given.capacity(spec, here)
     out = _stdout()
     out.print(plan_table(run_plan))
     for line in ceph_lines(run_plan):

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from crimsonbench.errors import InvalidSpec
+from crimsonbench.errors import ExecutionError, InvalidSpec
 from crimsonbench.local import claims
 from crimsonbench.local.claims import CpuClaim, RunRecord
 from crimsonbench.local.leftovers import reap_dead_runs
@@ -152,9 +152,25 @@ def test_a_cpu_lock_file_made_a_link_is_not_followed(tmp_path: Path, lock_dir: P
     lock_dir.mkdir()
     target = tmp_path / "elsewhere"
     (lock_dir / f"cpu-{CPU}").symlink_to(target)
-    with pytest.raises(OSError):
+    with pytest.raises(ExecutionError, match=f"cannot open the lock file {lock_dir}/cpu-{CPU}"):
         CpuClaim({CPU: "spec.osd.cpuSet"}, "pid 1").acquire()
     assert not target.exists()
+
+
+@pytest.mark.parametrize("planted", ["link", "open-to-all"])
+def test_a_lock_directory_someone_else_planted_is_not_used(
+    tmp_path: Path, lock_dir: Path, planted: str
+) -> None:
+    elsewhere = tmp_path / "etc"
+    elsewhere.mkdir()
+    if planted == "link":
+        lock_dir.symlink_to(elsewhere)
+    else:
+        lock_dir.mkdir()
+        lock_dir.chmod(0o777)  # writable by all, not sticky: anyone may swap the files
+    with pytest.raises(ExecutionError, match="runs cannot claim CPUs there"):
+        CpuClaim({CPU: "spec.osd.cpuSet"}, "pid 1").acquire()
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_a_killed_holder_frees_its_cpus(lock_dir: Path) -> None:

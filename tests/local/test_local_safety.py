@@ -185,3 +185,23 @@ def test_a_full_disk_mid_run_is_one_line_and_a_failed_status(tmp_path: Path) -> 
             assert status["phase"] == "Failed" and "the disk is full" in status["message"]
             assert status["stepsDone"] >= 1  # the finished step is kept
             assert leftovers(tmp_path / "full-cluster", res) == []
+
+
+def test_images_that_do_not_fit_are_refused_before_a_cluster_starts(tmp_path: Path) -> None:
+    """3 x 512Mi into one 1Gi memstore OSD: before, the run brought the cluster up and the
+    prefill stalled on a full OSD until its deadline (7 minutes here, hours for the
+    default 32 x 2Gi into 8Gi). Now `run` refuses it naming the fields, starting nothing."""
+    spec = quick_spec("memstore")
+    spec["target"]["local"].update(workDir=str(tmp_path / "big-cluster"), bluestoreSize="1Gi")
+    spec["client"].update(images=3, imageSize="512Mi")
+    run = Run(write_spec(tmp_path / "big.yaml", "big", spec), tmp_path / "big-res")
+    with cleaned(tmp_path, "big"):
+        try:
+            rc = run.finish(timeout=120)  # the old code was still prefilling by then
+        finally:
+            run.proc.kill()
+        errors = [ln for ln in run.output.splitlines() if ln.startswith("error:")]
+        assert rc == 2 and len(errors) == 1, run.output[-2000:]
+        assert errors[0].startswith("error: spec.client.images: 3 images x 512Mi = 1.5 GiB do "
+                                    "not fit in 1 OSD(s) x 1Gi")  # fmt: skip
+        assert not (tmp_path / "big-cluster").exists() and not (tmp_path / "big-res").exists()

@@ -13,13 +13,14 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from crimsonbench.errors import InvalidSpec
+from crimsonbench.errors import ExecutionError, InvalidSpec
 from crimsonbench.spec.cpuset import format_cpuset
 
 LOCK_DIR = Path("/run/lock/crimsonbench")
@@ -29,19 +30,39 @@ RECORD_GLOB = "run-*.json"
 
 def lock_dir() -> Path:
     """The shared directory, made world-writable and sticky (like /run/lock) so runs of
-    other users can claim CPUs too but not remove each other's files."""
-    if not LOCK_DIR.is_dir():
-        with contextlib.suppress(FileExistsError):
-            LOCK_DIR.mkdir(parents=True)
-            LOCK_DIR.chmod(0o1777)
+    other users can claim CPUs too but not remove each other's files. One someone else
+    made (a link, a directory of another user's) is not used."""
+    try:
+        if not LOCK_DIR.exists() and not LOCK_DIR.is_symlink():
+            with contextlib.suppress(FileExistsError):
+                LOCK_DIR.mkdir(parents=True)
+                LOCK_DIR.chmod(0o1777)
+        st = LOCK_DIR.lstat()
+    except OSError as exc:
+        raise ExecutionError(f"cannot make the lock directory {LOCK_DIR}: {exc}") from None
+    if (
+        not stat.S_ISDIR(st.st_mode)
+        or st.st_uid not in (0, os.geteuid())
+        or (st.st_mode & 0o002 and not st.st_mode & stat.S_ISVTX)
+    ):
+        raise ExecutionError(
+            f"{LOCK_DIR} is not a directory of root's or yours (or is writable by all and not "
+            "sticky): runs cannot claim CPUs there; remove it (a run makes it again)"
+        )
     return LOCK_DIR
 
 
 def open_lock(path: Path, shared: bool = True) -> int:
     """A lock file: shared ones (CPUs) readable and writable by every user, a run's record
-    by its owner alone (a later run acts on what it says)."""
+    by its owner alone (a later run acts on what it says). Never through a link."""
     mode = 0o666 if shared else 0o600
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        raise ExecutionError(
+            f"cannot open the lock file {path}: {exc.strerror}; if another user made it, "
+            "remove it (a run makes it again)"
+        ) from None
     with contextlib.suppress(PermissionError):
         if os.fstat(fd).st_uid == os.geteuid():
             os.fchmod(fd, mode)

@@ -95,15 +95,16 @@ class LocalRun:
         self._guard = ResultsGuard(self.store, self._spec_json(), fresh)
 
     def plan(self) -> RunPlan:
-        """The plan for this machine, after checking the run fits in it (plan.capacity)."""
-        local = self.spec.target.local
-        check_capacity(self.spec, local_room(local) if local is not None else None)
+        """The plan for this machine, once the run fits in it (plan.capacity)."""
         # crimson's option names from the programs that will run (the version table only
         # when they cannot say)
         crimson = self.spec.osd.flavor == Flavor.CRIMSON
         known = known_options(self.userland()) if crimson else None
-        return build_plan(self.name, self.spec, local_topology(), ceph_version=self.version(),
+        plan = build_plan(self.name, self.spec, local_topology(), ceph_version=self.version(),
                           known_options=known)  # fmt: skip
+        local = self.spec.target.local
+        check_capacity(self.spec, local_room(local) if local is not None else None)
+        return plan
 
     def userland(self) -> Userland:
         """Where the run's programs come from: this machine, a Ceph root or a build dir."""
