@@ -185,9 +185,11 @@ def run(
 ) -> None:
     """Run the sweep on this machine against a throwaway real Ceph cluster."""
     from crimsonbench.local.runner import LocalRun
+    from crimsonbench.local.signals import stop_exits
     from crimsonbench.progress import RichEvents
 
-    with _guard(), _stop_ends_the_command():
+    # outside the run's own handlers (before its cluster exists, or once it is gone)
+    with _guard(), stop_exits(130):
         name, spec = load_spec(spec_file)
         results_dir = results or Path("results") / name
         if results_dir.exists() and not results_dir.is_dir():
@@ -201,24 +203,6 @@ def run(
             _report_of_run(outcome.results_dir, output)
         if outcome.phase.value != "Completed":
             raise typer.Exit(130 if "interrupted" in outcome.message else 1)
-
-
-@contextmanager
-def _stop_ends_the_command() -> Iterator[None]:
-    """Outside the run itself (its own handlers stop it and tear its cluster down), a stop
-    signal ends the command at once with 130, no traceback: before the cluster exists, or
-    once it is gone (the report can be made later from the results alone)."""
-
-    def stop(signum: int, frame: object) -> None:
-        raise SystemExit(130)
-
-    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, stop) for sig in stops}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _report_of_run(results_dir: Path, output: Output) -> None:

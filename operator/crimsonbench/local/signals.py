@@ -126,3 +126,19 @@ def deferred() -> Iterator[None]:
             signal.signal(sig, handler)
         for signum in received:
             signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def stop_exits(code: int) -> Iterator[None]:
+    """A stop signal ends the process at once with `code`, no traceback: around a command,
+    outside the run's own handling (StopOnce), when there is nothing to tear down."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(code)
+
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS} if _main_thread() else {}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
