@@ -48,12 +48,15 @@ def container(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return dict(c)
 
 
+POD_IP = "10.244.1.7"  # what the downward API would give
+
+
 def env_of(c: dict[str, Any], namespace: str) -> dict[str, str]:
+    from_pod = {"metadata.namespace": namespace, "status.podIP": POD_IP}
     out = {}
     for e in c["env"]:
         if "valueFrom" in e:
-            assert e["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}, e
-            out[e["name"]] = namespace
+            out[e["name"]] = from_pod[e["valueFrom"]["fieldRef"]["fieldPath"]]
         else:
             out[e["name"]] = e["value"]
     return out
@@ -116,6 +119,7 @@ def test_env_is_what_the_operator_reads(
     settings = Settings()  # the operator's own parsing: fails on a malformed value
     assert settings.operator_namespace == "bench-ops"  # the release namespace
     assert settings.metrics_port == 9464
+    assert settings.metrics_address == POD_IP  # what the Service reaches, not 0.0.0.0
     if not values:
         assert settings.fio_image == "crimsonbench-fio:0.1.0"
         assert settings.host_network is False and settings.job_tolerations == []
@@ -398,3 +402,62 @@ def test_checked_in_manifests_are_a_fresh_render(helm: Path, tmp_path: Path) -> 
     assert crds == {"benchmarkruns.bench.crimson.ceph.io", "clusterkopfpeerings.kopf.dev",
                     "kopfpeerings.kopf.dev"}  # fmt: skip
     assert {d["kind"] for d in docs} == OUR_KINDS | {"Namespace", "CustomResourceDefinition"}
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_metrics_are_served_on_the_pod_ip_or_the_address_given(
+    render: Render, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator served its metrics on 0.0.0.0: with hostNetwork, on every interface of
+    the node. Default now: the pod's IP from the downward API; metrics.address overrides."""
+    (addr,) = [e for e in container(render())["env"] if e["name"] == "CRIMSONBENCH_METRICS_ADDRESS"]
+    assert addr["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    env = env_of(container(render(sets=["metrics.address=127.0.0.1"])), "x")
+    assert env["CRIMSONBENCH_METRICS_ADDRESS"] == "127.0.0.1"
+    monkeypatch.delenv("CRIMSONBENCH_METRICS_ADDRESS", raising=False)
+    assert Settings().metrics_address == "127.0.0.1"  # `crimsonbench operator` on a desk
+
+
+def test_images_by_digest_when_given(render: Render, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = container(render(sets=[f"image.digest={DIGEST}", f"fio.image.digest={DIGEST}"]))
+    assert c["image"] == f"crimsonbench-operator@{DIGEST}"
+    monkeypatch.setenv("CRIMSONBENCH_FIO_IMAGE", env_of(c, "x")["CRIMSONBENCH_FIO_IMAGE"])
+    assert Settings().fio_image == f"crimsonbench-fio@{DIGEST}"
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("image.tag=latest", ["at '/image/tag'"]),
+        ("fio.image.tag=latest", ["at '/fio/image/tag'"]),
+        ("image.digest=sha256:abc", ["at '/image/digest'"]),
+        ("fio.image.digest=md5:" + "0" * 32, ["at '/fio/image/digest'"]),
+        ("metrics.address=0.0.0.0;rm", ["at '/metrics/address'"]),
+    ],
+)
+def test_values_schema_rejects_mutable_tags_and_bad_digests(
+    helm: Path, value: str, words: list[str]
+) -> None:
+    proc = subprocess.run(
+        [str(helm), "template", "x", ".", "--set", value],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0, proc.stdout[-300:]
+    for word in words:
+        assert word in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("ref", ["crimsonbench-fio:latest", "crimsonbench-fio",
+                                 "registry:5000/crimsonbench-fio", "r.io/fio:latest@"])  # fmt: skip
+def test_the_operator_refuses_a_fio_image_without_a_fixed_version(
+    ref: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic import ValidationError
+
+    monkeypatch.setenv("CRIMSONBENCH_FIO_IMAGE", ref)
+    with pytest.raises(ValidationError, match="CRIMSONBENCH_FIO_IMAGE .* names no fixed version"):
+        Settings()
+    monkeypatch.setenv("CRIMSONBENCH_FIO_IMAGE", "registry:5000/crimsonbench-fio:0.1.0")
+    assert Settings().fio_image.endswith(":0.1.0")

@@ -246,3 +246,43 @@ def test_a_cluster_another_run_left_patched_is_not_an_original() -> None:
     why = foreign_patch({**OURS, PATCHED_BY: "other/run0/uid-0"}, HOLDER, WHERE)
     assert why is not None and "carries the patch of BenchmarkRun other/run0" in why
     assert f"remove the annotations {PATCHED_BY} and {UNDO_DIGEST}" in why
+
+
+def _patched(original: dict[str, Any]) -> dict[str, Any]:
+    """What a run's patch makes of it: every OSD resources key on the run's limits."""
+    run = {"limits": {"cpu": "2", "memory": "4Gi"}, "requests": {"cpu": "2", "memory": "4Gi"}}
+    return {**original, "resources": dict.fromkeys(original["resources"], run)}
+
+
+def test_the_rollback_knows_osds_sized_by_their_device_class() -> None:
+    """Rook (>= 1.19) sizes an OSD of class ssd by resources.osd-ssd when the spec has it.
+    The rollback read only resources.osd and waited the whole timeout (30 min) for limits
+    no OSD would ever get again; each pod is now matched by its device class."""
+    original = {**ORIGINAL, "resources": {
+        "osd": {"limits": {"cpu": "4", "memory": "8Gi"}},
+        "osd-ssd": {"limits": {"cpu": "6", "memory": "12Gi"}},
+    }}  # fmt: skip
+    undo = tuple(spec_changes(original, _patched(original)))
+    started = RestoreMarks(started=NOW - 42)
+    pods = (osd(0, "a", cpu="6", mem="12Gi", device_class="ssd"), osd(1, "b"))
+    done = next_actions(view(changes=undo, cluster_spec=original, marks=started, pods=pods))
+    assert done[-1] == CleanConfig(), done
+    assert "2 OSDs Ready with limits cpu=6 memory=12Gi; cpu=4 memory=8Gi" in str(done[0])
+    # an ssd OSD still on the run's limits is waited for
+    late = (osd(0, "a", cpu="2", mem="4Gi", device_class="ssd"), osd(1, "b"))
+    waiting = next_actions(view(changes=undo, cluster_spec=original, marks=started,
+                                pods=late))  # fmt: skip
+    assert isinstance(waiting[-1], NotReady) and "osd.0 still has limits cpu=2" in str(waiting[-1])
+
+
+def test_a_pod_without_a_device_class_label_may_run_any_class_of_the_original() -> None:
+    """Only osd-hdd in the spec (no resources.osd): Rook gives that class's limits to its
+    OSDs; a pod whose label is missing is accepted with them, or with none (older Rook)."""
+    original = {**ORIGINAL, "resources": {"osd-hdd": {"limits": {"cpu": "3", "memory": "6Gi"}}}}
+    undo = tuple(spec_changes(original, _patched(original)))
+    started = RestoreMarks(started=NOW - 5)
+    for cpu, mem in (("3", "6Gi"), (None, None)):
+        pods = (osd(0, "a", cpu=cpu, mem=mem),)
+        done = next_actions(view(changes=undo, cluster_spec=original, marks=started,
+                                 pods=pods))  # fmt: skip
+        assert done[-1] == CleanConfig(), done

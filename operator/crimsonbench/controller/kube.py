@@ -330,6 +330,7 @@ class Kube:
                     uid=str(pod.metadata.uid or ""),
                     restarts=int(restarts),
                     name=str(pod.metadata.name or ""),
+                    device_class=str((pod.metadata.labels or {}).get("device-class") or ""),
                 )
             )
         return out

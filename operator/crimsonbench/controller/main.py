@@ -69,7 +69,9 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     memo.plans = PlanCache()
     memo.recorded = set()  # runs whose record this operator has written
     registry = new_registry(RunCollector(memo.view.states), RECONCILES)
-    memo.metrics_server, _thread = start_http_server(ours.metrics_port, registry=registry)
+    memo.metrics_server, _thread = start_http_server(
+        ours.metrics_port, addr=ours.metrics_address, registry=registry
+    )
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)

@@ -34,6 +34,7 @@ class OsdPod:
     uid: str = ""
     restarts: int = 0  # of the osd container
     name: str = ""
+    device_class: str = ""  # Rook's device-class label; resources.osd-<class> sizes it
 
     @property
     def incarnation(self) -> str:

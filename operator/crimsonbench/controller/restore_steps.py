@@ -202,7 +202,10 @@ def rollback(seen: RestoreView, original: Mapping[str, Any], *, waited_s: float)
     one Ready pod with the original spec's limits again; waits for it, and gives up (said in
     the RolledBack condition) after timeout_s: the config is cleaned anyway."""
     ids = sorted({p.osd_id for p in seen.pods} | set(seen.placement))
-    progress = osds_running_with(ids, seen.pods, original_osd_limits(original))
+    # by each pod's device class: Rook sizes an OSD by resources.osd-<class> when present
+    progress = osds_running_with(
+        ids, seen.pods, lambda p: original_osd_limits(original, p.device_class)
+    )
     if not isinstance(progress, NotReady):
         return [Condition("RolledBack", True, "OsdsRestored",
                           f"{progress} after {waited_s:.0f} s")]  # fmt: skip
