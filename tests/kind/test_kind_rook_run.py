@@ -48,7 +48,7 @@ from typer.testing import CliRunner
 from crimsonbench.cli import app
 from crimsonbench.manifests.fio import BARRIER_PORT, FIO_PORT, server_job_name
 from crimsonbench.manifests.fio_driver import driver_job_name
-from crimsonbench.manifests.naming import child_name, label_value
+from crimsonbench.manifests.naming import label_value
 from crimsonbench.manifests.results import read_results_configmaps, read_run_configmap
 
 pytestmark = pytest.mark.kind
@@ -73,8 +73,10 @@ class Watcher(PodWatch):
         # an ApiClient of its own: kubernetes.stream swaps the transport of the one it uses
         api = kubernetes.config.new_client_from_config(str(self.bench.s.kind.kubeconfig))
         core: Any = kubernetes.client.CoreV1Api(api)
-        sel = f"job-name={driver_job_name(RUN)}"
         while not self._stop.wait(1):
+            if self.bench.uid(RUN) is None:
+                continue  # its driver's name is made from its uid
+            sel = f"job-name={driver_job_name(self.bench.child(RUN))}"
             try:
                 pods = [p for p in core.list_namespaced_pod(ROOK_NS, label_selector=sel).items
                         if p.status.phase == "Running"]  # fmt: skip
@@ -158,7 +160,7 @@ def intruder_view(a: RunBench) -> dict[str, str]:
         return [p.status.pod_ip for p in pods if p.status.phase == "Running" and p.status.pod_ip]
 
     # the run's pods carry its children's name (<run>-<owner tag>, from its uid)
-    run = label_value(child_name(RUN, (a.run(RUN) or {})["metadata"]["uid"]))
+    run = label_value(a.child(RUN))
     servers = ips(f"{LABEL_RUN}={run},{LABEL_ROLE}=fio-server")
     (driver,) = ips(f"{LABEL_RUN}={run},{LABEL_ROLE}=fio-driver")
     mon = ips("app=rook-ceph-mon")[0]
@@ -237,16 +239,17 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     # one fio server per worker, on it, once; one fio driver for the run, across the
     # operator's restart, on the first client's worker; every step's fio client ran once
     steps = [st["id"] for st in status["steps"]]
+    child = a.child(RUN)  # what the operator names the run's Jobs after
     for w in workers:
-        job = server_job_name(RUN, w)
+        job = server_job_name(child, w)
         assert watcher.node_of_job[job] == {w}, dict(watcher.node_of_job)
         assert len(watcher.pods_by_job[job]) == 1, job
-    driver = driver_job_name(RUN)
+    driver = driver_job_name(child)
     assert len(watcher.pods_by_job[driver]) == 1, dict(watcher.pods_by_job)
     first_client = next(iter(clients.values()))["node"]
     assert watcher.node_of_job[driver] == {first_client}, dict(watcher.node_of_job)
-    fio_jobs = {job for job in watcher.pods_by_job if job.startswith(f"{RUN}-fio")}
-    assert fio_jobs == {driver, *(server_job_name(RUN, w) for w in workers)}, fio_jobs
+    fio_jobs = {job for job in watcher.pods_by_job if job.startswith(f"{child}-fio")}
+    assert fio_jobs == {driver, *(server_job_name(child, w) for w in workers)}, fio_jobs
     per_step = [job for job in watcher.pods_by_job if any(st in job for st in steps)]
     assert per_step == [], "no pod per step"
     ran = watcher.fio.runs_per_step()
