@@ -57,8 +57,9 @@ def main() -> None:
                      extra={"iops_per_second": per_second})  # fmt: skip
     parts = step_configmaps("big", widest, namespace="bench")
     wide = len(json.dumps(widest.to_json_dict(), separators=(",", ":")).encode())
-    target = {"external": {"monHost": "m", "keyringSecret": {"name": "k"}}}
-    spec = validate_spec({"target": target, "osd": {"flavor": "classic"}, "client": {"node": "n"},
+    target = {"external": {"monHost": "m", "keyringSecret": {"name": "k"}, "user": "admin"}}
+    spec = validate_spec({"target": target, "osd": {"flavor": "classic"},
+                          "client": {"node": "n", "pool": "rbd"},
                           "workloads": [{"preset": "randread4k"}]})  # fmt: skip
     status = status_summary(steps, spec)  # the newest STATUS_STEPS steps, peaks: no clients
     print(f"| one step, {args.clients} clients x {args.images} images | {one / 1024:.1f} KiB |")

@@ -56,8 +56,14 @@ release: {{ . | quote }}
 {{- end -}}
 {{- end -}}
 
+{{/* An image by digest (immutable) when one is given, else by its version tag; the
+schema refuses `latest`, so a node never runs whatever it last pulled under a name. */}}
 {{- define "crimsonbench.image" -}}
+{{- if .digest -}}
+{{- printf "%s@%s" .repository .digest -}}
+{{- else -}}
 {{- printf "%s:%s" .repository (default .appVersion .tag) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* kopf run's arguments (the container command is kopf, or a shell for the priority). */}}

@@ -24,6 +24,10 @@ regenerate (tests/chart fails when this file drifts).
 - apiGroups: [""]
   resources: ["nodes"]
   verbs: ["get", "list"]
+# core/pods: preflight: what the pods on the run's nodes request, against each node's allocatable (Rook resizes every OSD pod; listed by node, never read one by one)
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
 # core/namespaces: kopf: which namespaces to serve
 - apiGroups: [""]
   resources: ["namespaces"]
@@ -39,11 +43,11 @@ regenerate (tests/chart fails when this file drifts).
 {{- end }}
 
 {{- define "crimsonbench.namespaceRules" }}
-# coordination.k8s.io/leases: one run per Ceph cluster at a time
+# coordination.k8s.io/leases: one run per external Ceph cluster at a time (named by its fsid)
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
   verbs: ["get", "create", "update", "delete"]
-# core/configmaps: node topology cache; the original CephCluster specs, kept where no run's neighbour writes, and the restore's marks on them
+# core/configmaps: node topology cache
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["get", "create", "update", "patch", "delete"]
@@ -97,9 +101,17 @@ regenerate (tests/chart fails when this file drifts).
 - apiGroups: ["metrics.k8s.io"]
   resources: ["pods"]
   verbs: ["get", "list"]
+# networking.k8s.io/networkpolicies: the run's NetworkPolicies: only its fio driver reaches its fio servers, only they reach its start barrier (made with the servers, deleted at cleanup)
+- apiGroups: ["networking.k8s.io"]
+  resources: ["networkpolicies"]
+  verbs: ["create", "delete", "list"]
 {{- end }}
 
 {{- define "crimsonbench.rookNamespaceRules" }}
+# coordination.k8s.io/leases: one run per Rook cluster at a time, beside it (named by its uid): every install acting on it sees the same lease
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["get", "create", "update", "delete"]
 # ceph.rook.io/cephclusters: the named CephClusters only: read, patch cephConfig/resources, restore
 - apiGroups: ["ceph.rook.io"]
   resources: ["cephclusters"]

@@ -493,7 +493,9 @@ def kind_cluster(
         _wait_registered(cluster, len(cluster.nodes), _seconds(wait))
         cluster.kubectl("wait", "--for=condition=Ready", "node", "--all", f"--timeout={wait}",
                         timeout=_seconds(wait) + 60)  # fmt: skip
-        for obj in ("daemonset/kindnet", "daemonset/kube-proxy", "deployment/coredns"):
+        system = ("daemonset/kindnet", "daemonset/kube-network-policies",
+                  "daemonset/kube-proxy", "deployment/coredns")  # fmt: skip
+        for obj in system:
             cluster.kubectl("-n", "kube-system", "rollout", "status", obj, f"--timeout={wait}",
                             timeout=_seconds(wait) + 60)  # fmt: skip
         timings["all_ready_s"] = time.monotonic() - t

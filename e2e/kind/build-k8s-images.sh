@@ -6,11 +6,14 @@
 #   registry.k8s.io/coredns/coredns:<kubeadm's CoreDNSVersion>  (github.com/coredns/coredns)
 #   registry.k8s.io/pause:<kubeadm's PauseVersion>  (e2e/harness/images.py pause_archive)
 #   crimsonbench/kindnet:<hash>                      (e2e/kind/images/kindnet)
+#   crimsonbench/kube-network-policies:<hash>        (e2e/build-kube-network-policies.sh:
+#                                                     NetworkPolicy, beside kindnet)
 #   crimsonbench/kind-toolbox:<hash>                 (the same rootfs: busybox, curl, jq,
 #                                                     iproute2, for tests' pods)
 #
 #   e2e/kind/build-k8s-images.sh   -> prints the archive path; NAME.tags beside it lists the
-#                                     image names, NAME.env the etcd tag and the kindnet image
+#                                     image names, NAME.env the etcd tag and the kindnet and
+#                                     kube-network-policies images
 #
 # The Kubernetes binaries come from e2e/build-k8s-binaries.sh (cached; built if missing).
 # The etcd binary there is v3.6.5 while kubeadm v1.36 asks for 3.6.8-0: the image is tagged
@@ -38,15 +41,18 @@ coredns_version=$(kubeadm_const CoreDNSVersion)
 # CoreDNS's Go build (cold ~7 min here) overlaps the slim rootfs's debootstrap
 in_background coredns go_tool coredns github.com/coredns/coredns \
   "${COREDNS_MODULE_VERSION:-$coredns_version}" github.com/coredns/coredns
+# and kube-network-policies' (cold ~4 min of CPU here; cached by version and our patch)
+in_background knp bash "$REPO/e2e/build-kube-network-policies.sh"
 [ -x "$PY" ] || die "no $PY (scripts/setup.sh makes the venv): the pause image comes from e2e/harness/images.py"
 pause_tar=$(PYTHONPATH="$REPO/e2e" "$PY" -c 'from harness.images import pause_archive; print(pause_archive())')
 slim=$(rootfs_image slim "$SLIM_PACKAGES")
 collect coredns
+collect knp
 
 key=$( {
   echo "$K8S_VERSION $slim $pause_image $coredns_version"
   sha256sum "$bin"/{kube-apiserver,kube-controller-manager,kube-scheduler,kube-proxy,etcd} \
-    "$coredns" "$pause_tar" "$KIND_DIR"/images/*.Dockerfile "$KIND_DIR"/images/kindnet/*
+    "$coredns" "$knp" "$pause_tar" "$KIND_DIR"/images/*.Dockerfile "$KIND_DIR"/images/kindnet/*
 } | sha256sum | cut -c1-12)
 out_dir="$CACHE/kind/images/$K8S_VERSION"
 out="$out_dir/images-$key.tar"
@@ -83,6 +89,11 @@ cp "$coredns" "$ctx/coredns/coredns"
 build "registry.k8s.io/coredns/coredns:$coredns_version" "$KIND_DIR/images/coredns.Dockerfile" "$ctx/coredns"
 
 build "$kindnet_image" "$KIND_DIR/images/kindnet/Dockerfile" "$KIND_DIR/images/kindnet" "BASE=$slim"
+knp_image="crimsonbench/kube-network-policies:$(sha256sum "$knp" | cut -c1-12)"
+mkdir "$ctx/knp"
+cp "$knp" "$ctx/knp/kube-network-policies"
+build "$knp_image" "$KIND_DIR/images/binary.Dockerfile" "$ctx/knp" "BASE=$slim" \
+  "NAME=kube-network-policies"
 toolbox_image="crimsonbench/kind-toolbox:${slim##*:}"
 mkdir "$ctx/toolbox"
 build "$toolbox_image" "$KIND_DIR/images/toolbox.Dockerfile" "$ctx/toolbox" "BASE=$slim"
@@ -95,8 +106,9 @@ tags+=("$pause_image")
 step "docker save (${#tags[@]} images)" 900 docker save -o "$out.tmp" "${tags[@]}"
 mv "$out.tmp" "$out"
 printf '%s\n' "${tags[@]}" > "${out%.tar}.tags"
-printf 'ETCD_IMAGE_TAG=%s\nKINDNET_IMAGE=%s\nPAUSE_IMAGE=%s\nTOOLBOX_IMAGE=%s\n' \
-  "$etcd_version-0" "$kindnet_image" "$pause_image" "$toolbox_image" > "${out%.tar}.env"
+printf 'ETCD_IMAGE_TAG=%s\nKINDNET_IMAGE=%s\nKNP_IMAGE=%s\nPAUSE_IMAGE=%s\nTOOLBOX_IMAGE=%s\n' \
+  "$etcd_version-0" "$kindnet_image" "$knp_image" "$pause_image" "$toolbox_image" \
+  > "${out%.tar}.env"
 # archives of older inputs are never used again (~560 MB each)
 find "$out_dir" -maxdepth 1 -name 'images-*' ! -name "images-$key.*" -delete
 log "$(du -h "$out" | cut -f1)  $out"

@@ -3,7 +3,8 @@
 # produces (which we cannot use: it pulls etcd, coredns, pause and kindnetd from registries):
 #   /usr/bin/{kubeadm,kubelet,kubectl}     our binaries (e2e/build-k8s-binaries.sh)
 #   /kind/version                          the Kubernetes version kind reads
-#   /kind/manifests/default-cni.yaml       our pod network (e2e/kind/images/kindnet)
+#   /kind/manifests/default-cni.yaml       our pod network (e2e/kind/images/kindnet) and
+#                                          its NetworkPolicy agent (kube-network-policies)
 #   /var/lib/containerd                    every image the node runs, preloaded and pinned
 #                                          (e2e/kind/build-k8s-images.sh)
 # on top of the base image (e2e/kind/build-base-image.sh). Base and component images are
@@ -34,7 +35,7 @@ base=$(tail -n1 "$tmp/base")
 archive=$(tail -n1 "$tmp/images")
 [ -n "$base" ] && [ -s "$archive" ] || die "no base image ($base) or image archive ($archive)"
 # shellcheck disable=SC1090
-source "${archive%.tar}.env"   # ETCD_IMAGE_TAG KINDNET_IMAGE PAUSE_IMAGE TOOLBOX_IMAGE
+source "${archive%.tar}.env"   # ETCD_IMAGE_TAG KINDNET_IMAGE KNP_IMAGE PAUSE_IMAGE TOOLBOX_IMAGE
 bin=$(bash "$REPO/e2e/build-k8s-binaries.sh")
 
 key=$( {
@@ -64,7 +65,8 @@ done
 echo -n "$K8S_VERSION" > "$tmp/version"
 docker cp "$tmp/version" "$c:/kind/version"
 in_node mkdir -p /kind/manifests
-sed "s|KINDNET_IMAGE|$KINDNET_IMAGE|" "$KIND_DIR/images/kindnet/default-cni.yaml" > "$tmp/default-cni.yaml"
+sed -e "s|KINDNET_IMAGE|$KINDNET_IMAGE|" -e "s|KNP_IMAGE|$KNP_IMAGE|" \
+  "$KIND_DIR/images/kindnet/default-cni.yaml" > "$tmp/default-cni.yaml"
 docker cp "$tmp/default-cni.yaml" "$c:/kind/manifests/default-cni.yaml"
 
 # preload the images the way kind's builder does: containerd in the build container,

@@ -8,6 +8,7 @@ one readable message and a non-zero exit: 2 for bad input, 1 for a run that fail
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,13 +20,13 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from crimsonbench.errors import CrimsonBenchError, InvalidSpec
+from crimsonbench import cli_inputs as given
+from crimsonbench.cli_inputs import BadInput
+from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec
 from crimsonbench.plan.build import build_plan
-from crimsonbench.plan.topology import parse_lscpu_json
-from crimsonbench.plan.types import Topology
 from crimsonbench.progress import ceph_lines, plan_table
 from crimsonbench.results.store import NotAResultsDirectory, ResultStore
-from crimsonbench.spec.models import BenchmarkRunSpec, Flavor, load_spec, validate_name
+from crimsonbench.spec.models import load_spec, validate_name
 from crimsonbench.spec.names import validate_namespace
 
 app = typer.Typer(
@@ -33,7 +34,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="CPU-pinned fio sweeps against Ceph Crimson and classic OSDs.",
 )
-console = Console(stderr=True)
+# Not a terminal (CI logs, a pipe): one message, one line, never wrapped at 80 characters.
+console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 EXIT_BAD_INPUT = 2
 
 
@@ -44,10 +46,6 @@ class Output(StrEnum):
     MARKDOWN = "markdown"
     CSV = "csv"
     JSON = "json"
-
-
-class BadInput(Exception):
-    """A path or option the user gave cannot be used (the message says why)."""
 
 
 @contextmanager
@@ -72,43 +70,9 @@ def _error(message: str, code: int) -> None:
     raise typer.Exit(code)
 
 
-def _topology(lscpu_json: Path | None) -> Topology:
-    if lscpu_json is not None:
-        try:
-            return parse_lscpu_json(lscpu_json.read_text())
-        except OSError as exc:
-            raise BadInput(f"--lscpu-json {lscpu_json}: {exc.strerror}") from exc
-    from crimsonbench.local.topology_probe import local_topology
-
-    return local_topology()
-
-
-def _store(path: Path) -> ResultStore:
-    store = ResultStore(path)
-    store.check_readable()
-    return store
-
-
 def _stdout() -> Console:
     # Not a terminal (CI logs, `| tee`): never wrap or cut a column at 80 characters.
     return Console() if sys.stdout.isatty() else Console(width=400, soft_wrap=True)
-
-
-def _local_version(spec: BenchmarkRunSpec) -> str | None:
-    """The Ceph version a local run here would use (its cephRoot, cephBinDir or this
-    machine's packages); None when there is none to ask."""
-    from crimsonbench.local.userland import userland_for
-    from crimsonbench.local.versions import installed_ceph_version
-
-    local = spec.target.local
-    if local is None:
-        return None
-    try:
-        crimson = spec.osd.flavor == Flavor.CRIMSON
-        ul = userland_for(local.ceph_root, crimson, local.ceph_bin_dir)
-        return installed_ceph_version(ul)
-    except CrimsonBenchError:
-        return None
 
 
 @app.command()
@@ -122,9 +86,12 @@ def plan(
     """Show what a run would do: CPU layout, Ceph options, steps. Touches nothing."""
     with _guard():
         name, spec = load_spec(spec_file)
-        if ceph_version is None and lscpu_json is None:
-            ceph_version = _local_version(spec)
-        run_plan = build_plan(name, spec, _topology(lscpu_json), ceph_version=ceph_version)
+        ceph_version = given.ceph_version(ceph_version)
+        here = lscpu_json is None  # else another machine: its memory and disks are unknown
+        if ceph_version is None and here:
+            ceph_version = given.local_version(spec)
+        run_plan = build_plan(name, spec, given.topology(lscpu_json), ceph_version=ceph_version)
+        given.capacity(spec, here)
     out = _stdout()
     out.print(plan_table(run_plan))
     for line in ceph_lines(run_plan):
@@ -154,8 +121,9 @@ def main(verbose: bool = typer.Option(False, "--verbose", "-v")) -> None:
 
 
 @contextmanager
-def _metrics(port: int | None, results_dir: Path) -> Iterator[None]:
-    """Serve /metrics from the results directory while the run goes on."""
+def _metrics(port: int | None, results_dir: Path, address: str = "127.0.0.1") -> Iterator[None]:
+    """Serve /metrics from the results directory while the run goes on (on loopback
+    unless told otherwise: a run's names and figures are not for the whole network)."""
     if port is None:
         yield
         return
@@ -165,10 +133,11 @@ def _metrics(port: int | None, results_dir: Path) -> Iterator[None]:
 
     registry = new_registry(RunCollector(lambda: state_from_store(results_dir)))
     try:
-        server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+        server, thread = start_http_server(port, addr=address, registry=registry)
     except OSError as exc:
-        raise BadInput(f"--metrics-port {port}: {exc.strerror}") from exc
-    console.print(f"metrics: http://127.0.0.1:{server.server_port}/metrics", markup=False)
+        raise BadInput(f"--metrics-port {port} --metrics-address {address}: {exc}") from exc
+    host = f"[{address}]" if ":" in address else address
+    console.print(f"metrics: http://{host}:{server.server_port}/metrics", markup=False)
     try:
         yield
     finally:
@@ -203,30 +172,52 @@ def run(
     metrics_port: int | None = typer.Option(
         None, help="Serve Prometheus metrics on this port while running (0 = any free port)."
     ),
+    metrics_address: str = typer.Option(
+        "127.0.0.1", help="Address the metrics are served on (0.0.0.0: every interface)."
+    ),
+    wait_cpus: float = typer.Option(
+        0.0,
+        min=0.0,
+        help="Wait up to this many seconds for CPUs another run pins (queue); "
+        "default: refuse at once, naming that run.",
+    ),
     output: Output = typer.Option(Output.MARKDOWN, help="How to print the final table."),
 ) -> None:
     """Run the sweep on this machine against a throwaway real Ceph cluster."""
     from crimsonbench.local.runner import LocalRun
+    from crimsonbench.local.signals import stop_exits
     from crimsonbench.progress import RichEvents
-    from crimsonbench.reports.report import write_report
 
-    with _guard():
+    # outside the run's own handlers (before its cluster exists, or once it is gone)
+    with _guard(), stop_exits(130):
         name, spec = load_spec(spec_file)
         results_dir = results or Path("results") / name
         if results_dir.exists() and not results_dir.is_dir():
             raise BadInput(f"--results {results_dir} is a file, not a directory")
         with RichEvents(console) as events:
-            runner = LocalRun(name, spec, results_dir, events, fresh=fresh)
-            with _metrics(metrics_port, results_dir):
+            runner = LocalRun(name, spec, results_dir, events, fresh=fresh,
+                              spec_file=spec_file.absolute(), cpu_wait_s=wait_cpus)  # fmt: skip
+            with _metrics(metrics_port, results_dir, metrics_address):
                 outcome = runner.execute()
-    if outcome.results:
-        with _guard():  # the run's own files, but read as untrusted as any others
-            paths = write_report(outcome.results_dir)
-            report_dir = outcome.results_dir / "report"
-            console.print(f"report: {report_dir} ({len(paths)} files)", markup=False)
-            _print_table(ResultStore(outcome.results_dir), output, paths)
-    if outcome.phase.value != "Completed":
-        raise typer.Exit(130 if "interrupted" in outcome.message else 1)
+        if outcome.results:
+            _report_of_run(outcome.results_dir, output)
+        if outcome.phase.value != "Completed":
+            raise typer.Exit(130 if "interrupted" in outcome.message else 1)
+
+
+def _report_of_run(results_dir: Path, output: Output) -> None:
+    """The report of what a run kept. A full disk or a Ctrl-C here leaves the results as
+    they are: `crimsonbench report` makes it from them later."""
+    from crimsonbench.reports.report import write_report
+
+    later = f"crimsonbench report {results_dir} makes it from the results alone"
+    with _guard():  # the run's own files, but read as untrusted as any others
+        try:
+            paths = write_report(results_dir)
+        except OSError as exc:  # a full disk: the run's own message said so already
+            raise ExecutionError(f"the report was not written ({exc}); {later}") from exc
+        console.print(f"report: {results_dir / 'report'} ({len(paths)} files)", markup=False)
+        _print_table(ResultStore(results_dir), output, paths)
 
 
 def _literal_error(message: str, code: int) -> NoReturn:
@@ -248,7 +239,7 @@ def report(
     from crimsonbench.reports.report import write_report
 
     with _guard():
-        store = _store(results_dir)
+        store = given.store(results_dir)
         try:
             written = write_report(store.root)
         except NotAResultsDirectory as exc:  # names files and values: printed literally
@@ -295,9 +286,8 @@ def compare(
     with _guard():
         if len(results_dirs) < 2:
             raise BadInput("compare needs at least two results directories")
-        stores = [_store(d) for d in results_dirs]
-        if out.exists() and not out.is_dir():
-            raise BadInput(f"--out {out} is a file, not a directory")
+        stores = [given.store(d) for d in results_dirs]
+        given.comparison_dir(out, stores)
         try:
             done = write_comparison([s.root for s in stores], out, threshold, alpha, allow_untested)
         except NotAResultsDirectory as exc:  # names files and values: printed literally
@@ -392,5 +382,14 @@ def run_operator(
     run_here(namespace, liveness)
 
 
+def entry() -> None:
+    """The `crimsonbench` command. Once it is done, a late Ctrl-C cannot turn its exit
+    status into a traceback while the interpreter shuts down."""
+    try:
+        app()
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 if __name__ == "__main__":
-    app()
+    entry()

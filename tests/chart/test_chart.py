@@ -1,7 +1,8 @@
 """The repository root is the operator's Helm chart: lint, render and check what it renders.
 
 The API server half (the same objects applied to a real kube-apiserver) is
-test_chart_apply.py."""
+test_chart_apply.py. In the k8s tier, beside it: every test here runs the real helm, which
+a fresh machine builds first (minutes): the quick tier stays unit tests."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from chartlib import FULL_VALUES, ROOT, Render, run_helm
 from crimsonbench.controller.settings import Settings
 from crimsonbench.manifests.rbac import operator_rbac
 from crimsonbench.manifests.targets import RookGrant, TargetPolicy
+
+pytestmark = pytest.mark.k8s
 
 OUR_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
              "Service", "Deployment", "ValidatingAdmissionPolicy",
@@ -45,12 +48,15 @@ def container(docs: list[dict[str, Any]]) -> dict[str, Any]:
     return dict(c)
 
 
+POD_IP = "10.244.1.7"  # what the downward API would give
+
+
 def env_of(c: dict[str, Any], namespace: str) -> dict[str, str]:
+    from_pod = {"metadata.namespace": namespace, "status.podIP": POD_IP}
     out = {}
     for e in c["env"]:
         if "valueFrom" in e:
-            assert e["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}, e
-            out[e["name"]] = namespace
+            out[e["name"]] = from_pod[e["valueFrom"]["fieldRef"]["fieldPath"]]
         else:
             out[e["name"]] = e["value"]
     return out
@@ -113,6 +119,7 @@ def test_env_is_what_the_operator_reads(
     settings = Settings()  # the operator's own parsing: fails on a malformed value
     assert settings.operator_namespace == "bench-ops"  # the release namespace
     assert settings.metrics_port == 9464
+    assert settings.metrics_address == POD_IP  # what the Service reaches, not 0.0.0.0
     if not values:
         assert settings.fio_image == "crimsonbench-fio:0.1.0"
         assert settings.host_network is False and settings.job_tolerations == []
@@ -186,26 +193,69 @@ def test_rbac_of_the_full_values_reaches_only_the_listed_namespaces(render: Rend
         ("crimsonbench-operator-runs", "rook-ceph"), ("crimsonbench-operator-runs", "storage"),
     ]  # fmt: skip
     (cluster_role,) = by_kind(docs, "ClusterRole")
-    kept_local = {"secrets", "configmaps", "jobs", "pods", "pods/exec", "cephclusters"}
+    kept_local = {"secrets", "configmaps", "jobs", "pods/exec", "cephclusters"}
     assert not [r for r in cluster_role["rules"] if kept_local & set(r["resources"])]
+    # pods cluster-wide: list only (preflight adds up what the pods on a node request)
+    assert [r["verbs"] for r in cluster_role["rules"] if "pods" in r["resources"]] == [["list"]]
+
+
+def named(docs: list[dict[str, Any]], kind: str, suffix: str) -> list[dict[str, Any]]:
+    return [d for d in by_kind(docs, kind) if d["metadata"]["name"].endswith(suffix)]
 
 
 def test_admission_policy_carries_the_targets(render: Render) -> None:
     """CEL cannot read chart values: they are written into the policy's expressions (the
     real API server applies it in test_chart_apply.py)."""
-    (policy,) = by_kind(render([FULL_VALUES]), "ValidatingAdmissionPolicy")
+    (policy,) = named(render([FULL_VALUES]), "ValidatingAdmissionPolicy", "-targets")
     variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
     assert json.loads(variables["allowed"]) == {
         "rook-ceph/rook-ceph": ["rook-ceph", "bench"], "storage/prod": ["storage"]}  # fmt: skip
     assert json.loads(variables["external"]) == ["ext"]
-    (binding,) = by_kind(render([FULL_VALUES]), "ValidatingAdmissionPolicyBinding")
+    (binding,) = named(render([FULL_VALUES]), "ValidatingAdmissionPolicyBinding", "-targets")
     assert binding["spec"] == {"policyName": policy["metadata"]["name"],
                                "validationActions": ["Deny"]}  # fmt: skip
-    (default,) = by_kind(render(), "ValidatingAdmissionPolicy")
+    (default,) = named(render(), "ValidatingAdmissionPolicy", "-targets")
     assert json.loads({v["name"]: v["expression"] for v in default["spec"]["variables"]}[
         "allowed"]) == {"rook-ceph/rook-ceph": ["rook-ceph"]}  # fmt: skip
     off = render(sets=["targets.admissionPolicy=false"])
-    assert not by_kind(off, "ValidatingAdmissionPolicy")
+    assert not named(off, "ValidatingAdmissionPolicy", "-targets")
+
+
+def test_reach_policies_carry_the_operator_and_the_driver_names(render: Render) -> None:
+    """The reach policies (templates/reachpolicy.yaml; applied to the real API server in
+    tests/k8s/test_reach.py) match the release's ServiceAccount alone, spell the driver's
+    pod names as manifests/fio_driver.py makes them, and write the listed Rook namespaces
+    and jobs.hostNetwork into the Jobs' rules."""
+    from crimsonbench.manifests.fio_driver import DRIVER_POD_NAME_RE
+
+    docs = render([FULL_VALUES], release="bench", namespace="ops")
+    policies = {d["metadata"]["name"]: d for d in by_kind(docs, "ValidatingAdmissionPolicy")
+                if "-reach-" in d["metadata"]["name"]}  # fmt: skip
+    kinds = ("pods", "jobs", "networkpolicies", "rookobjects")
+    assert sorted(policies) == sorted(f"bench-crimsonbench-operator-reach-{k}" for k in kinds)
+    bindings = [b["spec"]["policyName"] for b in by_kind(docs, "ValidatingAdmissionPolicyBinding")]
+    assert set(policies) <= set(bindings)
+    for policy in policies.values():
+        (cond,) = policy["spec"]["matchConditions"]
+        assert cond["expression"] == (
+            "request.userInfo.username == 'system:serviceaccount:ops:bench-crimsonbench-operator'"
+        )
+        assert policy["spec"]["failurePolicy"] == "Fail"
+    exec_rule = policies["bench-crimsonbench-operator-reach-pods"]["spec"]["validations"][0]
+    assert f"request.name.matches('{DRIVER_POD_NAME_RE}')" in exec_rule["expression"]
+    jobs = policies["bench-crimsonbench-operator-reach-jobs"]["spec"]
+    assert {v["name"]: v["expression"] for v in jobs["variables"]}["rook"] == (
+        'request.namespace in ["rook-ceph","storage"]'
+    )
+    host = "!(has(variables.pod.hostNetwork) && variables.pod.hostNetwork)"
+    assert not any(host in v["expression"] for v in jobs["validations"])  # values-full: on
+    refused = render([FULL_VALUES], sets=["jobs.hostNetwork=false"])
+    jobs = next(d for d in by_kind(refused, "ValidatingAdmissionPolicy")
+                if d["metadata"]["name"].endswith("-reach-jobs"))  # fmt: skip
+    assert any(host in v["expression"] for v in jobs["spec"]["validations"])
+    off = render(sets=["rbac.reachPolicy=false"])
+    assert not [d for d in by_kind(off, "ValidatingAdmissionPolicy")
+                if "-reach-" in d["metadata"]["name"]]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -356,3 +406,62 @@ def test_checked_in_manifests_are_a_fresh_render(helm: Path, tmp_path: Path) -> 
     assert crds == {"benchmarkruns.bench.crimson.ceph.io", "clusterkopfpeerings.kopf.dev",
                     "kopfpeerings.kopf.dev"}  # fmt: skip
     assert {d["kind"] for d in docs} == OUR_KINDS | {"Namespace", "CustomResourceDefinition"}
+
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_metrics_are_served_on_the_pod_ip_or_the_address_given(
+    render: Render, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The operator served its metrics on 0.0.0.0: with hostNetwork, on every interface of
+    the node. Default now: the pod's IP from the downward API; metrics.address overrides."""
+    (addr,) = [e for e in container(render())["env"] if e["name"] == "CRIMSONBENCH_METRICS_ADDRESS"]
+    assert addr["valueFrom"] == {"fieldRef": {"fieldPath": "status.podIP"}}
+    env = env_of(container(render(sets=["metrics.address=127.0.0.1"])), "x")
+    assert env["CRIMSONBENCH_METRICS_ADDRESS"] == "127.0.0.1"
+    monkeypatch.delenv("CRIMSONBENCH_METRICS_ADDRESS", raising=False)
+    assert Settings().metrics_address == "127.0.0.1"  # `crimsonbench operator` on a desk
+
+
+def test_images_by_digest_when_given(render: Render, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = container(render(sets=[f"image.digest={DIGEST}", f"fio.image.digest={DIGEST}"]))
+    assert c["image"] == f"crimsonbench-operator@{DIGEST}"
+    monkeypatch.setenv("CRIMSONBENCH_FIO_IMAGE", env_of(c, "x")["CRIMSONBENCH_FIO_IMAGE"])
+    assert Settings().fio_image == f"crimsonbench-fio@{DIGEST}"
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("image.tag=latest", ["at '/image/tag'"]),
+        ("fio.image.tag=latest", ["at '/fio/image/tag'"]),
+        ("image.digest=sha256:abc", ["at '/image/digest'"]),
+        ("fio.image.digest=md5:" + "0" * 32, ["at '/fio/image/digest'"]),
+        ("metrics.address=0.0.0.0;rm", ["at '/metrics/address'"]),
+    ],
+)
+def test_values_schema_rejects_mutable_tags_and_bad_digests(
+    helm: Path, value: str, words: list[str]
+) -> None:
+    proc = subprocess.run(
+        [str(helm), "template", "x", ".", "--set", value],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0, proc.stdout[-300:]
+    for word in words:
+        assert word in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("ref", ["crimsonbench-fio:latest", "crimsonbench-fio",
+                                 "registry:5000/crimsonbench-fio", "r.io/fio:latest@"])  # fmt: skip
+def test_the_operator_refuses_a_fio_image_without_a_fixed_version(
+    ref: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic import ValidationError
+
+    monkeypatch.setenv("CRIMSONBENCH_FIO_IMAGE", ref)
+    with pytest.raises(ValidationError, match="CRIMSONBENCH_FIO_IMAGE .* names no fixed version"):
+        Settings()
+    monkeypatch.setenv("CRIMSONBENCH_FIO_IMAGE", "registry:5000/crimsonbench-fio:0.1.0")
+    assert Settings().fio_image.endswith(":0.1.0")

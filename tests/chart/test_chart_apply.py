@@ -156,7 +156,9 @@ def test_rbac_grants_only_inside_the_targets(
             for resource in rule.resources:
                 for verb in rule.verbs:
                     assert can(verb, rule.group, resource, NS), (verb, resource)
-        assert where("create", "coordination.k8s.io", "leases") == {NS}
+        # leases: external clusters' in the operator's namespace, each Rook cluster's beside
+        # it (every install acting on that cluster sees the same one)
+        assert where("create", "coordination.k8s.io", "leases") == {NS, "rook-ceph", "storage"}
         # results: where runs may live; Jobs and exec: beside a listed cluster, or ext
         assert where("create", "", "configmaps") == {NS, "rook-ceph", "bench", "storage", "ext"}
         assert where("create", "batch", "jobs") == {NS, "rook-ceph", "storage", "ext"}
@@ -184,7 +186,7 @@ def test_rbac_grants_only_inside_the_targets(
 
 
 def _run(name: str, target: dict[str, Any]) -> dict[str, Any]:
-    spec = {"target": target, "osd": {"count": 1}, "client": {"node": "node-a"}}
+    spec = {"target": target, "osd": {"count": 1}, "client": {"node": "node-a", "pool": "bench"}}
     return {"apiVersion": "bench.crimson.ceph.io/v1alpha1", "kind": "BenchmarkRun",
             "metadata": {"name": name}, "spec": spec}  # fmt: skip
 
@@ -205,12 +207,15 @@ def test_admission_refuses_targets_the_chart_does_not_allow(
 ) -> None:
     rook = {"rook": {"clusterName": "rook-ceph", "namespace": "rook-ceph"}}
     prod = {"rook": {"clusterName": "prod", "namespace": "storage"}}
-    external = {"external": {"monHost": "10.0.0.1", "keyringSecret": {"name": "k"}}}
+    external = {
+        "external": {"user": "admin", "monHost": "10.0.0.1", "keyringSecret": {"name": "k"}}
+    }
     with control_plane.admin_api_client() as api:
         custom = kubernetes.client.CustomObjectsApi(api)
         adm = kubernetes.client.AdmissionregistrationV1Api(api)
         (policy,) = [d["metadata"]["name"] for d in applied
-                     if d["kind"] == "ValidatingAdmissionPolicy"]  # fmt: skip
+                     if d["kind"] == "ValidatingAdmissionPolicy"
+                     and d["metadata"]["name"].endswith("-targets")]  # fmt: skip
         deadline = time.monotonic() + 60
         while not _refusal(custom, "intruder", _run("a", rook)):  # the policy is loaded
             assert time.monotonic() < deadline, "the admission policy never took effect"

@@ -15,6 +15,7 @@ import pytest
 from crimsonbench.controller.decide import ClusterFacts, crimson_stores, preflight
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
 from crimsonbench.manifests.maintenance import OSD_STORES, OSD_STORES_SCRIPT
+from crimsonbench.results.step_log import parse_sections
 from crimsonbench.spec.models import validate_spec
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -24,6 +25,11 @@ KNOWN = json.dumps((FIX / "crimson" / "config-ls-crimson.txt").read_text().split
 # knows, and the error for one its Ceph does not know (rc 2, nothing on stdout)
 ANSWER = (FIX / "ceph" / "tell-config-get-osd_objectstore-16.2.15.stdout").read_text()
 UNKNOWN_RC = int((FIX / "ceph" / "tell-config-get-crimson_osd_objectstore-16.2.15.rc").read_text())
+
+
+# the mon database and fsid of a real cluster (tests/fixtures/ceph/capture.py)
+_FACTS = parse_sections((FIX / "ceph" / "facts-16.2.15-classic.txt").read_text())
+MON_DB = {k: _FACTS[k] for k in ("config-dump", "fsid")}
 
 
 def stores_line(osd_id: int, option: str, answer: str) -> str:
@@ -38,6 +44,7 @@ def facts(stores: str) -> ClusterFacts:
             "osd-metadata": f"[{CRIMSON_META}]",
             "pool-ls": "[]",
             OSD_STORES: stores,
+            **MON_DB,
         }  # fmt: skip
     )
 

@@ -189,3 +189,21 @@ def test_the_option_names_come_from_the_mons_and_pacific_has_no_cpu_set() -> Non
     )
     with pytest.raises(InvalidSpec, match="know no crimson CPU-set option"):
         preflight(spec(flavor="crimson", objectStore="bluestore"), crimson_facts, {0: "vm"})
+
+
+def test_option_names_the_mons_do_not_know_are_refused_before_anything_is_touched() -> None:
+    """Against the option list a real pacific mon printed (`ceph config ls`): a real name
+    passes; a misspelt one, or one only newer Cephs know, is refused naming the field,
+    with the closest name the mons know."""
+    ok = spec(flavor="classic", objectStore="memstore", cephConfig={"osd_op_num_shards": "4"})
+    assert "osd_op_num_shards" in PACIFIC.known_options
+    assert preflight(ok, PACIFIC, {0: "vm", 1: "vm"}) == ""
+    typo = spec(flavor="classic", objectStore="memstore",
+                cephConfig={"osd_op_num_shards": "4", "osd_op_num_shardz": "4",
+                            "crimson_cpu_set": "0"})  # fmt: skip
+    with pytest.raises(InvalidSpec) as err:
+        preflight(typo, PACIFIC, {0: "vm", 1: "vm"})
+    assert err.value.field == "spec.osd.cephConfig"
+    said = str(err.value)
+    assert "know no option crimson_cpu_set" in said and "`ceph config ls`" in said
+    assert "osd_op_num_shardz (did you mean osd_op_num_shards?)" in said

@@ -1,7 +1,7 @@
-"""The restore's decisions, without a cluster: from what it observed (the recorded original
-spec, its marks, the CephCluster, Rook's OSD pods, the clock) to the actions it takes, in
-the order that keeps the cluster safe. rook.restore_cluster carries them out against the
-real API (tests/k8s, tests/kind)."""
+"""The restore's decisions, without a cluster: from what it observed (the run's undo
+record, its marks, the CephCluster, Rook's OSD pods, the clock) to the actions it takes,
+in the order that keeps the cluster safe. restore.restore_cluster carries them out against
+the real API (tests/k8s, tests/kind)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from crimsonbench.controller.observed import OsdPod
 from crimsonbench.controller.restore_steps import (
-    ORIGINAL_DIGEST,
     PATCHED_BY,
+    UNDO_DIGEST,
     CleanConfig,
     Condition,
     Mark,
@@ -21,13 +21,13 @@ from crimsonbench.controller.restore_steps import (
     Release,
     RestartOsds,
     RestoreView,
-    digest,
     foreign_patch,
     next_actions,
-    trusted_original,
+    trusted_changes,
 )
 from crimsonbench.errors import NotReady
 from crimsonbench.manifests.cephcluster import apply_merge_patch
+from crimsonbench.manifests.cephcluster_undo import Change, changes_digest, spec_changes
 from crimsonbench.spec.status import OsdsRestarted, RestoreMarks
 
 NOW = 1_800_000_000.0
@@ -44,6 +44,7 @@ PATCHED: dict[str, Any] = {
     },  # fmt: skip
     "cephConfig": {**ORIGINAL["cephConfig"], "osd.0": {"crimson_seastar_cpu_cores": "0-1"}},
 }
+CHANGES = tuple(spec_changes(ORIGINAL, PATCHED))  # the run's undo record of its patch
 
 
 def osd(osd_id: int, uid: str, cpu: str = "4", mem: str = "8Gi", **kw: Any) -> OsdPod:
@@ -55,7 +56,7 @@ ROLLED_BACK = (osd(0, "a"), osd(1, "b"))
 
 
 def view(**kw: Any) -> RestoreView:
-    base: dict[str, Any] = dict(original=ORIGINAL, cluster_spec=ORIGINAL, marks=RestoreMarks(),
+    base: dict[str, Any] = dict(changes=CHANGES, cluster_spec=ORIGINAL, marks=RestoreMarks(),
                                 placement=[0], pods=ROLLED_BACK, now=NOW, timeout_s=600,
                                 crimson=False)  # fmt: skip
     return RestoreView(**{**base, **kw})
@@ -145,7 +146,7 @@ def test_crimson_osds_restart_after_config_rm_then_the_restore_is_over() -> None
 
 
 def test_nothing_is_done_twice_or_without_a_record() -> None:
-    assert next_actions(view(original=None)) == []  # never patched
+    assert next_actions(view(changes=None)) == []  # never patched
     # the CephCluster was deleted, or the restore is over: only the saved copy goes
     assert next_actions(view(cluster_spec=None)) == [Release()]
     over = RestoreMarks(over="done")
@@ -189,47 +190,54 @@ def test_a_restarted_operator_resumes_from_the_marks_alone() -> None:
 
 HOLDER = "bench/run1/uid-1"
 WHERE = "CephCluster rook-ceph/rook-ceph"
-SAVED = json.dumps(ORIGINAL)
-OURS = {PATCHED_BY: HOLDER, ORIGINAL_DIGEST: digest(SAVED)}
+DIGEST = changes_digest(CHANGES)
+OURS = {PATCHED_BY: HOLDER, UNDO_DIGEST: DIGEST}
 
 
-def test_the_saved_original_is_taken_only_when_it_matches_the_digest_on_the_cluster() -> None:
-    assert trusted_original(SAVED, OURS, HOLDER, WHERE) == ORIGINAL
-    # the run's patch is not on the cluster: nothing of it to restore, whatever is saved
-    assert trusted_original(SAVED, {}, HOLDER, WHERE) is None
-    assert trusted_original(None, {}, HOLDER, WHERE) is None
-    assert trusted_original(SAVED, {**OURS, PATCHED_BY: "bench/run0/uid-0"}, HOLDER, WHERE) is None
-    # a copy changed after it was saved (one byte), replaced by valid JSON, or gone
-    evil = json.dumps({**ORIGINAL, "cephVersion": {"image": "evil.example/ceph:latest"},
-                       "dataDirHostPath": "/etc", "cleanupPolicy": {"confirmation":
-                       "yes-really-destroy-data"}})  # fmt: skip
-    for tampered in (SAVED.replace("v18", "v19"), evil, SAVED + " "):
-        refused = trusted_original(tampered, OURS, HOLDER, WHERE)
-        assert isinstance(refused, Refuse) and refused.reason == "OriginalMismatch"
-        assert "does not match the sha256 recorded on the CephCluster" in refused.message
-        assert f"remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST}" in refused.message
-        assert "nothing was applied" in refused.message
-    gone = trusted_original(None, OURS, HOLDER, WHERE)
-    assert isinstance(gone, Refuse) and gone.reason == "OriginalMissing"
-    # the digest itself removed or changed on the cluster: the copy no longer matches it
-    for marks in ({PATCHED_BY: HOLDER}, {**OURS, ORIGINAL_DIGEST: digest(evil)}):
-        assert isinstance(trusted_original(SAVED, marks, HOLDER, WHERE), Refuse)
-    # matching, but not a JSON object: refused too
-    assert isinstance(trusted_original("[]", {**OURS, ORIGINAL_DIGEST: digest("[]")}, HOLDER,
-                                       WHERE), Refuse)  # fmt: skip
+def test_the_record_is_taken_only_when_it_matches_the_digest_on_the_cluster() -> None:
+    assert trusted_changes(CHANGES, DIGEST, OURS, HOLDER, WHERE) == CHANGES
+    # the run's patch is not on the cluster: nothing of it to restore, whatever is recorded
+    assert trusted_changes(CHANGES, DIGEST, {}, HOLDER, WHERE) is None
+    other = {**OURS, PATCHED_BY: "bench/run0/uid-0"}
+    assert trusted_changes(CHANGES, DIGEST, other, HOLDER, WHERE) is None
+    # a record changed since the patch (one value, a path added, or its digest redone)
+    evil = Change(("cephVersion", "image"), None, '"evil.example/ceph:latest"', 0)
+    for tampered in (
+        (CHANGES[0].__class__(CHANGES[0].path, '"9"', CHANGES[0].after, 0), *CHANGES[1:]),
+        (*CHANGES, evil),
+    ):
+        for recorded in (DIGEST, changes_digest(tampered)):
+            refused = trusted_changes(tampered, recorded, OURS, HOLDER, WHERE)
+            assert isinstance(refused, Refuse) and refused.reason == "UndoRecordMismatch"
+            assert f"remove the annotations {PATCHED_BY} and {UNDO_DIGEST}" in refused.message
+            assert "nothing was applied" in refused.message
+    # the digest itself removed or changed on the cluster
+    for marks in ({PATCHED_BY: HOLDER}, {**OURS, UNDO_DIGEST: "0" * 64}):
+        assert isinstance(trusted_changes(CHANGES, DIGEST, marks, HOLDER, WHERE), Refuse)
 
 
-def test_the_restore_writes_only_the_keys_a_run_changes() -> None:
-    """Even a saved copy that matches cannot reach the image, dataDirHostPath or the
-    cleanup policy: the restore patches cephConfig and resources, nothing else."""
-    other = {**ORIGINAL, "cephVersion": {"image": "evil.example/ceph:latest"},
-             "dataDirHostPath": "/etc", "cleanupPolicy": {"confirmation":
-             "yes-really-destroy-data"}}  # fmt: skip
+def test_the_restore_writes_only_the_values_the_run_set() -> None:
+    """Whatever else is in the spec, the restore writes back the run's values alone."""
     rolling = (osd(0, "a", cpu="2", mem="4Gi"), osd(1, "b", cpu="2", mem="4Gi"))
-    (patch, *_) = next_actions(view(original=other, cluster_spec=PATCHED, pods=rolling))
+    (patch, *_) = next_actions(view(cluster_spec=PATCHED, pods=rolling))
     assert isinstance(patch, PatchSpec) and set(patch.patch) == {"cephConfig", "resources"}
-    restored = apply_merge_patch(PATCHED, patch.patch)
-    assert restored == ORIGINAL  # the run's keys back; nothing else written
+    assert apply_merge_patch(PATCHED, patch.patch) == ORIGINAL
+
+
+def test_an_admin_edit_during_the_run_is_kept_and_named() -> None:
+    """issue 36 #6: an admin's `kubectl edit` mid-run, of a value the run set and of one it
+    never touched, both stay as the admin left them; the rest of the run's values go back."""
+    edited = json.loads(json.dumps(PATCHED))
+    edited["resources"]["osd"]["limits"]["memory"] = "6Gi"  # the run set 4Gi: now the admin's
+    edited["cephConfig"]["global"]["osd_pool_default_size"] = "2"  # never the run's
+    rolling = (osd(0, "a", cpu="2", mem="6Gi"), osd(1, "b", cpu="2", mem="6Gi"))
+    actions = next_actions(view(cluster_spec=edited, pods=rolling))
+    (patch,) = [a for a in actions if isinstance(a, PatchSpec)]
+    restored = apply_merge_patch(edited, patch.patch)
+    assert restored["resources"]["osd"] == {"limits": {"cpu": "4", "memory": "6Gi"}}
+    assert restored["cephConfig"] == {"global": {"osd_pool_default_size": "2"}}
+    kept = [a for a in actions if isinstance(a, Condition) and a.reason == "EditsKept"]
+    assert kept and "resources.osd.limits.memory" in kept[0].message
 
 
 def test_a_cluster_another_run_left_patched_is_not_an_original() -> None:
@@ -237,4 +245,44 @@ def test_a_cluster_another_run_left_patched_is_not_an_original() -> None:
     assert foreign_patch(OURS, HOLDER, WHERE) is None  # our own (a resumed tick)
     why = foreign_patch({**OURS, PATCHED_BY: "other/run0/uid-0"}, HOLDER, WHERE)
     assert why is not None and "carries the patch of BenchmarkRun other/run0" in why
-    assert f"remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST}" in why
+    assert f"remove the annotations {PATCHED_BY} and {UNDO_DIGEST}" in why
+
+
+def _patched(original: dict[str, Any]) -> dict[str, Any]:
+    """What a run's patch makes of it: every OSD resources key on the run's limits."""
+    run = {"limits": {"cpu": "2", "memory": "4Gi"}, "requests": {"cpu": "2", "memory": "4Gi"}}
+    return {**original, "resources": dict.fromkeys(original["resources"], run)}
+
+
+def test_the_rollback_knows_osds_sized_by_their_device_class() -> None:
+    """Rook (>= 1.19) sizes an OSD of class ssd by resources.osd-ssd when the spec has it.
+    The rollback read only resources.osd and waited the whole timeout (30 min) for limits
+    no OSD would ever get again; each pod is now matched by its device class."""
+    original = {**ORIGINAL, "resources": {
+        "osd": {"limits": {"cpu": "4", "memory": "8Gi"}},
+        "osd-ssd": {"limits": {"cpu": "6", "memory": "12Gi"}},
+    }}  # fmt: skip
+    undo = tuple(spec_changes(original, _patched(original)))
+    started = RestoreMarks(started=NOW - 42)
+    pods = (osd(0, "a", cpu="6", mem="12Gi", device_class="ssd"), osd(1, "b"))
+    done = next_actions(view(changes=undo, cluster_spec=original, marks=started, pods=pods))
+    assert done[-1] == CleanConfig(), done
+    assert "2 OSDs Ready with limits cpu=6 memory=12Gi; cpu=4 memory=8Gi" in str(done[0])
+    # an ssd OSD still on the run's limits is waited for
+    late = (osd(0, "a", cpu="2", mem="4Gi", device_class="ssd"), osd(1, "b"))
+    waiting = next_actions(view(changes=undo, cluster_spec=original, marks=started,
+                                pods=late))  # fmt: skip
+    assert isinstance(waiting[-1], NotReady) and "osd.0 still has limits cpu=2" in str(waiting[-1])
+
+
+def test_a_pod_without_a_device_class_label_may_run_any_class_of_the_original() -> None:
+    """Only osd-hdd in the spec (no resources.osd): Rook gives that class's limits to its
+    OSDs; a pod whose label is missing is accepted with them, or with none (older Rook)."""
+    original = {**ORIGINAL, "resources": {"osd-hdd": {"limits": {"cpu": "3", "memory": "6Gi"}}}}
+    undo = tuple(spec_changes(original, _patched(original)))
+    started = RestoreMarks(started=NOW - 5)
+    for cpu, mem in (("3", "6Gi"), (None, None)):
+        pods = (osd(0, "a", cpu=cpu, mem=mem),)
+        done = next_actions(view(changes=undo, cluster_spec=original, marks=started,
+                                 pods=pods))  # fmt: skip
+        assert done[-1] == CleanConfig(), done

@@ -9,8 +9,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from crimsonbench.controller import stuck
-from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
-from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, RestoreMarks
+from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
+from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, MonChange, RestoreMarks, SpecChange
 
 
 def api_error(status: int, reason: str, message: str) -> ApiException:
@@ -60,12 +60,20 @@ def test_a_restore_is_over_its_bound_only_past_it() -> None:
     assert stuck.restore_overdue(since=100.0, now=7300.5, bound_s=7200)
 
 
+CHANGES = [
+    SpecChange(path=["cephConfig", "osd.0", "crimson_seastar_cpu_cores"], after='"0-27"'),
+    SpecChange(path=["resources", "osd"], before='{"limits": {"cpu": "2"}}',
+               after='{"limits": {"cpu": "28"}}'),
+]  # fmt: skip
+MON = [MonChange(who="osd.0", key="crimson_seastar_cpu_cores", value="0-27"),
+       MonChange(who="osd", key="osd_op_num_shards", value="8", before="4")]  # fmt: skip
+
+
 def leftovers(**changes: object) -> stuck.Leftovers:
     base: dict[str, object] = dict(
-        where="CephCluster rook-ceph/rook-ceph", patched=True, marks=RestoreMarks(),
-        saved_original="ConfigMap crimsonbench/crimsonbench-original-u (key k)",
-        run_options=["ceph config rm osd.0 crimson_seastar_cpu_cores"],
-        images="rbd/{img0,img1}", rook_objects=["cephblockpools/p", "cephclients/u"],
+        where="CephCluster rook-ceph/rook-ceph", spec_changes=CHANGES, mon_changes=MON,
+        marks=RestoreMarks(), images="rbd/{img0,img1}",
+        rook_objects=["cephblockpools/p", "cephclients/u"],
         jobs="delete the run's Jobs: kubectl ...",
     )  # fmt: skip
     base.update(changes)
@@ -74,25 +82,35 @@ def leftovers(**changes: object) -> stuck.Leftovers:
 
 def test_a_restore_stopped_early_leaves_everything_named_in_order() -> None:
     todo = stuck.left_by_hand(leftovers())
-    assert [t.split(" ")[0] for t in todo] == ["remove", "see", "put", "then", "remove", "delete"]
+    assert [t.split(" ")[0] for t in todo] == ["remove", "see", "where", "then", "remove", "delete"]
     assert "rbd/{img0,img1}" in todo[0] and "cephclients/u" in todo[1]
-    assert "crimsonbench-original-u" in todo[2] and "rolled every OSD back" in todo[2]
-    assert "ceph config rm osd.0 crimson_seastar_cpu_cores" in todo[3]
-    assert PATCHED_BY in todo[4] and ORIGINAL_DIGEST in todo[4]
+    assert "spec.cephConfig.osd.0.crimson_seastar_cpu_cores removed" in todo[2]
+    assert 'spec.resources.osd = {"limits": {"cpu": "2"}}' in todo[2]
+    assert "rolled every OSD back" in todo[2]
+    assert todo[3] == ("then in the mon database: ceph config rm osd.0 crimson_seastar_cpu_cores; "
+                       "ceph config set osd osd_op_num_shards 4")  # fmt: skip
+    assert PATCHED_BY in todo[4] and UNDO_DIGEST in todo[4]
     message = stuck.restore_gave_up(7300, 7200, "removing 2 RBD images (Job x running)", todo)
     assert message.startswith("the restore did not finish in restoreTimeoutSeconds (7200 s; "
                               "7300 s since it began)")  # fmt: skip
     assert "stopped at: removing 2 RBD images" in message and "(6) delete" in message
 
 
+def test_many_changes_are_counted_not_all_named() -> None:
+    many = [SpecChange(path=["cephConfig", f"osd.{i}", "k"], after='"v"') for i in range(30)]
+    (put, *_) = [t for t in stuck.left_by_hand(leftovers(spec_changes=many)) if "put back" in t]
+    assert "spec.cephConfig.osd.19.k removed" in put and "osd.20" not in put
+    assert "and 10 more (the run's status.record.undo)" in put
+
+
 @pytest.mark.parametrize(
     ("marks", "expect"),
     [
-        # the spec is back and `config rm` failed: its commands, then the marks
+        # the spec is back and the mon database's restore failed: its commands, the marks
         (RestoreMarks(started=1.0, config_cleaned="failed: ceph config rm osd.0 k"),
-         ["remove the run's options from the mon database: ceph config rm osd.0 k",
+         ["in the mon database: ceph config rm osd.0 k",
           f"remove the annotations {PATCHED_BY}"]),
-        # `config rm` done, crimson OSDs not restarted yet: only the marks
+        # the mon database done, crimson OSDs not restarted yet: only the marks
         (RestoreMarks(started=1.0, config_cleaned="done"),
          [f"remove the annotations {PATCHED_BY}"]),
         # over: nothing on the cluster
@@ -110,7 +128,7 @@ def test_what_is_left_follows_how_far_the_restore_got(
 
 
 def test_a_run_that_never_patched_leaves_only_its_jobs() -> None:
-    todo = stuck.left_by_hand(leftovers(patched=False, images="", rook_objects=[]))
+    todo = stuck.left_by_hand(leftovers(spec_changes=[], images="", rook_objects=[]))
     assert todo == ["delete the run's Jobs: kubectl ..."]
 
 

@@ -29,14 +29,15 @@ POLICY = TargetPolicy(
 
 
 def spec(target: dict[str, Any]) -> Any:
-    return validate_spec({"target": target, "osd": {"count": 1}, "client": {"node": "n"}})
+    return validate_spec({"target": target, "osd": {"count": 1},
+                          "client": {"node": "n", "pool": "bench"}})  # fmt: skip
 
 
 def rook(namespace: str = "rook-ceph", name: str = "rook-ceph") -> Any:
     return spec({"rook": {"clusterName": name, "namespace": namespace}})
 
 
-EXTERNAL = {"external": {"monHost": "10.0.0.1", "keyringSecret": {"name": "k"}}}
+EXTERNAL = {"external": {"user": "admin", "monHost": "10.0.0.1", "keyringSecret": {"name": "k"}}}
 
 
 @pytest.mark.parametrize(

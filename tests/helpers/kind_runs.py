@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from harness.kind_bench import RUN_NS, BenchStack
 from polling import poll_until
 
+from crimsonbench.manifests.naming import child_name
 from crimsonbench.manifests.results import read_stored, results_selector
 from crimsonbench.results.types import StepResult
 
@@ -18,6 +19,13 @@ from crimsonbench.results.types import StepResult
 def run_status(s: BenchStack, run: str) -> dict[str, Any]:
     got = s.kind.kubectl_json("-n", RUN_NS, "get", "benchmarkrun", run)
     return dict(got.get("status") or {})
+
+
+def run_child(s: BenchStack, run: str) -> str:
+    """What the operator names the live run's Jobs, pool and cephx user after
+    (manifests.naming.child_name: its name and its uid's tag)."""
+    got = s.kind.kubectl_json("-n", RUN_NS, "get", "benchmarkrun", run)
+    return child_name(run, got["metadata"]["uid"])
 
 
 class CompletedRun(NamedTuple):

@@ -23,6 +23,7 @@ from harness.waiting import pod_ready
 from kubernetes import watch
 from polling import poll_until
 
+from crimsonbench.manifests.naming import child_name, label_value, owner_tag
 from crimsonbench.manifests.rbac import ALL_RULES
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
 
@@ -54,11 +55,33 @@ class RunBench:
         self.core: Any = kubernetes.client.CoreV1Api(self.api)
         self.batch: Any = kubernetes.client.BatchV1Api(self.api)
         self.custom: Any = kubernetes.client.CustomObjectsApi(self.api)
+        self.net: Any = kubernetes.client.NetworkingV1Api(self.api)
+        self.uids: dict[str, str] = {}  # run name -> its uid, from its creation
 
     # ------------------------------------------------------------------ runs
 
     def create(self, body: dict[str, Any]) -> None:
-        self.custom.create_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, body)
+        made = self.custom.create_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, body)
+        self.uids[body["metadata"]["name"]] = made["metadata"]["uid"]
+
+    def uid(self, name: str) -> str | None:
+        """The run's uid (kept from its creation: it outlives the run's deletion)."""
+        if name not in self.uids and (run := self.run(name)) is not None:
+            self.uids[name] = run["metadata"]["uid"]
+        return self.uids.get(name)
+
+    def child(self, name: str) -> str:
+        """What the operator names the run's Jobs, pool, cephx user and images after, and
+        the run label they carry (manifests.naming.child_name)."""
+        uid = self.uid(name)
+        assert uid, f"run {name} was never seen: no uid to name its children"
+        return child_name(name, uid)
+
+    def pool_of(self, name: str, pool: str) -> str:
+        """The Ceph pool a Rook run creates for spec.client.pool (plan.build.pool_name)."""
+        uid = self.uid(name)
+        assert uid, name
+        return f"{pool}-{owner_tag(uid)}"
 
     def delete(self, name: str) -> None:
         self.custom.delete_namespaced_custom_object(GROUP, VERSION, RUN_NS, PLURAL, name)
@@ -157,15 +180,25 @@ class RunBench:
         creatable = {res for r in ALL_RULES if "create" in r.verbs for res in r.resources
                      if "/" not in res}  # fmt: skip
         unchecked = creatable - {"jobs", "configmaps", "pods", "leases", "events",
-                                 "cephclients", "cephblockpools"}  # fmt: skip
+                                 "cephclients", "cephblockpools", "networkpolicies"}  # fmt: skip
         assert not unchecked, f"the operator may create {unchecked}: check them here too"
-        sel = f"{LABEL_RUN}={name}"
+        # what it makes beside Rook carries the child name; its records beside the run, the
+        # run's name (that namespace is the run's own)
+        sel = f"{LABEL_RUN}={label_value(self.child(name))}"
         found: dict[str, list[str]] = {}
+        records = self.core.list_namespaced_config_map(
+            RUN_NS, label_selector=f"{LABEL_RUN}={label_value(name)}").items  # fmt: skip
+        if records:
+            found[f"records/{RUN_NS}"] = [o.metadata.name for o in records]
         for ns in (RUN_NS, ROOK_NS, OPERATOR_NS):
             for kind, items in (
                 ("jobs", self.batch.list_namespaced_job(ns, label_selector=sel).items),
                 ("pods", self.core.list_namespaced_pod(ns, label_selector=sel).items),
                 ("configmaps", self.core.list_namespaced_config_map(ns, label_selector=sel).items),
+                (
+                    "networkpolicies",
+                    self.net.list_namespaced_network_policy(ns, label_selector=sel).items,
+                ),
             ):
                 found[f"{kind}/{ns}"] = [o.metadata.name for o in items]
         for plural in ("cephblockpools", "cephclients"):
@@ -173,7 +206,8 @@ class RunBench:
                 "ceph.rook.io", "v1", ROOK_NS, plural, label_selector=sel)["items"]  # fmt: skip
             found[plural] = [o["metadata"]["name"] for o in items]
         coordination: Any = kubernetes.client.CoordinationV1Api(self.api)
-        leases = coordination.list_namespaced_lease(OPERATOR_NS).items
+        leases = [le for ns in (OPERATOR_NS, ROOK_NS)
+                  for le in coordination.list_namespaced_lease(ns).items]  # fmt: skip
         found["leases"] = [le.metadata.name for le in leases
                            if le.metadata.name.startswith("crimsonbench-")]  # fmt: skip
         return {k: sorted(v) for k, v in found.items() if v}
@@ -194,13 +228,14 @@ class RunBench:
         assert not leftover, f"run options left in the mon database: {leftover}"
         assert now == before["config"], sorted(set(now) ^ set(before["config"]))
         assert self.pools() == before["pools"], (self.pools(), before["pools"])
-        assert pool not in before["pools"]
+        assert self.pool_of(name, pool) not in before["pools"]
         users = [e["entity"] for e in self.rook.ceph_json("auth", "ls")["auth_dump"]]
-        assert f"client.{name}-fio" not in users, users
-        records = (f"{name}-run", f"{name}-original-cephcluster")
-        kept = sorted(c for c in self.run_objects(name).get(f"configmaps/{RUN_NS}", [])
-                      if c.startswith(f"{name}-results-") or c in records)  # fmt: skip
-        assert self.run_objects(name) == ({f"configmaps/{RUN_NS}": kept} if kept else {})
+        assert f"client.{self.child(name)}-fio" not in users, users
+        left = self.run_objects(name)
+        kept = left.pop(f"records/{RUN_NS}", [])  # the records and results, while it exists
+        assert all(c == f"{name}-run" or c.startswith((f"{name}-results-", f"{name}-step-"))
+                   for c in kept), kept  # fmt: skip
+        assert left == {}, left
 
 
 class PodWatch:
@@ -230,7 +265,11 @@ class PodWatch:
             t.join(timeout=15)
 
     def _watch(self) -> None:
-        sel = f"{LABEL_RUN}={self.run}"
+        while not self._stop.is_set() and self.bench.uid(self.run) is None:
+            time.sleep(0.2)  # the run's pods carry its child name: known once it exists
+        if self._stop.is_set():
+            return
+        sel = f"{LABEL_RUN}={label_value(self.bench.child(self.run))}"
         while not self._stop.is_set():
             try:
                 for ev in watch.Watch().stream(self.bench.core.list_namespaced_pod, ROOK_NS,

@@ -20,7 +20,7 @@ from kubernetes.client.rest import ApiException
 
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.spec import models
-from crimsonbench.spec.crd import GROUP, PLURAL, VERSION
+from crimsonbench.spec.crd import GROUP, PLURAL, VERSION, frozen_spec_rule
 from crimsonbench.spec.models import DEFAULT_IODEPTHS, FIO_OPTION_ALLOWLIST, PRESETS, validate_spec
 from crimsonbench.spec.rules import Rule
 
@@ -101,8 +101,13 @@ def compact(node: Any) -> Any:
 
 
 def python_view(data: dict[str, Any]) -> Any:
-    """The spec as the Python models complete it: what the API server should store too."""
-    return compact(validate_spec(data).model_dump(by_alias=True, exclude_none=True, mode="json"))
+    """The spec as the Python models complete it: what the API server should store too,
+    but client.pool, which the CRD leaves unset (no default pool for an external cluster;
+    Python's `rbd` is for local runs only)."""
+    out = validate_spec(data).model_dump(by_alias=True, exclude_none=True, mode="json")
+    if "pool" not in (data.get("client") or {}):
+        del out["client"]["pool"]
+    return compact(out)
 
 
 # ------------------------------------------------------------------ (a) the CRD
@@ -124,7 +129,8 @@ def test_crd_is_accepted_structural_and_established(
         for node in _walk(stored["spec"]["versions"][0]["schema"])
         for r in node.get("x-kubernetes-validations", [])
     }
-    assert rules == {(r.cel, r.message) for r in ALL_RULES}
+    frozen = frozen_spec_rule()
+    assert rules == {(r.cel, r.message) for r in ALL_RULES} | {(frozen["rule"], frozen["message"])}
 
 
 def test_rook_crds_are_established(admin: kubernetes.client.ApiClient) -> None:
@@ -209,7 +215,8 @@ def test_examples_are_accepted_with_defaults(
     stored = create(crs, namespace, doc)["spec"]
     assert stored == python_view(doc["spec"])
     assert stored["sweep"]["repeats"] == 1
-    assert stored["client"]["pool"] == "rbd"
+    # no pool in the CRD's defaults (an external cluster's must be named); a local run's is rbd
+    assert "pool" not in stored["client"] and validate_spec(stored).client.pool == "rbd"
 
 
 @pytest.mark.parametrize("path", KIND_EXAMPLES, ids=[p.stem for p in KIND_EXAMPLES])
@@ -225,8 +232,10 @@ def test_kind_examples_are_accepted(
 
 GOOD = {
     "external-secret": {
-        "target": {"external": {"monHost": "10.0.0.1", "keyringSecret": {"name": "ceph"}}},
-        "client": {"node": "n1"},
+        "target": {
+            "external": {"user": "admin", "monHost": "10.0.0.1", "keyringSecret": {"name": "ceph"}}
+        },
+        "client": {"node": "n1", "pool": "bench"},
     },
     "rook-many-clients": {
         "target": {"rook": {"clusterName": "c", "osdNodes": ["s1", "s2"], "osdIds": [0, 3]}},
@@ -307,7 +316,7 @@ T, E, OSD, C, S, W, R = (
     models.WORKLOAD_RULES,
     models.RUN_RULES,
 )
-LOCAL_NO_NODES, NEEDS_NODES, UNIQUE_WORKLOADS = R
+LOCAL_NO_NODES, NEEDS_NODES, EXTERNAL_POOL, UNIQUE_WORKLOADS = R
 ROOK = {"rook": {"clusterName": "c"}}
 RANGE_GE = "greater than or equal to"
 RANGE_LE = "less than or equal to"
@@ -327,7 +336,7 @@ BAD = [
             "target": {
                 "local": {},
                 "rook": {"clusterName": "c"},
-                "external": {"monHost": "m", "keyringFile": "/k"},
+                "external": {"user": "admin", "monHost": "m", "keyringFile": "/k"},
             }
         },
         "spec.target",
@@ -336,7 +345,7 @@ BAD = [
     # --- EXTERNAL_RULES: a keyring
     Bad(
         "external-no-keyring",
-        {"target": {"external": {"monHost": "v2:10.0.0.1:3300"}}},
+        {"target": {"external": {"user": "admin", "monHost": "v2:10.0.0.1:3300"}}},
         "spec.target.external.keyringSecret",
         rule=E[0],
     ),
@@ -457,9 +466,22 @@ BAD = [
     Bad("rook-without-client-nodes", {"target": ROOK}, "spec.client.nodes", rule=NEEDS_NODES),
     Bad(
         "external-with-empty-node-list",
-        {"target": {"external": {"monHost": "m", "keyringFile": "/k"}}, "client": {"nodes": []}},
+        {
+            "target": {"external": {"user": "admin", "monHost": "m", "keyringFile": "/k"}},
+            "client": {"nodes": [], "pool": "bench"},
+        },
         "spec.client.nodes",
         rule=NEEDS_NODES,
+    ),
+    # issue 36 #3: no default pool on an existing cluster (its `rbd` is someone's data)
+    Bad(
+        "external-without-a-pool",
+        {
+            "target": {"external": {"user": "bench", "monHost": "m", "keyringFile": "/k"}},
+            "client": {"node": "n"},
+        },
+        "spec.client.pool",
+        rule=EXTERNAL_POOL,
     ),
     # --- SWEEP_RULES
     Bad(
@@ -733,7 +755,7 @@ BAD = [
     ),
     Bad(
         "empty-secret-name",
-        {"target": {"external": {"monHost": "m", "keyringSecret": {"name": ""}}}},
+        {"target": {"external": {"user": "admin", "monHost": "m", "keyringSecret": {"name": ""}}}},
         "spec.target.external.keyringSecret.name",
         "should be at least 1 chars long",
         py_text="at least 1 character",
@@ -836,6 +858,43 @@ def test_python_only_checks_pass_admission(
         validate_spec(data)
     assert py.value.field == field
     assert words in py.value.message
+
+
+def test_the_spec_is_frozen_by_the_api_server_once_the_run_is_planned(
+    crs: kubernetes.client.CustomObjectsApi, namespace: str
+) -> None:
+    """issue 36 #1/#2: once the operator recorded the planned spec, the API server refuses
+    an edit that changes what a step measures (the target, the OSDs, the clients, runtime,
+    a workload's definition); more iodepths, repeats or workloads are still taken. Before
+    planning, any edit is taken. The operator refuses the same edits itself
+    (plan.meaning.effective_spec), for a server without this rule."""
+    body = spec(client={"images": 2}, sweep={"iodepths": [1], "runtimeSeconds": 5},
+                workloads=[{"preset": "randread4k"}])  # fmt: skip
+    name = "frozen"
+    create(crs, namespace, manifest(name, body))
+
+    def edit(**change: Any) -> None:
+        crs.patch_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
+                                           {"spec": change})  # fmt: skip
+
+    edit(client={"images": 3})  # not planned yet: taken
+    planned = json.dumps(validate_spec({**body, "client": {"images": 3}}).model_dump(
+        mode="json", by_alias=True), sort_keys=True)  # fmt: skip
+    crs.patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, PLURAL, name,
+        {"status": {"stage": "patch", "record": {"plannedSpec": planned}}})  # fmt: skip
+    for change in ({"client": {"images": 4}}, {"sweep": {"runtimeSeconds": 30}},
+                   {"target": {"local": {"cephBinDir": "/opt/ceph/bin"}}},
+                   {"workloads": [{"preset": "randwrite4k"}]}, {"keepImages": True}):  # fmt: skip
+        with pytest.raises(ApiException) as err:
+            edit(**change)
+        assert err.value.status == 422, change
+        assert "the spec is frozen once the run is planned" in status_of(err.value)["message"]
+    edit(sweep={"iodepths": [1, 4, 16], "repeats": 2})  # the sweep's axes: taken
+    edit(workloads=[{"preset": "randread4k"}, {"preset": "seqread64k"}])  # one more: taken
+    got = as_dict(crs.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name))
+    assert got["spec"]["sweep"]["iodepths"] == [1, 4, 16]
+    assert got["spec"]["client"]["images"] == 3 and got["spec"]["sweep"]["runtimeSeconds"] == 5
 
 
 # ------------------------------------------------------------------ the harness itself

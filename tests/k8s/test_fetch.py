@@ -29,9 +29,11 @@ pytestmark = pytest.mark.k8s
 FIO = Path(__file__).resolve().parents[1] / "fixtures" / "fio" / "rbd"
 NS = "fetch"
 SPEC = {
-    "target": {"external": {"monHost": "127.0.0.1:6789", "keyringSecret": {"name": "k"}}},
+    "target": {
+        "external": {"user": "admin", "monHost": "127.0.0.1:6789", "keyringSecret": {"name": "k"}}
+    },
     "osd": {"flavor": "classic", "objectStore": "memstore", "count": 1},
-    "client": {"node": "n1", "cpuSet": "1", "images": 2, "imageSize": "256Mi"},
+    "client": {"node": "n1", "cpuSet": "1", "pool": "bench", "images": 2, "imageSize": "256Mi"},
     "workloads": [{"preset": "randread4k"}, {"preset": "randwrite4k"}],
     "sweep": {"iodepths": [1], "runtimeSeconds": 10},
 }

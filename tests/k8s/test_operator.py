@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -30,6 +31,8 @@ from harness.builds import ensure_helm, environmental
 from kopf.testing import KopfRunner
 from kubernetes.client.exceptions import ApiException
 
+from crimsonbench.manifests.naming import OWNER_LEN, child_name
+
 pytestmark = pytest.mark.k8s
 ROOT = Path(__file__).resolve().parents[2]
 G, V = "bench.crimson.ceph.io", "v1alpha1"
@@ -45,7 +48,10 @@ TARGETS = {"rook": [{"cephCluster": f"{ROOK_NS}/rook-ceph", "allowedNamespaces":
 
 def chart_rbac(namespace: str = OP_NS, targets: dict[str, Any] = TARGETS) -> list[dict[str, Any]]:
     """The chart's ServiceAccount and RBAC for `targets`, as `helm template` renders them
-    (release crimsonbench: the ServiceAccount is crimsonbench-operator)."""
+    (release crimsonbench: the ServiceAccount is crimsonbench-operator), with the admission
+    policies on that ServiceAccount (templates/reachpolicy.yaml): the operator here runs
+    under both. Not the targets' policy on BenchmarkRuns: these tests create runs it would
+    refuse, to see the operator refuse them too."""
     try:
         helm = ensure_helm()
     except RuntimeError as exc:
@@ -59,7 +65,8 @@ def chart_rbac(namespace: str = OP_NS, targets: dict[str, Any] = TARGETS) -> lis
         capture_output=True, text=True, check=True, timeout=120,
     ).stdout  # fmt: skip
     kinds = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-    return [d for d in yaml.safe_load_all(out) if d and d["kind"] in kinds]
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    return [d for d in docs if d["kind"] in kinds or "-reach-" in d["metadata"]["name"]]
 
 
 def _free_port() -> int:
@@ -241,18 +248,18 @@ def status_of(api: Any, name: str, namespace: str = RUN_NS) -> dict[str, Any]:
 
 def ctx_of(
     name: str, spec: Any, api: Any, settings: Any, status: dict[str, Any] | None = None,
-    uid: str = "uid-1", annotations: dict[str, str] | None = None,
+    uid: str = "uid-1",
 ) -> Any:  # fmt: skip
-    """A tick's context, as the operator makes it from the run's status and annotations."""
+    """A tick's context, as the operator makes it from the run's status."""
     import logging
 
     from crimsonbench.controller.kube import Kube
     from crimsonbench.controller.record import RunRecord
     from crimsonbench.controller.run_context import RunContext
 
-    record = RunRecord.load(status or {}, annotations)
-    return RunContext(name, RUN_NS, uid, spec, record, Kube(api), settings,
-                      logging.getLogger("t"))  # fmt: skip
+    record = RunRecord.load(status or {})
+    return RunContext(name, RUN_NS, uid, record, Kube(api), settings, logging.getLogger("t"),
+                      spec=spec)  # fmt: skip
 
 
 def carried(status: dict[str, Any], ctx: Any) -> dict[str, Any]:
@@ -262,25 +269,85 @@ def carried(status: dict[str, Any], ctx: Any) -> dict[str, Any]:
     return apply_merge_patch(status, ctx.record.status_patch())
 
 
-def xeon_plan(name: str, spec: Any) -> Any:
-    """The run's plan on one node of the captured 2-socket Xeon 8276M (112 CPUs)."""
+def xeon_plan(name: str, spec: Any, uid: str | None = None) -> Any:
+    """The run's plan on one node of the captured 2-socket Xeon 8276M (112 CPUs); with the
+    run's uid, as the operator makes it (its children named from it)."""
+    from crimsonbench.manifests.naming import owner_tag
     from crimsonbench.plan.build import build_plan
     from crimsonbench.plan.hosts import ClusterLayout
     from crimsonbench.plan.topology import parse_lscpu_json
 
     topo = parse_lscpu_json((ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text())
     layout = ClusterLayout({NODE: topo}, {0: NODE}, (NODE,))
-    return build_plan(name, spec, layout, option_family="legacy")
+    if uid is None:
+        return build_plan(name, spec, layout, option_family="legacy")
+    return build_plan(child_name(name, uid), spec, layout, option_family="legacy",
+                      owner=owner_tag(uid))  # fmt: skip
+
+
+def undo_of(plan: Any, **fields: Any) -> dict[str, Any]:
+    """The undo record the operator keeps for a run on ROOK_NS/rook-ceph (status.record.undo)
+    once it planned: where it acts, what it creates."""
+    from crimsonbench.spec.status import UndoRecord
+
+    undo = UndoRecord(
+        target="rook", where=f"CephCluster {ROOK_NS}/rook-ceph", rook_namespace=ROOK_NS,
+        cluster_name="rook-ceph", jobs_namespace=ROOK_NS, lease=[ROOK_NS, "crimsonbench-t"],
+        pool=plan.pool.name, pool_object=plan.pool.name, client_object=plan.pool.user,
+        user=plan.pool.user, images=list(plan.pool.images), **fields,
+    )  # fmt: skip
+    return undo.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def patched_by_run(api: Any, run: str, uid: str, run_patch: dict[str, Any]) -> dict[str, Any]:
+    """Patch the module's CephCluster as run (uid) does, and return the undo record's
+    part of it (specChanges, specDigest, clusterUid) as the patch stage records it."""
+    from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
+    from crimsonbench.manifests.cephcluster import apply_merge_patch
+    from crimsonbench.manifests.cephcluster_undo import changes_digest, spec_changes
+
+    found = get_cluster(api)
+    changes = spec_changes(found["spec"], apply_merge_patch(found["spec"], run_patch))
+    digest = changes_digest(changes)
+    kubernetes.client.CustomObjectsApi(api).patch_namespaced_custom_object(
+        "ceph.rook.io", "v1", ROOK_NS, "cephclusters", "rook-ceph",
+        {"spec": run_patch, "metadata": {"annotations": {
+            PATCHED_BY: f"{RUN_NS}/{run}/{uid}", UNDO_DIGEST: digest}}})  # fmt: skip
+    recorded = [{"path": list(c.path), "before": c.before, "after": c.after} for c in changes]
+    return {"specChanges": recorded, "specDigest": digest, "clusterUid": found["metadata"]["uid"]}
 
 
 def jobs_of(api: Any, run: str) -> list[str]:
+    """The Jobs of the run named `run` (whatever its uid), each named as <run>-<what>: the
+    operator names and labels them <run>-<owner tag>-<what> (manifests.naming.child_name)."""
     batch = kubernetes.client.BatchV1Api(api)
-    selector = f"{G}/run={run}"
-    return sorted(
-        j.metadata.name
-        for ns in (ROOK_NS, OP_NS, RUN_NS, INTRUDER_NS, OTHER_ROOK_NS)
-        for j in batch.list_namespaced_job(ns, label_selector=selector).items
-    )
+    mine = re.compile(rf"^{re.escape(run)}-[0-9a-f]{{{OWNER_LEN}}}$")
+    out = []
+    for ns in (ROOK_NS, OP_NS, RUN_NS, INTRUDER_NS, OTHER_ROOK_NS):
+        for j in batch.list_namespaced_job(ns, label_selector=f"{G}/run").items:
+            child = j.metadata.labels[f"{G}/run"]
+            if mine.match(child):
+                out.append(j.metadata.name.replace(f"{child}-", f"{run}-", 1))
+    return sorted(out)
+
+
+def leases(api: Any) -> list[tuple[str, str, str]]:
+    """Every Lease of ours (namespace, name, holder): Rook clusters' beside them, external
+    clusters' in OP_NS."""
+    coord = kubernetes.client.CoordinationV1Api(api)
+    return [(ns, x.metadata.name, x.spec.holder_identity)
+            for ns in (OP_NS, ROOK_NS) for x in coord.list_namespaced_lease(ns).items]  # fmt: skip
+
+
+def child_of(api: Any, run: str, namespace: str = RUN_NS) -> str:
+    """What the live run's children are named after (<run>-<owner tag>)."""
+    return child_name(run, get_run(api, run, namespace)["metadata"]["uid"])
+
+
+def network_policies_of(api: Any, run: str) -> list[str]:
+    net = kubernetes.client.NetworkingV1Api(api)
+    found = net.list_namespaced_network_policy(ROOK_NS, label_selector=f"{G}/run={run}").items
+    return sorted(p.metadata.name for p in found)
 
 
 def test_observe_records_where_everything_runs_then_waits_for_preflight(
@@ -310,7 +377,7 @@ def test_observe_records_where_everything_runs_then_waits_for_preflight(
     # the first pod of the run reads the cluster as Rook's admin, read-only commands
     assert jobs_of(admin, "ref56") == ["ref56-facts"]
     batch = kubernetes.client.BatchV1Api(admin)
-    facts = batch.read_namespaced_job("ref56-facts", ROOK_NS)
+    facts = batch.read_namespaced_job(f"{child_of(admin, 'ref56')}-facts", ROOK_NS)
     script = facts.spec.template.spec.containers[0].command[2]
     assert "osd metadata --format json" in script and "config ls --format json" in script
     assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == original  # untouched
@@ -350,8 +417,7 @@ def test_observe_records_where_everything_runs_then_waits_for_preflight(
         wait_for("run gone", lambda: _gone(admin, "ref56"))
     assert jobs_of(admin, "ref56") == []
     assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == original
-    leases = kubernetes.client.CoordinationV1Api(admin).list_namespaced_lease(OP_NS).items
-    assert leases == []
+    assert leases(admin) == []
 
 
 def _scrape(port: int) -> list[str]:
@@ -387,50 +453,6 @@ def _gone(api: Any, name: str, namespace: str = RUN_NS) -> bool:
     return False
 
 
-def test_a_run_an_older_operator_started_resumes_with_its_record_moved_in(
-    admin: Any, cephcluster: dict[str, Any], operator: Callable[[], KopfRunner]
-) -> None:
-    """The operator upgraded mid-sweep: the run's status and annotations in the shape the
-    previous version left them (no status.record; step retries and a wait's start on
-    annotations, rolloutSince in status). The new operator goes on where it was (the
-    steps: no facts Job, no patch again, its fio servers asked for), moves what the old
-    one kept elsewhere into the record, then removes the old annotations."""
-    custom = kubernetes.client.CustomObjectsApi(admin)
-    original = json.dumps(cephcluster["spec"], sort_keys=True)
-    retries = {"003-randread4k-qd004-r1": ["osd.0 restarted during the step"]}
-    old = {f"{G}/step-retries": json.dumps(retries), f"{G}/pool-wait-since": "1700000000.5"}
-    body = run_body("legacy")
-    body["metadata"]["annotations"] = old
-    custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", body)
-    left = {"phase": "Running", "stage": "steps", "startedAt": "2026-11-25T10:00:00Z",
-            "clientNodes": [NODE], "osdPlacement": {"0": NODE}, "optionFamily": "legacy",
-            "stepsTotal": 2, "progress": "0/2", "patchedGeneration": 1,
-            "rolloutSince": 1700000000.0, "prefilled": True,
-            # no images: their removal Job at the delete would wait for a kubelet here
-            "imagesCreated": False}  # fmt: skip
-    custom.patch_namespaced_custom_object_status(G, V, RUN_NS, "benchmarkruns", "legacy",
-                                                 {"status": left})  # fmt: skip
-    with operator() as runner:
-        st = wait_for("the record", lambda: "record" in status_of(admin, "legacy") and
-                      "fio servers" in status_of(admin, "legacy").get("message", "") and
-                      status_of(admin, "legacy"))  # fmt: skip
-        wait_for("the old annotations gone", lambda: not set(old) & set(
-            get_run(admin, "legacy")["metadata"].get("annotations") or {}))  # fmt: skip
-    assert runner.exit_code == 0, runner.output
-    record = st["record"]
-    assert record["stepRetries"] == retries
-    assert record["waits"] == {"pool": 1700000000.5, "rollout": 1700000000.0}
-    assert record["stepKeys"] == "position"  # its driver holds the steps by position
-    assert "rolloutSince" not in st and st["stage"] == "steps" and st["phase"] == "Running"
-    assert "waiting for fio servers: node-a" in st["message"]
-    assert jobs_of(admin, "legacy") == ["legacy-fio-server-node-a"]  # nothing done again
-    assert json.dumps(get_cluster(admin)["spec"], sort_keys=True) == original
-    with operator():
-        custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "legacy")
-        wait_for("run gone", lambda: _gone(admin, "legacy"))
-    assert jobs_of(admin, "legacy") == []
-
-
 def test_under_a_crd_that_drops_the_record_the_run_waits_saying_why(
     control_plane: ControlPlane, admin: Any, cephcluster: dict[str, Any],
     operator: Callable[[], KopfRunner],
@@ -443,6 +465,10 @@ def test_under_a_crd_that_drops_the_record_the_run_waits_saying_why(
     older = copy.deepcopy(crd)
     schema = older["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     del schema["properties"]["status"]["properties"]["record"]
+    # that CRD had no rule reading the record either (the frozen spec)
+    schema["x-kubernetes-validations"] = [
+        r for r in schema["x-kubernetes-validations"] if "status.record" not in r["rule"]
+    ]
     custom = kubernetes.client.CustomObjectsApi(admin)
     control_plane.apply_yaml([older])
     try:
@@ -561,8 +587,7 @@ def test_a_run_that_cannot_be_planned_fails_before_any_pod_naming_the_field(
         )
         custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", name)
         wait_for("gone", lambda: _gone(admin, name))
-    leases = kubernetes.client.CoordinationV1Api(admin).list_namespaced_lease(OP_NS).items
-    assert leases == []
+    assert leases(admin) == []
 
 
 def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
@@ -590,8 +615,17 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
         maintenance.topology_probe_job("dryrun", NODE, OP_NS, opts),
         maintenance.cluster_facts_job("dryrun", admin_access, opts),
         maintenance.ceph_commands_job("dryrun", "setup", plan.ceph.commands, admin_access, opts),
-        maintenance.create_images_job("dryrun", "rbd", plan.pool.images, 2**30, user, opts),
-        maintenance.remove_images_job("dryrun", "rbd", plan.pool.images, user, opts),
+        maintenance.create_images_job(
+            "dryrun", "rbd", plan.pool.images, 2**30, "uid-1", user, opts
+        ),
+        maintenance.remove_images_job("dryrun", "rbd", plan.pool.images, "uid-1", user, opts),
+        maintenance.mon_restore_job(
+            "dryrun",
+            [{"who": "osd.0", "key": "k", "value": "1", "before": None}],
+            admin_access,
+            opts,
+        ),
+        maintenance.cluster_fsid_job("dryrun", admin_access, opts),
         fio.fio_server_job("dryrun", plan.clients[0], plan, user, opts),
         fio_driver.fio_driver_job("dryrun", ROOK_NS, opts, node=NODE, lifetime_s=600),
         run_configmap("dryrun", info, plan_summary(plan), namespace=RUN_NS),
@@ -647,9 +681,10 @@ def test_exec_outside_the_fio_namespaces_names_the_chart_value(
         with pytest.raises(ExecutionError, match=f"namespace {RUN_NS}: the chart's targets.rook "
                                                  f".* must name {RUN_NS}"):  # fmt: skip
             driver.poll(ctx, RUN_NS, "some-driver-pod", "000-step")
-        # allowed in Rook's namespace: the API server goes on to look for the pod
+        # allowed in Rook's namespace, into a fio driver's pod (the chart's admission
+        # policy lets no other through): the API server goes on to look for the pod
         with pytest.raises(kubernetes.client.ApiException) as err:
-            driver.poll(ctx, ROOK_NS, "some-driver-pod", "000-step")
+            driver.poll(ctx, ROOK_NS, "some-fio-driver-x2b4z", "000-step")
         assert "404" in str(err.value.reason) or err.value.status == 404, err.value
 
 
@@ -665,7 +700,7 @@ def test_a_pool_rook_keeps_failing_ends_the_run_in_time(
     from crimsonbench.spec.models import validate_spec
 
     spec = validate_spec(run_body("poolfail")["spec"])
-    plan = xeon_plan("poolfail", spec)
+    plan = xeon_plan("poolfail", spec, "uid-1")
     custom = kubernetes.client.CustomObjectsApi(admin)
     name = cephblockpool("poolfail", plan.pool)["metadata"]["name"]
 
@@ -705,20 +740,23 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
     from crimsonbench.spec.models import validate_spec
 
     spec = validate_spec(run_body("poolstuck")["spec"])
-    plan = xeon_plan("poolstuck", spec)
+    plan = xeon_plan("poolstuck", spec, "uid-1")
     custom = kubernetes.client.CustomObjectsApi(admin)
-    pool = cephblockpool("poolstuck", plan.pool, namespace=ROOK_NS)
+    pool = cephblockpool(child_name("poolstuck", "uid-1"), plan.pool, namespace=ROOK_NS)
     pool["metadata"]["finalizers"] = ["test.crimsonbench/rook-cannot-delete"]  # Rook's stand-in
     name = pool["metadata"]["name"]
     custom.create_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephblockpools", pool)
 
+    undo = undo_of(plan)
+
     def ctx(status: dict[str, Any]) -> Any:
+        status = {**status, "record": {**status.get("record", {}), "undo": undo}}
         return ctx_of("poolstuck", spec, admin, Settings(rollout_timeout_seconds=60), status)
 
     try:
         first = ctx({})
         with pytest.raises(NotReady, match=f"waiting 0 s for Rook to remove cephblockpools/{name}"):
-            rook_pool.remove_pool_and_user(first, plan)
+            rook_pool.remove_pool_and_user(first)
         got = custom.get_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS,
                                                   "cephblockpools", name)  # fmt: skip
         assert got["metadata"].get("deletionTimestamp"), "the run did not delete its pool"
@@ -726,10 +764,10 @@ def test_cleanup_stops_waiting_for_a_pool_rook_cannot_remove(
         since = status["record"]["waits"]["removal"]
         again = ctx(status)
         with pytest.raises(NotReady, match="for Rook to remove"):
-            rook_pool.remove_pool_and_user(again, plan)  # a later tick: still waiting
+            rook_pool.remove_pool_and_user(again)  # a later tick: still waiting
         assert again.record.status_patch() == {}  # the wait's start is not moved
         late = ctx({"record": {"waits": {"removal": since - 61}}})
-        rook_pool.remove_pool_and_user(late, plan)  # gives up: returns, cleanup goes on
+        rook_pool.remove_pool_and_user(late)  # gives up: returns, cleanup goes on
         cond = late.record.conditions()["RookObjectsRemoved"]
         assert cond.status == "False" and cond.reason == "RemovalTimeout", cond
         assert f"cephblockpools/{name}" in cond.message and "ceph health" in cond.message
@@ -747,46 +785,36 @@ def test_cleanup_removes_the_runs_images_before_it_restores_the_cluster(
     images' removal Job then waited on them until it failed. So cleanup removes the run's
     images (and pool) first: while their removal Job is pending, the CephCluster still
     carries the run's patch and the restore has not begun."""
-    from crimsonbench.controller import rook, stages
-    from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY, digest
+    from crimsonbench.controller import stages
+    from crimsonbench.controller.restore_steps import PATCHED_BY
     from crimsonbench.controller.settings import RookTargetValue, Settings
     from crimsonbench.errors import NotReady
     from crimsonbench.spec.models import validate_spec
 
-    core = kubernetes.client.CoreV1Api(admin)
-    custom = kubernetes.client.CustomObjectsApi(admin)
     batch = kubernetes.client.BatchV1Api(admin)
     spec = validate_spec(run_body("order")["spec"])
-    plan = xeon_plan("order", spec)
-    original = json.dumps(cephcluster["spec"])
-    saved = "crimsonbench-original-uid-1"
-    core.create_namespaced_config_map(OP_NS, {"metadata": {"name": saved},
-                                              "data": {rook.ORIGINAL_KEY: original}})  # fmt: skip
+    plan = xeon_plan("order", spec, "uid-1")
     run_patch = {"cephConfig": {"osd.0": {"crimson_seastar_cpu_cores": "0-27"}}}
-    custom.patch_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephclusters",
-        "rook-ceph", {"spec": run_patch, "metadata": {"annotations": {
-            PATCHED_BY: f"{RUN_NS}/order/uid-1", ORIGINAL_DIGEST: digest(original)}}})  # fmt: skip
+    undo = undo_of(plan, **patched_by_run(admin, "order", "uid-1", run_patch))
     status: dict[str, Any] = {"stage": "restore", "imagesCreated": True,
-                              "osdPlacement": {"0": NODE}}  # fmt: skip
+                              "osdPlacement": {"0": NODE}, "record": {"undo": undo}}  # fmt: skip
     grant = RookTargetValue(cephCluster=f"{ROOK_NS}/rook-ceph", allowedNamespaces=[RUN_NS])
     settings = Settings(operator_namespace=OP_NS, rook_targets=[grant])
     ctx = ctx_of("order", spec, admin, settings, status)
     assert ctx.refusal is None
-    ctx.plan = plan
+    selector = f"{G}/run={child_name('order', 'uid-1')}"
     try:
         with pytest.raises(NotReady, match=f"removing {len(plan.pool.images)} RBD images"):
             stages.cleanup(ctx)
-        jobs = batch.list_namespaced_job(ROOK_NS, label_selector=f"{G}/run=order").items
-        assert [j.metadata.name for j in jobs] == ["order-rbd-cleanup"], jobs
+        jobs = batch.list_namespaced_job(ROOK_NS, label_selector=selector).items
+        assert [j.metadata.name for j in jobs] == [f"{child_name('order', 'uid-1')}-rbd-cleanup"]
         # the restore has not begun: the run's patch and marks are still on the cluster
         got = get_cluster(admin)
-        assert got["spec"]["cephConfig"] == run_patch["cephConfig"], got["spec"]
+        assert got["spec"]["cephConfig"]["osd.0"] == run_patch["cephConfig"]["osd.0"]
         assert PATCHED_BY in got["metadata"]["annotations"]
-        assert not carried(status, ctx)["record"]["restore"]  # no restore mark yet
+        assert not carried(status, ctx)["record"].get("restore")  # no restore mark yet
     finally:
-        with contextlib.suppress(ApiException):
-            core.delete_namespaced_config_map(saved, OP_NS)
-        for job in batch.list_namespaced_job(ROOK_NS, label_selector=f"{G}/run=order").items:
+        for job in batch.list_namespaced_job(ROOK_NS, label_selector=selector).items:
             batch.delete_namespaced_job(job.metadata.name, ROOK_NS, propagation_policy="Background")
 
 
@@ -801,35 +829,35 @@ def test_crimson_osds_restart_after_the_restore(
     only then records the restore as over (the run's marks leave the CephCluster, the saved
     original goes). Driven through restore.restore_cluster from the point the run's record
     says it reached (spec back, `config rm` done), each tick's record carried to the next."""
-    from crimsonbench.controller import rook
     from crimsonbench.controller.restore import restore_cluster
-    from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY, digest
+    from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import NotReady
     from crimsonbench.spec.models import validate_spec
 
     core = kubernetes.client.CoreV1Api(admin)
-    custom = kubernetes.client.CustomObjectsApi(admin)
     spec = validate_spec(run_body("restart")["spec"])
-    record = "crimsonbench-original-uid-1"  # in the operator's namespace, by the run's uid
-    text = json.dumps(cephcluster["spec"])
+    plan = xeon_plan("restart", spec, "uid-1")
+    run_patch = {"cephConfig": {"osd.7": {"crimson_seastar_cpu_cores": "0"}}}
+    undo = undo_of(plan, crimson_osds=[7], **patched_by_run(admin, "restart", "uid-1", run_patch))
+    # the spec back already (the restore's first part): only the marks stay on the cluster
+    kubernetes.client.CustomObjectsApi(admin).patch_namespaced_custom_object(
+        "ceph.rook.io", "v1", ROOK_NS, "cephclusters", "rook-ceph",
+        {"spec": {"cephConfig": {"osd.7": None}}})  # fmt: skip
+    marks_on_cluster = {k: get_cluster(admin)["metadata"]["annotations"][k]
+                        for k in (PATCHED_BY, UNDO_DIGEST)}  # fmt: skip
 
     def saved() -> None:
-        """The original as the patch stage saved it, and its marks on the cluster."""
-        with contextlib.suppress(ApiException):
-            core.delete_namespaced_config_map(record, OP_NS)
-        core.create_namespaced_config_map(OP_NS, {
-            "metadata": {"name": record}, "data": {rook.ORIGINAL_KEY: text},
-        })  # fmt: skip
-        custom.patch_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephclusters",
-                                              "rook-ceph", {"metadata": {"annotations": {
-            PATCHED_BY: f"{RUN_NS}/restart/uid-1", ORIGINAL_DIGEST: digest(text)}}})  # fmt: skip
+        """The run's marks on the cluster, as its patch left them."""
+        kubernetes.client.CustomObjectsApi(admin).patch_namespaced_custom_object(
+            "ceph.rook.io", "v1", ROOK_NS, "cephclusters", "rook-ceph",
+            {"metadata": {"annotations": marks_on_cluster}})  # fmt: skip
 
     # osd.0 of the module never turns Ready here (no kubelet): the rollback wait gave up
     # long ago, as it does after rolloutTimeoutSeconds
     marks = {"started": time.time() - 10_000, "configCleaned": "done"}
-    status: dict[str, Any] = {"osdPlacement": {"7": NODE}, "record": {"restore": marks}}
-    saved()
+    status: dict[str, Any] = {"osdPlacement": {"7": NODE},
+                              "record": {"restore": marks, "undo": undo}}  # fmt: skip
 
     def osd_pod(name: str) -> dict[str, Any]:  # osd.7: none of the module's other pods
         pod = copy.deepcopy(OSD_POD)
@@ -838,7 +866,7 @@ def test_crimson_osds_restart_after_the_restore(
 
     def cluster_marks() -> set[str]:
         return set(get_cluster(admin)["metadata"].get("annotations") or {}) & {
-            PATCHED_BY, ORIGINAL_DIGEST}  # fmt: skip
+            PATCHED_BY, UNDO_DIGEST}  # fmt: skip
 
     core.create_namespaced_pod(ROOK_NS, osd_pod("rook-ceph-osd-7-run"))
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
@@ -848,7 +876,7 @@ def test_crimson_osds_restart_after_the_restore(
         nonlocal status
         ctx = ctx_of("restart", spec, op, settings, status)
         try:
-            assert restore_cluster(ctx, None)
+            assert restore_cluster(ctx)
         finally:
             status = carried(status, ctx)
         return ctx
@@ -874,16 +902,14 @@ def test_crimson_osds_restart_after_the_restore(
             assert "osd.7 restarted" in cond["OsdsRestarted"].message
             assert "RolledBack" not in cond  # decided before `config rm`, not looked at again
             assert status["record"]["restore"]["over"] == "done"
-            # over: the run's marks are off the CephCluster, the saved original is gone
+            # over: the run's marks are off the CephCluster
             assert cluster_marks() == set()
-            assert [c.metadata.name for c in core.list_namespaced_config_map(OP_NS).items
-                    if c.metadata.name == record] == []  # fmt: skip
             assert tick().record.status_patch() == {}  # restored: nothing more is done
             # a pod that never comes back: given up after the rollout timeout, said so
             core.delete_namespaced_pod("rook-ceph-osd-7-next", ROOK_NS, grace_period_seconds=0)
             late = {"since": time.time() - 601, "uids": [got.metadata.uid]}
-            status = {"osdPlacement": {"7": NODE},
-                      "record": {"restore": {**marks, "osdsRestarted": late}}}  # fmt: skip
+            restore = {**marks, "osdsRestarted": late}
+            status = {"osdPlacement": {"7": NODE}, "record": {"restore": restore, "undo": undo}}
             saved()
             cond = tick().record.conditions()["OsdsRestarted"]
             assert cond.status == "False" and "keep the run's reactor layout" in cond.message
@@ -892,8 +918,6 @@ def test_crimson_osds_restart_after_the_restore(
         for pod in ("rook-ceph-osd-7-run", "rook-ceph-osd-7-next"):
             with contextlib.suppress(ApiException):
                 core.delete_namespaced_pod(pod, ROOK_NS, grace_period_seconds=0)
-        with contextlib.suppress(ApiException):
-            core.delete_namespaced_config_map(record, OP_NS)
 
 
 def test_a_crimson_osd_rook_did_not_restart_is_restarted_before_the_steps(
@@ -923,7 +947,8 @@ def test_a_crimson_osd_rook_did_not_restart_is_restarted_before_the_steps(
         with control_plane.api_client(token) as op:
             kube = Kube(op)
             at_patch = {p.osd_id: p.incarnation for p in kube.list_osd_pods(ROOK_NS)}
-            status = {"record": {"osdIncarnations": {"8": at_patch[8]}}}
+            plan = xeon_plan("samelayout", spec, "uid-1")
+            status = {"record": {"osdIncarnations": {"8": at_patch[8]}, "undo": undo_of(plan)}}
             ctx = ctx_of("samelayout", spec, op, Settings(), status)
 
             def progress() -> Any:
@@ -1087,7 +1112,7 @@ def test_a_run_cannot_act_on_a_cluster_its_namespace_may_not_target(
                     core.list_namespaced_config_map(ns, label_selector=f"{G}/run={name}").items
                     == []
                 )
-        assert kubernetes.client.CoordinationV1Api(admin).list_namespaced_lease(OP_NS).items == []
+        assert leases(admin) == []
         for name, ns in runs:
             custom.delete_namespaced_custom_object(G, V, ns, "benchmarkruns", name)
             wait_for(f"{name} gone", lambda n=name, s=ns: _gone(admin, n, s))
@@ -1155,124 +1180,85 @@ def test_the_operators_credentials_reach_nothing_outside_the_targets(
             assert review.status.allowed is allowed, (ns, verb, resource, name)
 
 
-def test_the_restore_takes_only_the_original_the_operator_saved(
+def test_the_restore_takes_only_the_runs_record_and_only_values_still_the_runs(
     control_plane: ControlPlane, admin: Any, cephcluster: dict[str, Any]
 ) -> None:
-    """The confused deputy: whoever may write ConfigMaps beside the run (the old home of
-    the saved original) no longer decides what the restore writes into the CephCluster.
-    The original is saved in the operator's namespace, its sha256 goes onto the CephCluster
-    with the patch, and a copy changed after that is refused: nothing applied, the refusal
-    said in a condition and an event; the run's marks stay on the cluster, so the next run
-    refuses it too. Under the chart's RBAC, through the operator's own token."""
-    import hashlib
-
+    """issue 36 #2, #6 and the confused deputy. The patch is write-ahead: one tick records
+    every value it will set with what the cluster had, a later tick patches and puts the
+    record's sha256 on the CephCluster. Whoever may edit the run's status cannot decide
+    what the restore writes (a changed record is refused: nothing applied, the marks stay,
+    the next run is refused too); with the record as written, the restore puts back the
+    run's values and nothing else: an admin's mid-run edit, of a value the run set and of
+    one it never touched, stays. Under the chart's RBAC, through the operator's token."""
     from crimsonbench.controller import rook
     from crimsonbench.controller.restore import restore_cluster
-    from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
+    from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import ExecutionError, NotReady
+    from crimsonbench.manifests.cephcluster import apply_merge_patch
+    from crimsonbench.manifests.cephcluster_undo import changes_digest
     from crimsonbench.spec.models import validate_spec
+    from crimsonbench.spec.status import SpecChange
 
-    core = kubernetes.client.CoreV1Api(admin)
+    custom = kubernetes.client.CustomObjectsApi(admin)
     spec = validate_spec(run_body("deputy")["spec"])
-    plan = xeon_plan("deputy", spec)
+    plan = xeon_plan("deputy", spec, "uid-d")
     original = copy.deepcopy(cephcluster["spec"])
-    evil = {**original, "cephVersion": {"image": "evil.example/ceph:latest"},
-            "dataDirHostPath": "/etc", "cleanupPolicy": {"confirmation":
-            "yes-really-destroy-data"}}  # fmt: skip
-    # a neighbour in the run's namespace plants the old record, before the run patches
-    planted = "deputy-original-cephcluster"
-    plant = {"metadata": {"name": planted}, "data": {rook.ORIGINAL_KEY: json.dumps(evil)}}
-    core.create_namespaced_config_map(RUN_NS, plant)
-    record = "crimsonbench-original-uid-d"
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
     settings = Settings(operator_namespace=OP_NS, rollout_timeout_seconds=600)
+    status: dict[str, Any] = {"osdPlacement": {"0": NODE}, "record": {"undo": undo_of(plan)}}
 
-    def ctx(uid: str = "uid-d", name: str = "deputy") -> Any:
-        return ctx_of(name, spec, op, settings, {"osdPlacement": {"0": NODE}}, uid=uid)
+    with control_plane.api_client(token) as op:
 
-    def cluster() -> dict[str, Any]:
-        return get_cluster(admin)
+        def ctx(uid: str = "uid-d", name: str = "deputy", st: Any = None) -> Any:
+            return ctx_of(name, spec, op, settings, status if st is None else st, uid=uid)
 
-    try:
-        with control_plane.api_client(token) as op:
-            rook.patch_cluster(ctx(), plan)
-            patched = cluster()
-            assert patched["spec"] != original  # the run's cephConfig and resources
-            saved = core.read_namespaced_config_map(record, OP_NS).data[rook.ORIGINAL_KEY]
-            assert json.loads(saved) == original  # what was found, not what was planted
-            marks = patched["metadata"]["annotations"]
-            assert marks[PATCHED_BY] == f"{RUN_NS}/deputy/uid-d"
-            assert marks[ORIGINAL_DIGEST] == hashlib.sha256(saved.encode()).hexdigest()
+        first = ctx()
+        with pytest.raises(NotReady, match="recorded the .* values the patch of"):
+            rook.patch_cluster(first, plan)
+        assert get_cluster(admin)["spec"] == original  # recorded, nothing changed yet
+        status = carried(status, first)
+        undo = status["record"]["undo"]
+        assert undo["specChanges"] and undo["clusterUid"] == cephcluster["metadata"]["uid"]
+        second = ctx()
+        rook.patch_cluster(second, plan)
+        status = carried(status, second)
+        patched = get_cluster(admin)
+        assert patched["spec"] != original  # the run's cephConfig and resources
+        marks = patched["metadata"]["annotations"]
+        assert marks == {PATCHED_BY: f"{RUN_NS}/deputy/uid-d", UNDO_DIGEST: undo["specDigest"]}
 
-            # someone who may write ConfigMaps in the operator's namespace changes the copy
-            core.patch_namespaced_config_map(record, OP_NS, {"data": {
-                rook.ORIGINAL_KEY: json.dumps(evil)}})  # fmt: skip
-            refused = ctx()
-            assert restore_cluster(refused, plan) is False
-            cond = refused.record.conditions()["ClusterRestored"]
-            assert cond.status == "False" and cond.reason == "OriginalMismatch"
-            assert "does not match the sha256 recorded on the CephCluster" in cond.message
-            assert [r for r, _ in refused.record.events] == ["OriginalMismatch"]
-            assert cluster()["spec"] == patched["spec"]  # nothing applied: no evil image
-            assert cluster()["metadata"]["annotations"][PATCHED_BY] == f"{RUN_NS}/deputy/uid-d"
-            # the next run on this cluster is refused before it starts (not an original)
-            with pytest.raises(ExecutionError, match="carries the patch of BenchmarkRun "
-                                                     f"{RUN_NS}/deputy"):  # fmt: skip
-                rook.check_not_patched(ctx("uid-e", "next"))
+        # an admin, mid-run: a value the run set (the OSDs' memory), and one it never touched
+        admin_edits = {"resources": {"osd": {"limits": {"memory": "9Gi"}}},
+                       "dashboard": {"enabled": False}}  # fmt: skip
+        custom.patch_namespaced_custom_object("ceph.rook.io", "v1", ROOK_NS, "cephclusters",
+                                              "rook-ceph", {"spec": admin_edits})  # fmt: skip
 
-            # the copy as saved: the restore puts the spec back exactly (then waits for
-            # Rook to roll the OSDs back, which no kubelet does here)
-            core.patch_namespaced_config_map(record, OP_NS, {"data": {
-                rook.ORIGINAL_KEY: saved}})  # fmt: skip
-            with pytest.raises(NotReady, match="roll the OSDs back"):
-                restore_cluster(ctx(), plan)
-            assert cluster()["spec"] == original
-            assert json.dumps(cluster()["spec"]) == json.dumps(cephcluster["spec"])
-            # the planted ConfigMap was never read nor touched
-            got = core.read_namespaced_config_map(planted, RUN_NS).data[rook.ORIGINAL_KEY]
-            assert json.loads(got) == evil
-    finally:
-        for ns, name in ((RUN_NS, planted), (OP_NS, record)):
-            with contextlib.suppress(ApiException):
-                core.delete_namespaced_config_map(name, ns)
+        # whoever may edit the run's status changes the record: refused, nothing applied
+        evil = {"path": ["cephVersion", "image"], "after": '"evil.example/ceph:latest"'}
+        changed = {**undo["specChanges"][0], "before": '"0"'}
+        for tampered in ([*undo["specChanges"], evil], [changed, *undo["specChanges"][1:]]):
+            redone = changes_digest(rook.as_changes([SpecChange.model_validate(c)
+                                                     for c in tampered]))  # fmt: skip
+            for digest in (undo["specDigest"], redone):  # its digest redone: still refused
+                record = {**undo, "specChanges": tampered, "specDigest": digest}
+                refused = ctx(st={**status, "record": {**status["record"], "undo": record}})
+                assert restore_cluster(refused) is False
+                cond = refused.record.conditions()["ClusterRestored"]
+                assert cond.status == "False" and cond.reason == "UndoRecordMismatch", cond
+                assert [r for r, _ in refused.record.events] == ["UndoRecordMismatch"]
+                assert get_cluster(admin)["metadata"]["annotations"] == marks  # they stay
+        assert get_cluster(admin)["spec"]["cephVersion"] == original["cephVersion"]
+        # the next run on this cluster is refused before it starts (not an original)
+        with pytest.raises(ExecutionError, match="carries the patch of BenchmarkRun "
+                                                 f"{RUN_NS}/deputy"):  # fmt: skip
+            rook.check_not_patched(ctx("uid-e", "next"))
 
-
-def test_a_run_an_older_operator_patched_is_not_restored_from_beside_the_run(
-    control_plane: ControlPlane, admin: Any, cephcluster: dict[str, Any]
-) -> None:
-    """An operator from before the saved-original check kept the original beside the run:
-    after an upgrade mid-run that copy is not applied; the run says so (condition, event)
-    instead of passing for restored."""
-    from crimsonbench.controller import rook
-    from crimsonbench.controller.restore import LEGACY_ORIGINAL, restore_cluster
-    from crimsonbench.controller.settings import Settings
-    from crimsonbench.spec.models import validate_spec
-
-    core = kubernetes.client.CoreV1Api(admin)
-    legacy = LEGACY_ORIGINAL.format(run="older")
-    evil = {**cephcluster["spec"], "dataDirHostPath": "/etc"}
-    record = {"metadata": {"name": legacy}, "data": {rook.ORIGINAL_KEY: json.dumps(evil)}}
-    core.create_namespaced_config_map(RUN_NS, record)
-    token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
-    spec = validate_spec(run_body("older")["spec"])
-    try:
-        with control_plane.api_client(token) as op:
-
-            def run() -> Any:  # as the patch stage left it: generation 2 patched
-                settings = Settings(operator_namespace=OP_NS)
-                return ctx_of("older", spec, op, settings, {"patchedGeneration": 2}, uid="uid-o")
-
-            ctx = run()
-            assert restore_cluster(ctx, None) is False
-            cond = ctx.record.conditions()["ClusterRestored"]
-            assert cond.reason == "OriginalUntrusted" and legacy in cond.message
-            assert [r for r, _ in ctx.record.events] == ["OriginalUntrusted"]
-            assert get_cluster(admin)["spec"] == cephcluster["spec"]  # nothing applied
-            # restored already (no record of either kind): nothing said
-            core.delete_namespaced_config_map(legacy, RUN_NS)
-            done = run()
-            assert restore_cluster(done, None) is True and not done.record.events
-    finally:
-        with contextlib.suppress(ApiException):
-            core.delete_namespaced_config_map(legacy, RUN_NS)
+        # the record as written: the run's values back, the admin's stay, and are named
+        restoring = ctx()
+        with pytest.raises(NotReady, match="roll the OSDs back"):
+            restore_cluster(restoring)  # then waits for Rook, which no kubelet plays here
+        back = get_cluster(admin)["spec"]
+        assert back == apply_merge_patch(original, admin_edits), back
+        kept = restoring.record.conditions()["SpecRestored"]
+        assert kept.reason == "EditsKept" and "resources.osd.limits.memory" in kept.message

@@ -67,6 +67,9 @@ def api(control_plane: ControlPlane) -> Iterator[kubernetes.client.ApiClient]:
             with contextlib.suppress(ApiException):
                 core.create_namespace({"metadata": {"name": ns}})
         control_plane.apply_yaml(chart_rbac(OP_NS, TARGETS))
+        accounts = core.list_namespaced_service_account
+        wait_for("rook-ends' default ServiceAccount (a pod needs it)", lambda: "default" in {
+            a.metadata.name for a in accounts(ROOK_NS).items})  # fmt: skip
         from crimsonbench.controller.topology import cache_configmap
 
         lscpu = (ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text()
@@ -144,8 +147,11 @@ def get_cluster(api: Any) -> dict[str, Any] | None:
 
 
 def leases(api: Any) -> list[str]:
-    items = kubernetes.client.CoordinationV1Api(api).list_namespaced_lease(OP_NS).items
-    return [lease.spec.holder_identity for lease in items]
+    """The holders of our Leases: a Rook cluster's is beside it, an external one's in the
+    operator's namespace."""
+    coord = kubernetes.client.CoordinationV1Api(api)
+    return [held.spec.holder_identity for ns in (OP_NS, ROOK_NS)
+            for held in coord.list_namespaced_lease(ns).items]  # fmt: skip
 
 
 def ctx_for(name: str, uid: str, op: Any, status: dict[str, Any] | None = None) -> Any:
@@ -160,8 +166,8 @@ def ctx_for(name: str, uid: str, op: Any, status: dict[str, Any] | None = None) 
 
     grants = [RookTargetValue(**t) for t in TARGETS["rook"]]
     settings = Settings(operator_namespace=OP_NS, rook_targets=grants)
-    return RunContext(name, RUN_NS, uid, validate_spec(spec()), RunRecord.load(status or {}),
-                      Kube(op), settings, logging.getLogger("t"))  # fmt: skip
+    return RunContext(name, RUN_NS, uid, RunRecord.load(status or {}), Kube(op), settings,
+                      logging.getLogger("t"), spec=validate_spec(spec()))  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -170,30 +176,45 @@ def placed_run(
     **status: Any,
 ) -> Iterator[str]:  # fmt: skip
     """A run as the operator leaves it at `stage`, past observe (placement, client nodes,
-    the spec planned); with `patched`, the CephCluster patched for it by rook.patch_cluster
-    (the saved original, the run's marks) under the operator's token. Yields its uid; the
-    run and what it left are removed afterwards."""
-    from crimsonbench.controller import rook
+    its undo record of where it acts and what it will create, the lease held); with
+    `patched`, the CephCluster patched for it by rook.patch_cluster under the operator's
+    token (the undo record of the spec's values, the run's marks). Yields its uid; the run
+    and what it left are removed afterwards."""
+    from crimsonbench.controller import lease, rook
+    from crimsonbench.controller.plans import plan_for
+    from crimsonbench.errors import NotReady
+    from crimsonbench.manifests.cephcluster import apply_merge_patch
 
     custom = kubernetes.client.CustomObjectsApi(api)
     body = {"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun",
             "metadata": {"name": name, "namespace": RUN_NS}, "spec": spec()}  # fmt: skip
     uid = custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", body)[
         "metadata"]["uid"]  # fmt: skip
+    record = status.pop("record", {})
     placed = {"phase": "Running" if stage == "steps" else "Preparing", "stage": stage,
               "startedAt": "2026-12-01T10:00:00Z", "clientNodes": [NODE],
               "osdPlacement": {"0": NODE}, "optionFamily": "none", "stepsTotal": 1,
-              "progress": "0/1", "record": {}, **status}  # fmt: skip
+              "progress": "0/1", **status}  # fmt: skip
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
     try:
         with control_plane.api_client(token) as op:
             ctx = ctx_for(name, uid, op, placed)
-            ctx.kube.acquire_lease(*ctx.lease, ctx.holder)  # the run holds the cluster
+            lease.record_target(ctx)  # where it acts, as its first tick records it
+            assert lease.take(ctx) == ctx.holder  # the run holds the cluster
+            plan = plan_for(ctx)
+            undo = ctx.record.book.undo  # what observe records the run will create
+            undo.pool, undo.user, undo.images = (
+                plan.pool.name,
+                plan.pool.user,
+                list(plan.pool.images),
+            )
+            undo.pool_object, undo.client_object = plan.pool.name, plan.pool.user
             if patched:
-                from crimsonbench.controller.plans import plan_for
-
-                rook.patch_cluster(ctx, plan_for(ctx))
-                placed["patchedGeneration"] = ctx.record.status.patched_generation
+                with contextlib.suppress(NotReady):  # the undo record of the spec first
+                    rook.patch_cluster(ctx, plan)
+                rook.patch_cluster(ctx, plan)  # then the patch
+            placed = apply_merge_patch(placed, ctx.record.status_patch())
+            placed["record"] = apply_merge_patch(placed.get("record") or {}, record)
         custom.patch_namespaced_custom_object_status(G, V, RUN_NS, "benchmarkruns", name,
                                                      {"status": placed})  # fmt: skip
         yield uid
@@ -203,27 +224,32 @@ def placed_run(
 
 def _remove(api: Any, name: str, uid: str) -> None:
     """The run gone (its finalizer dropped: no operator serves it now) and what it left."""
-    from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
+    from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
+    from crimsonbench.manifests.naming import child_name
 
     custom = kubernetes.client.CustomObjectsApi(api)
-    core = kubernetes.client.CoreV1Api(api)
     with contextlib.suppress(ApiException):
         custom.patch_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", name,
                                               {"metadata": {"finalizers": None}})  # fmt: skip
         custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", name)
     with contextlib.suppress(ApiException):
-        core.delete_namespaced_config_map(f"crimsonbench-original-{uid}", OP_NS)
-    with contextlib.suppress(ApiException):
         custom.patch_namespaced_custom_object(*ROOK, ROOK_NS, "cephclusters", "rook-ceph", {
-            "metadata": {"annotations": {PATCHED_BY: None, ORIGINAL_DIGEST: None}}})  # fmt: skip
+            "metadata": {"annotations": {PATCHED_BY: None, UNDO_DIGEST: None}}})  # fmt: skip
     coord = kubernetes.client.CoordinationV1Api(api)
-    for lease in coord.list_namespaced_lease(OP_NS).items:
-        if (lease.spec.holder_identity or "").endswith(uid):
-            coord.delete_namespaced_lease(lease.metadata.name, OP_NS)
+    for ns in (OP_NS, ROOK_NS):
+        for held in coord.list_namespaced_lease(ns).items:
+            if (held.spec.holder_identity or "").endswith(f"/{uid}"):
+                coord.delete_namespaced_lease(held.metadata.name, ns)
     batch = kubernetes.client.BatchV1Api(api)
+    selector = f"{G}/run={child_name(name, uid)}"
     for ns in (ROOK_NS, OP_NS):
-        batch.delete_collection_namespaced_job(ns, label_selector=f"{G}/run={name}",
+        batch.delete_collection_namespaced_job(ns, label_selector=selector,
                                                propagation_policy="Background")  # fmt: skip
+    for plural in ("cephblockpools", "cephclients"):
+        for obj in custom.list_namespaced_custom_object(*ROOK, ROOK_NS, plural)["items"]:
+            with contextlib.suppress(ApiException):
+                custom.delete_namespaced_custom_object(*ROOK, ROOK_NS, plural,
+                                                       obj["metadata"]["name"])  # fmt: skip
 
 
 def test_an_error_that_never_stops_fails_the_run_and_restores_the_cluster(
@@ -288,10 +314,11 @@ def test_a_cephcluster_deleted_mid_run_or_never_there_fails_the_run_in_time(
     control_plane: ControlPlane, api: Any, cluster: dict[str, Any],
     operator: Callable[..., KopfRunner],
 ) -> None:  # fmt: skip
-    """The CephCluster is deleted while the run waits for its rollout; another run names a
-    CephCluster that never exists. Both fail once it has been missing errorTimeoutSeconds
-    (before: waited for ever, the lease held), naming it; the first one's saved original is
-    removed (nothing is left to put back), both leases released."""
+    """The CephCluster is deleted while the run waits for its rollout: once it has been
+    missing errorTimeoutSeconds the run fails naming it (before: waited for ever, the lease
+    held), through its restore (nothing is left to put back), the lease released. A run
+    naming a CephCluster that never exists fails too, its wait (rolloutTimeoutSeconds, begun
+    long ago here) bounded before it holds anything."""
     custom = kubernetes.client.CustomObjectsApi(api)
     with placed_run(control_plane, api, "gone", "rollout") as uid:
         custom.delete_namespaced_custom_object(*ROOK, ROOK_NS, "cephclusters", "rook-ceph")
@@ -300,20 +327,21 @@ def test_a_cephcluster_deleted_mid_run_or_never_there_fails_the_run_in_time(
         body["spec"]["target"]["rook"]["clusterName"] = "nothere"
         never_uid = custom.create_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", body)[
             "metadata"]["uid"]  # fmt: skip
+        long_ago = {"record": {"waits": {"target": time.time() - 100_000}}}
+        custom.patch_namespaced_custom_object_status(G, V, RUN_NS, "benchmarkruns", "never",
+                                                     {"status": long_ago})  # fmt: skip
         try:
             with operator():
                 gone, never = failed(api, "gone"), failed(api, "never")
         finally:
             _remove(api, "never", never_uid)
-        for st, where in ((gone, "rook-ends/rook-ceph"), (never, "rook-ends/nothere")):
-            cond = conditions(st)["Succeeded"]
-            assert cond["reason"] == "TargetMissing", cond
-            assert f"CephCluster {where} not found" in cond["message"], cond
-            assert "errorTimeoutSeconds" in cond["message"]
+        cond = conditions(gone)["Succeeded"]
+        assert cond["reason"] == "TargetMissing", cond
+        assert "CephCluster rook-ends/rook-ceph not found" in cond["message"], cond
+        assert "errorTimeoutSeconds" in cond["message"]
+        assert "ClusterRestored" in conditions(gone)  # failed through its restore
+        assert "CephCluster rook-ends/nothere not found for" in never["message"], never
         assert never["stage"] == "done" and not never.get("patchedGeneration")
-        core = kubernetes.client.CoreV1Api(api)
-        names = [c.metadata.name for c in core.list_namespaced_config_map(OP_NS).items]
-        assert f"crimsonbench-original-{uid}" not in names
         assert [h for h in leases(api) if h.endswith((uid, never_uid))] == []
 
 
@@ -338,8 +366,8 @@ def test_a_restore_that_cannot_finish_ends_the_run_naming_what_is_left(
         assert cond["status"] == "False" and cond["reason"] == "RestoreTimeout", cond
         message = cond["message"]
         assert "restoreTimeoutSeconds (3 s" in message and "removing 2 RBD images" in message
-        assert "remove the run's RBD images" in message and "cephblockpools/" in message
-        assert f"crimsonbench-original-{uid}" in message and PATCHED_BY in message
+        assert "remove the run's RBD images" in message and "CephBlockPool rook-ends/" in message
+        assert "put back spec.resources.osd" in message and PATCHED_BY in message
         assert st["message"].startswith("step 1/1 failed: fio exited 1; the restore did not")
         assert leases(api) == []
         assert get_cluster(api)["metadata"]["annotations"][PATCHED_BY].endswith(uid)
@@ -402,7 +430,7 @@ def test_a_step_result_over_the_configmap_limit_is_stored_and_read_back(
 
 
 def test_a_half_written_set_of_result_configmaps_is_read_for_what_it_holds(
-    control_plane: ControlPlane, api: Any
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any]
 ) -> None:
     """An operator died while writing results: an older operator's set with a part
     missing, and of this layout a step whose parts were written but not its head, and a

@@ -96,7 +96,7 @@ def test_system_pods_running(kind: KindCluster) -> None:
         return pods
 
     pods = _wait("kube-system pods Running and Ready", all_running, timeout=240)
-    per_node = {"kube-proxy": 3, "kindnet": 3}
+    per_node = {"kube-proxy": 3, "kindnet": 3, "kube-network-policies": 3}
     for app, count in per_node.items():
         nodes = sorted(p["spec"]["nodeName"] for p in pods.get(app, []))
         assert nodes == sorted(kind.nodes), (app, nodes)
@@ -107,7 +107,7 @@ def test_system_pods_running(kind: KindCluster) -> None:
     # our images' daemons never restarted (control-plane pods may, once, during bootstrap)
     restarts = {
         p["metadata"]["name"]: c["restartCount"]
-        for app in ("kindnet", "kube-proxy", "kube-dns")
+        for app in ("kindnet", "kube-network-policies", "kube-proxy", "kube-dns")
         for p in pods[app]
         for c in p["status"]["containerStatuses"]
         if c["restartCount"]
@@ -151,6 +151,45 @@ def test_pods_on_each_worker_reach_a_service_on_the_other(kind: KindCluster, too
         url = f"http://{dst}.{NS}.svc.cluster.local/"
         assert _wait(f"{src} -> service {dst}", lambda s=src, u=url: fetch(s, u) or None,
                      timeout=60) == dst  # fmt: skip
+
+
+def test_network_policies_are_enforced(kind: KindCluster, toolbox: str) -> None:
+    """kube-network-policies (beside our CNI agent) enforces NetworkPolicy: a server that
+    a policy opens to one labelled client only is reached by that client (on the other
+    worker) and by nobody else (on its own worker): that connect times out, dropped, while
+    the same intruder is refused at once by a port nothing listens on of an unguarded pod."""
+    a, b = kind.workers[:2]
+    serve = ["sh", "-c", "mkdir -p /www && hostname > /www/index.html && "
+             "exec busybox httpd -f -p 8080 -h /www"]  # fmt: skip
+    idle = ["sleep", "3600"]
+    server, friend = _pod("np-server", a, toolbox, serve), _pod("np-friend", b, toolbox, idle)
+    friend["metadata"]["labels"]["np-role"] = "friend"
+    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+              "metadata": {"name": "np-server-in", "namespace": NS},
+              "spec": {"podSelector": {"matchLabels": {"app": "np-server"}},
+                       "policyTypes": ["Ingress"],
+                       "ingress": [{"from": [{"podSelector": {"matchLabels": {
+                           "np-role": "friend"}}}], "ports": [{"protocol": "TCP",
+                                                               "port": 8080}]}]}}  # fmt: skip
+    kind.apply([server, friend, _pod("np-intruder", a, toolbox, idle), policy])
+    for name in ("np-server", "np-friend", "np-intruder"):
+        _wait(f"pod {name} Running", lambda n=name: _running(kind, n))
+    ip = kind.kubectl_json("-n", NS, "get", "pod", "np-server")["status"]["podIP"]
+    intruder = kind.kubectl_json("-n", NS, "get", "pod", "np-intruder")["status"]["podIP"]
+
+    def curl_rc(src: str, url: str) -> int:
+        """curl's exit code: 0 fetched, 7 refused, 28 timed out."""
+        out = kind.kubectl("-n", NS, "exec", src, "--", "sh", "-c",
+                           f"curl -sS -o /dev/null --connect-timeout 3 {url}; echo rc=$?",
+                           check=False)  # fmt: skip
+        return int(out.rsplit("rc=", 1)[1].split()[0])
+
+    # the agent programs the node a moment after the policy: until the intruder is dropped
+    _wait("the policy enforced", lambda: curl_rc("np-intruder", f"http://{ip}:8080/") == 28,
+          timeout=60)  # fmt: skip
+    assert curl_rc("np-friend", f"http://{ip}:8080/") == 0  # across the workers
+    assert curl_rc("np-intruder", f"http://{ip}:8080/") == 28  # dropped: no answer at all
+    assert curl_rc("np-server", f"http://{intruder}:9/") == 7  # unguarded: refused at once
 
 
 def test_static_cpu_manager_gives_a_guaranteed_pod_exclusive_cpus(

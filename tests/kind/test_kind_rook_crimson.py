@@ -34,7 +34,7 @@ import pytest
 from crimson_osds import config_dump, daemon_config, osd_threads, utilization_now
 from harness.kind_bench import BenchStack, crimson_run_manifest
 from harness.kind_rook import NAMESPACE as ROOK_NS
-from kind_runs import completed_run, run_status
+from kind_runs import completed_run, run_child, run_status
 from polling import poll_until
 
 from crimsonbench.manifests.fio_driver import driver_job_name
@@ -49,7 +49,8 @@ ALIEN = ("alien-store-tp", "bstore_", "rocksdb:", "cfin")
 def stored_reactor_logs(s: BenchStack) -> dict[str, str]:
     """step id -> the reactor.log of each step the driver pod still keeps (the last 3)."""
     script = 'for d in /results/steps/*.stored; do echo "### ${d##*/}"; cat "$d/reactor.log"; done'
-    out = s.kind.kubectl("-n", ROOK_NS, "exec", f"job/{driver_job_name(RUN)}", "--",
+    driver = driver_job_name(run_child(s, RUN))
+    out = s.kind.kubectl("-n", ROOK_NS, "exec", f"job/{driver}", "--",
                          "sh", "-c", script, check=False)  # fmt: skip
     logs: dict[str, str] = {}
     for chunk in out.split("### ")[1:]:

@@ -128,13 +128,13 @@ def test_deleting_a_run_mid_sweep_restores_the_cluster(bench: RunBench) -> None:
     bench.create(body(bench, name, pool, sweep=sweep))
     bench.wait("its fio user made", lambda: bench.status(name).get("stage") == "steps", 1200,
                name)  # fmt: skip
-    _check_cephx_user_is_pool_limited(bench, f"{name}-fio", pool)
+    _check_cephx_user_is_pool_limited(bench, f"{bench.child(name)}-fio", bench.pool_of(name, pool))
     bench.wait("a step done", lambda: bench.status(name).get("stepsDone", 0) >= 1, 600, name)
     assert bench.status(name)["stepsDone"] < 4, "delete it mid-sweep, not after"
     t0 = time.monotonic()
     bench.delete_and_wait(name, 1800)  # the cluster restored first
     bench.s.timings["delete_mid_sweep_to_gone_s"] = time.monotonic() - t0
-    bench.wait("the run's ConfigMaps collected", lambda: bench.run_objects(name) == {}, 120)
+    bench.wait("the run's objects collected", lambda: bench.run_objects(name) == {}, 120)
     bench.assert_restored(before, name, pool, tuple(KEYS))
 
 

@@ -15,7 +15,12 @@ One classic run (2 workloads x 2 iodepths, 3 s + 1 s ramp), watched from outside
 - `crimsonbench fetch` -> `report` -> `compare` from the kind cluster;
 - restore: the CephCluster spec byte for byte, the OSDs back with their resources on their
   nodes, the mon database as before, the pool and the run's cephx user gone;
-- deleting the run leaves nothing of any kind the operator's RBAC lets it create.
+- deleting the run leaves nothing of any kind the operator's RBAC lets it create;
+- the run's NetworkPolicies, enforced by the nodes' kube-network-policies: mid-sweep, Rook's
+  toolbox pod (beside the run's pods, not the run's) cannot connect to either fio server
+  (fio port) or to the driver's start barrier (barrier port): its SYNs are dropped (a
+  timeout, where a port nothing listens on would refuse), while it reaches a mon, and the
+  run's own driver, servers and start barrier work (every step of both clients stored).
 This replaces the single-node e2e (tests/e2e/test_node_e2e.py) of earlier sessions.
 """
 
@@ -37,12 +42,13 @@ from harness.kind_bench import CLIENT_CPUS, OPERATOR_NS, OSD_CPUS, RUN_NS, Bench
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from kubernetes.stream import stream
 from prometheus_client.parser import text_string_to_metric_families
-from rook_runs import PodWatch, RunBench
+from rook_runs import LABEL_ROLE, LABEL_RUN, PodWatch, RunBench, toolbox
 from typer.testing import CliRunner
 
 from crimsonbench.cli import app
-from crimsonbench.manifests.fio import server_job_name
+from crimsonbench.manifests.fio import BARRIER_PORT, FIO_PORT, server_job_name
 from crimsonbench.manifests.fio_driver import driver_job_name
+from crimsonbench.manifests.naming import label_value
 from crimsonbench.manifests.results import read_run_configmap, read_stored, results_selector
 
 pytestmark = pytest.mark.kind
@@ -67,8 +73,10 @@ class Watcher(PodWatch):
         # an ApiClient of its own: kubernetes.stream swaps the transport of the one it uses
         api = kubernetes.config.new_client_from_config(str(self.bench.s.kind.kubeconfig))
         core: Any = kubernetes.client.CoreV1Api(api)
-        sel = f"job-name={driver_job_name(RUN)}"
         while not self._stop.wait(1):
+            if self.bench.uid(RUN) is None:
+                continue  # its driver's name is made from its uid
+            sel = f"job-name={driver_job_name(self.bench.child(RUN))}"
             try:
                 pods = [p for p in core.list_namespaced_pod(ROOK_NS, label_selector=sel).items
                         if p.status.phase == "Running"]  # fmt: skip
@@ -119,6 +127,50 @@ def metrics(a: RunBench, pod: str) -> dict[str, list[tuple[dict[str, str], float
     return out
 
 
+# What a pod that is not the run's gets when it connects (host:port -> connected, refused
+# or timeout), run in Rook's toolbox pod: every target at once, 4 s each.
+PROBE = """
+import json, socket, sys, threading
+out = {}
+def connect(target):
+    host, port = target.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=4).close()
+        out[target] = "connected"
+    except socket.timeout:
+        out[target] = "timeout"
+    except ConnectionRefusedError:
+        out[target] = "refused"
+    except OSError as exc:
+        out[target] = f"error {exc.errno}"
+threads = [threading.Thread(target=connect, args=(t,)) for t in sys.argv[1:]]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps(out))
+"""
+
+
+def intruder_view(a: RunBench) -> dict[str, str]:
+    """Rook's toolbox pod (in the run's pods' namespace, not the run's) connecting to the
+    run's fio servers (fio port), its driver (barrier port) and, as the control, a mon:
+    role -> what it got."""
+
+    def ips(selector: str) -> list[str]:
+        pods = a.core.list_namespaced_pod(ROOK_NS, label_selector=selector).items
+        return [p.status.pod_ip for p in pods if p.status.phase == "Running" and p.status.pod_ip]
+
+    # the run's pods carry its children's name (<run>-<owner tag>, from its uid)
+    run = label_value(a.child(RUN))
+    servers = ips(f"{LABEL_RUN}={run},{LABEL_ROLE}=fio-server")
+    (driver,) = ips(f"{LABEL_RUN}={run},{LABEL_ROLE}=fio-driver")
+    mon = ips("app=rook-ceph-mon")[0]
+    targets = {f"{ip}:{FIO_PORT}": f"fio server {ip}" for ip in servers}
+    targets[f"{driver}:{BARRIER_PORT}"] = "start barrier"
+    targets[f"{mon}:6789"] = "mon"
+    got = json.loads(toolbox(a.s, "python3", "-c", PROBE, *targets, timeout=60))
+    return {targets[t]: outcome for t, outcome in got.items()}
+
+
 def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     s, a = kind_rook, RunBench(kind_rook)
     workers = sorted(s.kind.workers)
@@ -137,6 +189,17 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
 
         a.wait("the first step done", lambda: steps_done(1), 1200, RUN)
         s.timings["apply_to_first_step_s"] = time.monotonic() - t0
+        # meanwhile, a pod that is not the run's tries its fio servers and start barrier
+        intruded: dict[str, str] = {}
+
+        def intrude() -> None:
+            try:
+                intruded.update(intruder_view(a))
+            except Exception as exc:  # noqa: BLE001 - said in the assertion below
+                intruded["error"] = repr(exc)
+
+        probe = threading.Thread(target=intrude, daemon=True)
+        probe.start()
         # the run's options are in the mon database for both OSDs, from the CephCluster
         for osd_id in before["osd_nodes"]:
             for key, value in KEYS.items():
@@ -146,8 +209,17 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
         killed_at = int(a.status(RUN)["stepsDone"])
         status = a.wait_finished(RUN)
         s.timings["run_s"] = time.monotonic() - t0
+        probe.join(120)
     assert status["phase"] == "Completed", status.get("message")
     assert status["stepsDone"] == status["stepsTotal"] == 4
+    # the run's NetworkPolicies, enforced: dropped for a pod not the run's (a timeout: a
+    # port nothing listens on refuses), which still reaches a mon; the run's own traffic
+    # (driver -> servers, servers -> barrier) carried every step
+    servers = [k for k in intruded if k.startswith("fio server")]
+    assert len(servers) == 2 and intruded["mon"] == "connected", intruded
+    assert all(intruded[k] == "timeout" for k in (*servers, "start barrier")), intruded
+    isolated = a.conditions(RUN)["NetworkIsolated"]
+    assert isolated["status"] == "True" and isolated["reason"] == "NetworkPolicy", isolated
     assert 2 <= killed_at < 4, "the operator must be killed mid-sweep"
 
     # planned per node, from the run's record: each worker's OSD on that worker's CPUs
@@ -167,16 +239,17 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     # one fio server per worker, on it, once; one fio driver for the run, across the
     # operator's restart, on the first client's worker; every step's fio client ran once
     steps = [st["id"] for st in status["steps"]]
+    child = a.child(RUN)  # what the operator names the run's Jobs after
     for w in workers:
-        job = server_job_name(RUN, w)
+        job = server_job_name(child, w)
         assert watcher.node_of_job[job] == {w}, dict(watcher.node_of_job)
         assert len(watcher.pods_by_job[job]) == 1, job
-    driver = driver_job_name(RUN)
+    driver = driver_job_name(child)
     assert len(watcher.pods_by_job[driver]) == 1, dict(watcher.pods_by_job)
     first_client = next(iter(clients.values()))["node"]
     assert watcher.node_of_job[driver] == {first_client}, dict(watcher.node_of_job)
-    fio_jobs = {job for job in watcher.pods_by_job if job.startswith(f"{RUN}-fio")}
-    assert fio_jobs == {driver, *(server_job_name(RUN, w) for w in workers)}, fio_jobs
+    fio_jobs = {job for job in watcher.pods_by_job if job.startswith(f"{child}-fio")}
+    assert fio_jobs == {driver, *(server_job_name(child, w) for w in workers)}, fio_jobs
     per_step = [job for job in watcher.pods_by_job if any(st in job for st in steps)]
     assert per_step == [], "no pod per step"
     ran = watcher.fio.runs_per_step()

@@ -44,6 +44,7 @@ from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, 
 pytestmark = pytest.mark.ceph
 CPUS = sorted(os.sched_getaffinity(0))
 NODE = "here"
+RUN_UID = "6b1e6d0c-3c4f-4a43-9f1e-0d3b1c2a4e5f"  # the run's metadata.uid
 POD_IP = "127.0.0.1"  # this host plays the pod: the downward API's status.podIP
 OPTS = PodOptions(image="unused")
 POD_PATHS = ("/var/lib/crimsonbench", "/etc/ceph", "/etc/rook", "/jobs", "/results")
@@ -87,6 +88,13 @@ class Pod:
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
         assert proc.returncode == 0, f"{job['metadata']['name']}: {proc.stdout}\n{proc.stderr}"
         return proc.stdout
+
+    def fails(self, job: dict[str, Any], timeout: float = 300) -> str:
+        """Run a Job's container that must fail: its stderr."""
+        argv, env = self.argv_env(job)
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        assert proc.returncode != 0, f"{job['metadata']['name']} succeeded: {proc.stdout}"
+        return proc.stderr
 
     def start(self, job: dict[str, Any]) -> subprocess.Popen[str]:
         argv, env = self.argv_env(job)
@@ -157,7 +165,11 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
         spec = validate_spec(
             {
                 "target": {
-                    "external": {"monHost": f"[{cluster.mon_addr}]", "keyringSecret": {"name": "k"}}
+                    "external": {
+                        "user": "admin",
+                        "monHost": f"[{cluster.mon_addr}]",
+                        "keyringSecret": {"name": "k"},
+                    }
                 },  # fmt: skip
                 "osd": {"flavor": "classic", "objectStore": "memstore"},
                 "client": {
@@ -185,10 +197,22 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
         access = external_access("bench", spec.target.external)
         pod = Pod(tmp_path / "pod", conf.keyring)
 
-        # 1. the images the run needs (rbd create, as the access's user)
+        # 1. the images the run needs (rbd create, as the access's user), each tagged with
+        # the run's uid; made again by a resumed run: nothing happens. Someone else's image
+        # of a name the run asks for is a refusal naming it, never adopted (issue 36 #3)
         size = plan.pool.image_size_bytes
-        pod.run(maintenance.create_images_job("scripts", "bench", plan.images, size, access, OPTS))
+        create = maintenance.create_images_job("scripts", "bench", plan.images, size, RUN_UID,
+                                               access, OPTS)  # fmt: skip
+        pod.run(create)
+        pod.run(create)
         assert sorted(cluster.cli.rbd("ls", "bench").split()) == sorted(plan.images)
+        tags = {i: cluster.cli.rbd("image-meta", "get", f"bench/{i}", maintenance.IMAGE_OWNER)
+                for i in plan.images}  # fmt: skip
+        assert {t.strip() for t in tags.values()} == {RUN_UID}
+        cluster.cli.rbd("create", "--size", "1M", "bench/theirs")
+        refused = pod.fails(maintenance.create_images_job(
+            "scripts", "bench", ["theirs"], size, RUN_UID, access, OPTS))  # fmt: skip
+        assert "image bench/theirs exists and is not this run's" in refused
 
         # 2. the fio server, pinned by the script's taskset to the client CPUs
         server_job = fio.fio_server_job("scripts", plan.clients[0], plan, access, OPTS, port=port)
@@ -274,6 +298,45 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
         logs = step_log.iops_logs(sections)
         assert len(logs) == 2 and all(name.endswith(".127.0.0.1") for name in logs)
 
-        # 4. the images go again (external clusters: nothing else removes them)
-        pod.run(maintenance.remove_images_job("scripts", "bench", plan.images, access, OPTS))
-        assert cluster.cli.rbd("ls", "bench").split() == []
+        # 4. the images go again (external clusters: nothing else removes them), only those
+        # tagged with the run's uid: an image of the same name without it stays
+        removal = maintenance.remove_images_job("scripts", "bench", [*plan.images, "theirs"],
+                                                RUN_UID, access, OPTS)  # fmt: skip
+        said = pod.run(removal)
+        assert cluster.cli.rbd("ls", "bench").split() == ["theirs"]
+        assert maintenance.image_removal_summary(said) == (
+            f"RBD images: 1 kept, not the run's (no or another run uid): theirs; "
+            f"{len(plan.images)} removed"
+        )
+
+        # 5. the mon database after the restore: the run's values go back to what the mon
+        # database had before it (rm where nothing was), an admin's edit since stays
+        cluster.cli.ceph("config", "set", "osd.0", "osd_op_num_shards", "2")  # by hand, before
+        for who, key, value in (("osd.0", "osd_op_num_shards", "4"),
+                                ("osd.0", "osd_recovery_sleep", "0.5"),
+                                ("osd", "osd_scrub_sleep", "0.25")):  # fmt: skip
+            cluster.cli.ceph("config", "set", who, key, value)  # what Rook applied for the run
+        cluster.cli.ceph("config", "set", "osd", "osd_scrub_sleep", "0.75")  # an admin, mid-run
+        changes = [
+            {"who": "osd.0", "key": "osd_op_num_shards", "value": "4", "before": "2"},
+            {"who": "osd.0", "key": "osd_recovery_sleep", "value": "0.5", "before": None},
+            {"who": "osd", "key": "osd_scrub_sleep", "value": "0.25", "before": None},
+            {"who": "osd.0", "key": "osd_max_backfills", "value": "3", "before": None},
+        ]
+        admin = Pod(tmp_path / "admin-pod", conf.keyring)
+        log = admin.run(maintenance.mon_restore_job("scripts", changes, access, OPTS))
+        rows = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        did = {(r["who"], r["key"]): r["did"] for r in rows}
+        assert did == {
+            ("osd.0", "osd_op_num_shards"): "set",
+            ("osd.0", "osd_recovery_sleep"): "rm",
+            ("osd", "osd_scrub_sleep"): "kept",
+            ("osd.0", "osd_max_backfills"): "gone",
+        }
+        dump = {
+            (e["section"], e["name"]): e["value"]
+            for e in json.loads(cluster.cli.ceph("config", "dump", "--format", "json"))
+        }
+        assert dump[("osd.0", "osd_op_num_shards")] == "2"
+        assert ("osd.0", "osd_recovery_sleep") not in dump
+        assert float(dump[("osd", "osd_scrub_sleep")]) == 0.75  # the admin's value, kept

@@ -248,6 +248,25 @@ def test_cleanup_commands_leave_original_keys_and_crimson_prerequisites() -> Non
     assert len(commands) == 8 * 3 - 1
 
 
+def test_spec_options_go_to_the_planned_osds_only() -> None:
+    """spec.osd.cephConfig lands in each planned osd.N, never in `osd` (every OSD of the
+    cluster, the ones the run does not plan too); the plan's CPU layout wins over a spec
+    value for the same option; the restore removes exactly what was written."""
+    doc = copy.deepcopy(SEASTORE_56)
+    doc["osd"]["cephConfig"] = {"osd_op_num_shards": "4", "crimson_seastar_cpu_cores": "9"}
+    _, plan = plan_of("scoped", doc)
+    assert plan.ceph.config["osd"] == doc["osd"]["cephConfig"]  # the plan's own view
+    original = original_cephcluster()
+    new = cephcluster_patch(original, plan)
+    written = set(new["cephConfig"]) - set(original["spec"].get("cephConfig") or {})
+    assert written == {"osd.0"} and "osd" not in new["cephConfig"]
+    assert new["cephConfig"]["osd.0"]["osd_op_num_shards"] == "4"
+    assert new["cephConfig"]["osd.0"]["crimson_seastar_cpu_cores"] == plan.osds[0].cpuset
+    commands = restore_cleanup_commands(plan, original["spec"].get("cephConfig"))
+    assert ["config", "rm", "osd.0", "osd_op_num_shards"] in commands
+    assert not [c for c in commands if c[2] == "osd"]
+
+
 # ---------------------------------------------------------------- merge patches
 
 _scalars = st.one_of(

@@ -39,7 +39,10 @@ IMAGE = "quay.io/example/crimsonbench-fio:1.0"
 OPTS = PodOptions(image=IMAGE)
 RUN = "blue-8osd-5reactor-socket"
 SERVERS = {NODE: "10.0.0.7:8765"}
-MEET = BarrierAddress("10.0.0.9", 8766, "5eed")  # the driver pod's start barrier
+MEET = BarrierAddress("10.0.0.9", 8766, "5eed")
+UID = (
+    "6b1e6d0c-3c4f-4a43-9f1e-0d3b1c2a4e5f"  # a run's metadata.uid  # the driver pod's start barrier
+)
 
 
 def socket_plan() -> Any:
@@ -84,7 +87,7 @@ def test_golden_maintenance_and_rook_objects(golden: Any) -> None:
         [
             maintenance.topology_probe_job(RUN, NODE, "crimsonbench", OPTS),
             maintenance.cluster_facts_job(RUN, admin, OPTS),
-            maintenance.create_images_job(RUN, "rbd", plan.pool.images, 2**30, user, OPTS),
+            maintenance.create_images_job(RUN, "rbd", plan.pool.images, 2**30, UID, user, OPTS),
             maintenance.ceph_commands_job(RUN, "setup", plan.ceph.commands, admin, OPTS),
             ceph_client(RUN, plan.pool, namespace="rook-ceph"),
             cephblockpool(RUN, plan.pool, namespace="rook-ceph"),
@@ -252,7 +255,7 @@ def test_external_access() -> None:
     }
     assert "mon-endpoints" not in [v["name"] for v in volumes]
     with pytest.raises(InvalidSpec) as err:
-        external_access("ns", ExternalTarget(mon_host="m", keyring_file="/k"))
+        external_access("ns", ExternalTarget(mon_host="m", user="u", keyring_file="/k"))
     assert err.value.field == "spec.target.external.keyringSecret"
 
 
@@ -268,10 +271,11 @@ def test_access_for_spec() -> None:
             "target": {
                 "external": {
                     "monHost": "10.0.0.1",
+                    "user": "admin",
                     "keyringSecret": {"name": "kr", "key": "keyring"},
                 }
             },
-            "client": {"node": "n1"},
+            "client": {"node": "n1", "pool": "bench"},
         }
     )
     access = ceph_access_for(kube_target(ext, "runs"))  # the Secret beside the run
@@ -287,7 +291,7 @@ def test_access_for_spec() -> None:
 def test_a_pod_must_run_where_its_secret_is() -> None:
     _, plan = socket_plan()
     body = maintenance.create_images_job(
-        RUN, "rbd", plan.pool.images, 1, rook_access("rook-ceph"), OPTS
+        RUN, "rbd", plan.pool.images, 1, UID, rook_access("rook-ceph"), OPTS
     )
     assert body["metadata"]["namespace"] == "rook-ceph"
 
@@ -312,6 +316,8 @@ def test_facts_job_only_reads() -> None:
     commands = [line for line in script.splitlines() if line.startswith("ceph ")]
     assert [c.split('"$user" ')[1] for c in commands] == [
         "config ls --format json",
+        "config dump --format json",
+        "fsid --format json",
         "osd metadata --format json",
         "osd pool ls --format json",
         "versions --format json",
@@ -319,15 +325,17 @@ def test_facts_job_only_reads() -> None:
 
 
 def test_remove_images_job_outlives_the_run_and_names_its_images() -> None:
-    job = maintenance.remove_images_job("r", "bench", ["img-0", "img-1"], rook_access(), OPTS)
+    job = maintenance.remove_images_job("r", "bench", ["img-0", "img-1"], UID, rook_access(),
+                                        OPTS)  # fmt: skip
     assert job["metadata"]["labels"]["bench.crimson.ceph.io/role"] == maintenance.ROLE_RBD_CLEANUP
     assert job["spec"]["ttlSecondsAfterFinished"] == 3600
     env = {
         e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]
     }
     assert env["CB_POOL"] == "bench" and env["CB_IMAGES"] == "img-0 img-1"
+    assert env["CB_RUN_UID"] == UID  # only images tagged with it are removed
     with pytest.raises(ValueError, match="not a valid"):
-        maintenance.remove_images_job("r", "bench", ["bad name"], rook_access(), OPTS)
+        maintenance.remove_images_job("r", "bench", ["bad name"], UID, rook_access(), OPTS)
 
 
 def test_every_job_builder_takes_the_operators_pod_options() -> None:
@@ -345,7 +353,7 @@ def test_every_job_builder_takes_the_operators_pod_options() -> None:
         "driver": fio_driver.fio_driver_job(RUN, "ns", opts, node=NODE, lifetime_s=1),
         "ceph": maintenance.ceph_commands_job(RUN, "setup", [["status"]], access, opts),
         "facts": maintenance.cluster_facts_job(RUN, access, opts),
-        "images": maintenance.create_images_job(RUN, "p", ["i"], 1, access, opts),
+        "images": maintenance.create_images_job(RUN, "p", ["i"], 1, UID, access, opts),
         "probe": maintenance.topology_probe_job(RUN, NODE, "ns", opts),
     }
     for what, job in built.items():
@@ -435,7 +443,9 @@ def test_kubernetes_models_know_every_field() -> None:
     rejected by the API server)."""
     k8s = pytest.importorskip("kubernetes.client")
     _, plan = two_client_plan()
-    external = ExternalTarget.model_validate({"monHost": "m", "keyringSecret": {"name": "s"}})
+    external = ExternalTarget.model_validate(
+        {"monHost": "m", "user": "u", "keyringSecret": {"name": "s"}}
+    )
     access = external_access("ns", external)
     objects = {
         "V1Job": [
@@ -443,7 +453,7 @@ def test_kubernetes_models_know_every_field() -> None:
             fio_driver.fio_driver_job(RUN, "ns", OPTS, node=NODE, lifetime_s=1),
             maintenance.topology_probe_job(RUN, NODE, "x", OPTS),
             maintenance.cluster_facts_job(RUN, access, OPTS),
-            maintenance.remove_images_job(RUN, "p", ["i"], access, OPTS),
+            maintenance.remove_images_job(RUN, "p", ["i"], UID, access, OPTS),
         ],
     }
     for model, docs in objects.items():

@@ -3,8 +3,6 @@ the lease the operator names after the cluster (controller/run_context.lease_nam
 
 from __future__ import annotations
 
-import pytest
-
 from crimsonbench.controller.run_context import lease_name
 from crimsonbench.manifests.targets import kube_target
 from crimsonbench.spec.models import validate_spec
@@ -27,9 +25,9 @@ def test_rook_target_acts_in_rooks_namespace() -> None:
 
 def test_external_target_acts_beside_the_run() -> None:
     spec = validate_spec({
-        "target": {"external": {"monHost": "10.0.0.1:6789",
+        "target": {"external": {"user": "admin", "monHost": "10.0.0.1:6789",
                                 "keyringSecret": {"name": "kr", "key": "keyring"}}},
-        "client": CLIENT,
+        "client": {**CLIENT, "pool": "bench"},
     })  # fmt: skip
     t = kube_target(spec, "runs")
     assert (t.kind, t.jobs_namespace, t.rook_namespace, t.cluster_name) == (
@@ -39,27 +37,9 @@ def test_external_target_acts_beside_the_run() -> None:
     assert t.where == "the external cluster at 10.0.0.1:6789"
 
 
-@pytest.mark.parametrize(
-    ("target", "lease"),
-    [
-        # the names the operator's leases had before this module (captured from
-        # controller/run_context.target_key at 21c66ef): a run in flight across an
-        # operator upgrade keeps its lease, and no second run takes the cluster meanwhile
-        ({"rook": {"clusterName": "my-cluster"}}, "crimsonbench-f05803c444be"),
-        ({"external": {"monHost": "10.0.0.1:6789",
-                       "keyringSecret": {"name": "kr", "key": "keyring"}}},
-         "crimsonbench-2178ad339633"),
-    ],
-)  # fmt: skip
-def test_lease_names_are_stable_across_versions(target: dict, lease: str) -> None:
-    spec = validate_spec({"target": target, "client": CLIENT})
-    assert lease_name(kube_target(spec, "x")) == lease
-
-
-def test_two_rook_clusters_never_share_a_lease() -> None:
-    def lease(ns: str, name: str) -> str:
-        body = {"target": {"rook": {"clusterName": name, "namespace": ns}}, "client": CLIENT}
-        return lease_name(kube_target(validate_spec(body), "runs"))
-
-    assert lease("a", "c") != lease("b", "c") != lease("b", "d")
-    assert lease("a", "c") == lease("a", "c")
+def test_a_lease_is_named_after_the_clusters_identity_alone() -> None:
+    """issue 36 #8: one cluster, one lease, however a spec spells it (a CephCluster's uid,
+    an external cluster's fsid); two clusters never share one."""
+    uid = "0f5b1c2e-7d4a-4b1e-9c1d-2a3b4c5d6e7f"
+    assert lease_name(uid) == lease_name(uid) != lease_name(uid.replace("0f", "1f"))
+    assert lease_name(uid).startswith("crimsonbench-") and len(lease_name(uid)) == 25

@@ -184,8 +184,9 @@ def test_the_operators_view_shows_a_runs_last_steps_and_counts_them_all() -> Non
     from crimsonbench.spec.models import validate_spec
     from crimsonbench.spec.status import Phase
 
-    spec = validate_spec({"target": {"external": {"monHost": "m", "keyringSecret": {"name": "k"}}},
-                          "osd": {"flavor": "classic"}, "client": {"node": "n"},
+    spec = validate_spec({"target": {"external": {"monHost": "m", "keyringSecret": {"name": "k"},
+                                                  "user": "admin"}},
+                          "osd": {"flavor": "classic"}, "client": {"node": "n", "pool": "rbd"},
                           "workloads": [{"preset": "randread4k"}]})  # fmt: skip
     index, view = StepIndex(), RunsView(3600)
 

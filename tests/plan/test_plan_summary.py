@@ -22,9 +22,11 @@ SWEEP = {"iodepths": [1, 4], "runtimeSeconds": 3}
 
 def test_external_target_has_no_cpu_layout_but_everything_else() -> None:
     spec = validate_spec({
-        "target": {"external": {"monHost": "127.0.0.1:6789", "keyringSecret": {"name": "k"}}},
+        "target": {"external": {"user": "admin", "monHost": "127.0.0.1:6789",
+                                "keyringSecret": {"name": "k"}}},
         "osd": {"flavor": "classic", "objectStore": "memstore", "count": 1},
-        "client": CLIENT, "workloads": [{"preset": "randread4k"}], "sweep": SWEEP,
+        "client": {**CLIENT, "pool": "bench"}, "workloads": [{"preset": "randread4k"}],
+        "sweep": SWEEP,
     })  # fmt: skip
     plan = build_plan("ext", spec, ClusterLayout({"n1": TOPO}, {}, ("n1",), plan_osds=False))
     summary = plan_summary(plan)

@@ -92,7 +92,13 @@ def test_osd_identity_from_osd_metadata() -> None:
     }
     for name, text in docs.items():
         facts = ClusterFacts.from_sections(
-            {"config-ls": "[]", "osd-metadata": f"[{text}]", "pool-ls": "[]"}
+            {
+                "config-ls": "[]",
+                "osd-metadata": f"[{text}]",
+                "pool-ls": "[]",
+                "config-dump": "[]",
+                "fsid": '{"fsid": "x"}',
+            }  # fmt: skip
         )
         meta = facts.osds[0]
         assert meta.crimson == name.startswith("crimson"), name

@@ -53,9 +53,9 @@ def test_every_heavy_marker_of_pytest_config_has_a_tier(tiers: ModuleType) -> No
 
 def test_a_tier_is_skipped_when_its_cold_builds_do_not_fit(tiers: ModuleType) -> None:
     kind = next(t for t in tiers.TIERS if t.name == "kind")
-    budget = 75 * 60.0
+    budget = 84 * 60.0
     cold = kind.need_minutes()
-    assert cold > kind.minutes + 20  # every build of it is missing in the empty cache
+    assert cold > kind.minutes + 30  # every build of it is missing in the empty cache
     why = tiers.skip_reason(kind, budget - (cold - 1) * 60, budget)
     k8s = tiers.BUILDS["k8s control plane"].minutes
     assert f"builds: k8s control plane ~{k8s:g} min" in why and "rook image" in why
@@ -115,7 +115,7 @@ def test_a_prefetched_build_counts_what_is_left_and_its_tier_waits(
         time.sleep(0.5)
         p.wait(kind.builds)
         lines = (tmp_path / "prefetch.log").read_text()
-        assert f"== done {node_image.name}" in lines
+        assert f"== done {node_image.name}: " in lines
         started = [
             ln for ln in lines.splitlines() if ln.startswith(f"== prefetch {node_image.name}: ")
         ]

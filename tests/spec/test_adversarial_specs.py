@@ -39,7 +39,9 @@ BASE: dict[str, Any] = {
 }
 BASE_TEXT = yaml.safe_dump(BASE, sort_keys=False)
 ROOK = {"rook": {"clusterName": "rook-ceph"}}
-EXTERNAL = {"external": {"monHost": "10.0.0.1", "keyringFile": "/etc/ceph/keyring"}}
+EXTERNAL = {
+    "external": {"user": "admin", "monHost": "10.0.0.1", "keyringFile": "/etc/ceph/keyring"}
+}
 
 
 def doc(*edits: tuple[str, Any]) -> str:
@@ -199,11 +201,12 @@ CASES = [
          "spec.osd.cephConfig.debug_osd", (CEPH_VALUE,)),
     Case("mon-host-newline",
          doc(("spec.target", {"external": {"monHost": "10.0.0.1\n[global]\nkeyring = /k",
-                                           "keyringFile": "/k"}}),
+                                           "keyringFile": "/k", "user": "admin"}}),
              ("spec.client.node", "n1")),
          "spec.target.external.monHost", ("is not a mon_host",)),
     Case("mon-host-shell", doc(("spec.target", {"external": {"monHost": "10.0.0.1;reboot",
-                                                              "keyringFile": "/k"}}),
+                                                              "keyringFile": "/k",
+                                                              "user": "admin"}}),
                                ("spec.client.node", "n1")),
          "spec.target.external.monHost", ("[v2:10.0.0.1:3300,v1:10.0.0.1:6789]",)),
     Case("external-user-newline",
@@ -211,11 +214,13 @@ CASES = [
              ("spec.client.node", "n1")),
          "spec.target.external.user", ("is not a cephx user id",)),
     Case("keyring-file-newline",
-         doc(("spec.target", {"external": {"monHost": "10.0.0.1", "keyringFile": "/k\nx"}}),
+         doc(("spec.target", {"external": {"monHost": "10.0.0.1", "keyringFile": "/k\nx",
+                                           "user": "admin"}}),
              ("spec.client.node", "n1")),
          "spec.target.external.keyringFile", ("is not a path we accept",)),
     Case("keyring-secret-path", doc(("spec.target", {"external": {
-        "monHost": "10.0.0.1", "keyringSecret": {"name": "../x"}}}), ("spec.client.node", "n1")),
+        "monHost": "10.0.0.1", "user": "u", "keyringSecret": {"name": "../x"}}}),
+        ("spec.client.node", "n1")),
          "spec.target.external.keyringSecret.name", ("is not a valid Kubernetes name",)),
     Case("work-dir-newline", doc(("spec.target.local.workDir", "/tmp/x\n/etc")),
          "spec.target.local.workDir", ("is not a path we accept",)),
@@ -427,8 +432,12 @@ def test_a_mon_host_with_brackets_is_accepted(tmp_path: Path) -> None:
     mon = "[v2:10.0.0.1:3300,v1:10.0.0.1:6789],[v2:[2001:db8::1]:3300]"
     spec.write_text(
         doc(
-            ("spec.target", {"external": {"monHost": mon, "keyringFile": "/etc/ceph/k"}}),
+            (
+                "spec.target",
+                {"external": {"user": "admin", "monHost": mon, "keyringFile": "/etc/ceph/k"}},
+            ),
             ("spec.client.node", "n1"),
+            ("spec.client.pool", "bench"),
         )  # fmt: skip
     )
     from crimsonbench.spec.models import load_spec

@@ -123,7 +123,7 @@ BAD = [
         "required",
     ),
     (
-        {"target": {"external": {"monHost": "v2:10.0.0.1:3300"}}},
+        {"target": {"external": {"user": "admin", "monHost": "v2:10.0.0.1:3300"}}},
         "spec.target.external.keyringSecret",
         "keyringFile",
     ),

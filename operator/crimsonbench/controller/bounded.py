@@ -7,21 +7,15 @@ from __future__ import annotations
 
 import time
 
-from crimsonbench.controller import stuck
-from crimsonbench.controller.fio_setup import jobs_namespace
-from crimsonbench.controller.plans import plan_for
+from crimsonbench.controller import lease, stuck
 from crimsonbench.controller.record import now_iso
-from crimsonbench.controller.rook import ORIGINAL_KEY, original_name
-from crimsonbench.controller.run_context import RunContext
-from crimsonbench.errors import CrimsonBenchError
-from crimsonbench.manifests.cephcluster import restore_cleanup_commands
-from crimsonbench.plan.types import RunPlan
+from crimsonbench.controller.run_context import RunBase
 from crimsonbench.spec.status import Phase
 
 SHOWN_IMAGES = 8  # images named in a message; the rest counted
 
 
-def note_error(ctx: RunContext, stage: str, exc: BaseException) -> str | None:
+def note_error(ctx: RunBase, stage: str, exc: BaseException) -> str | None:
     """Keep the error in the run's record (when the run's errors began, the latest one) and
     say so in the status (message, the Stalled condition); returns why the run fails now
     once they have lasted past errorTimeoutSeconds, else None (the tick is retried)."""
@@ -35,7 +29,7 @@ def note_error(ctx: RunContext, stage: str, exc: BaseException) -> str | None:
 
 
 def clear_error(
-    ctx: RunContext, reason: str = "Recovered", message: str = "the last error went away"
+    ctx: RunBase, reason: str = "Recovered", message: str = "the last error went away"
 ) -> None:
     """A tick got on without an error (or the error failed the run): a later one starts a
     new count."""
@@ -45,7 +39,7 @@ def clear_error(
     ctx.record.condition("Stalled", False, reason, message)
 
 
-def restore_overdue(ctx: RunContext) -> float | None:
+def restore_overdue(ctx: RunBase) -> float | None:
     """Seconds since the restore began, once past restoreTimeoutSeconds; None before (its
     start is kept in the record from the first tick of the restore on)."""
     book, now = ctx.record.book, time.time()
@@ -56,7 +50,27 @@ def restore_overdue(ctx: RunContext) -> float | None:
     return waited if overdue else None
 
 
-def end_restore(ctx: RunContext, waited_s: float, last: str) -> None:
+def restore_wait(ctx: RunBase, what: str) -> None:
+    """The restore waits (NotReady): it ends once past restoreTimeoutSeconds."""
+    waited = restore_overdue(ctx)
+    if waited is not None:
+        end_restore(ctx, waited, what)
+    else:
+        clear_error(ctx)
+
+
+def restore_error(ctx: RunBase, exc: Exception) -> str:
+    """An error in the restore: said in the status, retried (raised) until the restore is
+    past restoreTimeoutSeconds, then it ends ("done")."""
+    note_error(ctx, "restore", exc)  # the restore's own bound rules, not errorTimeoutSeconds
+    waited = restore_overdue(ctx)
+    if waited is None:
+        raise exc
+    end_restore(ctx, waited, stuck.error_text(exc))
+    return "done"
+
+
+def end_restore(ctx: RunBase, waited_s: float, last: str) -> None:
     """The restore did not finish in time: the run ends Failed, its ClusterRestored
     condition (and an event) naming what is left to do by hand, and the cluster's lease is
     released. The CephCluster keeps the run's marks if its spec was not put back: every
@@ -75,11 +89,11 @@ def end_restore(ctx: RunContext, waited_s: float, last: str) -> None:
     status.current_step = ""
 
 
-def release_lease(ctx: RunContext) -> str:
+def release_lease(ctx: RunBase) -> str:
     """Let the cluster go as a run ends; '' when done, else what to tell (the run ends
     anyway: an API that refuses even that must not keep it going)."""
     try:
-        ctx.kube.release_lease(*ctx.lease, ctx.holder)
+        lease.release(ctx)
     except Exception as exc:  # noqa: BLE001 (any refusal: said, the run ends regardless)
         ns, name = ctx.lease
         return (f"; the cluster's Lease {ns}/{name} could not be released "
@@ -87,7 +101,7 @@ def release_lease(ctx: RunContext) -> str:
     return ""
 
 
-def delete_jobs(ctx: RunContext, namespace: str) -> None:
+def delete_jobs(ctx: RunBase, namespace: str) -> None:
     """The run's Jobs there, as a run that touched nothing else fails: best effort (the API
     that failed the run may refuse this too; the Jobs end by their own deadline)."""
     try:
@@ -97,38 +111,25 @@ def delete_jobs(ctx: RunContext, namespace: str) -> None:
                            stuck.error_text(exc))  # fmt: skip
 
 
-def leftovers(ctx: RunContext) -> stuck.Leftovers:
-    """What the restore may have left, named from the run's record and plan."""
+def leftovers(ctx: RunBase) -> stuck.Leftovers:
+    """What the restore may have left, from the run's undo record (never the spec)."""
     status, book = ctx.record.status, ctx.record.book
-    plan = _plan_or_none(ctx)
-    rook = ctx.target.kind == "rook"
+    undo = book.undo
     images = ""
-    if plan is not None and status.images_created and book.images_removed != "done":
-        names = list(plan.pool.images)
+    if undo.images and status.images_created and book.images_removed != "done":
+        names = list(undo.images)
         more = f",... {len(names) - SHOWN_IMAGES} more" if len(names) > SHOWN_IMAGES else ""
-        images = f"{plan.pool.name}/{{{','.join(names[:SHOWN_IMAGES])}{more}}}"
-    objects = []
-    if rook and plan is not None:
-        objects = [f"cephclients/{plan.pool.user}"]
-        if not ctx.spec.keep_images:
-            objects.insert(0, f"cephblockpools/{plan.pool.name}")
-    options = restore_cleanup_commands(plan) if plan is not None else []
-    saved = f"{ctx.settings.operator_namespace}/{original_name(ctx.uid)}"
+        images = f"{undo.pool}/{{{','.join(names[:SHOWN_IMAGES])}{more}}}"
+    kinds = (("CephBlockPool", undo.pool_object), ("CephClient", undo.client_object))
+    objects = [f"{kind} {undo.rook_namespace}/{name}" for kind, name in kinds if name]
+    rook = undo.target == "rook"
     return stuck.Leftovers(
-        where=ctx.target.where if rook else "",
-        patched=status.patched_generation > 0,
+        where=undo.where if rook else "",
+        spec_changes=undo.spec_changes,
+        mon_changes=undo.mon_changes,
         marks=book.restore,
-        saved_original=f"ConfigMap {saved} (key {ORIGINAL_KEY})",
-        run_options=["ceph " + " ".join(c) for c in options],
         images=images,
         rook_objects=objects,
-        jobs=f"delete the run's Jobs: kubectl -n {jobs_namespace(ctx)} delete jobs -l "
+        jobs=f"delete the run's Jobs: kubectl -n {undo.jobs_namespace or '?'} delete jobs -l "
         f"{ctx.selector}",
     )
-
-
-def _plan_or_none(ctx: RunContext) -> RunPlan | None:
-    try:
-        return plan_for(ctx)
-    except (CrimsonBenchError, ValueError):
-        return None

@@ -8,9 +8,10 @@ these and applies what they return; they are unit-tested without a cluster
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from crimsonbench.controller.observed import NodeInfo, OsdPod
@@ -43,6 +44,9 @@ class ClusterFacts:
     known_options: frozenset[str]
     osds: Mapping[int, OsdMeta]
     pools: frozenset[str]
+    # the mon database's values, (who, option) -> value (entries without a mask)
+    mon_config: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    fsid: str = ""
 
     @classmethod
     def from_sections(cls, sections: Mapping[str, str]) -> ClusterFacts:
@@ -50,13 +54,20 @@ class ClusterFacts:
             options = json.loads(sections["config-ls"])
             metadata = json.loads(sections["osd-metadata"])
             pools = json.loads(sections["pool-ls"])
-        except (KeyError, ValueError) as exc:
+            dump = json.loads(sections["config-dump"])
+            fsid = str(json.loads(sections["fsid"])["fsid"])
+        except (KeyError, ValueError, TypeError) as exc:
             raise ParseError(f"the cluster facts Job printed no readable {exc}") from None
         stores = crimson_stores(sections.get(OSD_STORES, ""))
+        keys = {"section", "name", "value"}
+        mon = {(str(e["section"]), str(e["name"])): str(e["value"]) for e in dump
+               if isinstance(e, dict) and not e.get("mask") and keys <= e.keys()}  # fmt: skip
         return cls(
             frozenset(str(o) for o in options),
             {int(m["id"]): _osd_meta(m, stores) for m in metadata},
             frozenset(str(p) for p in pools),
+            mon,
+            fsid,
         )
 
 
@@ -135,10 +146,34 @@ def select_client_nodes(client: ClientSpec, nodes: Sequence[NodeInfo]) -> tuple[
 # ---------------------------------------------------------------- preflight
 
 
-def preflight(spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[int, str]) -> str:
+def unknown_options(spec: BenchmarkRunSpec, known: frozenset[str]) -> None:
+    """Refuse spec.osd.cephConfig names the mons do not know (`ceph config ls`): written
+    into the CephCluster they would make Rook's reconcile fail (the mons refuse them),
+    and the run would wait for a rollout that never comes. Close names are suggested."""
+    unknown = sorted(set(spec.osd.ceph_config) - known)
+    if not unknown or not known:  # no list read: nothing to compare with
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        hints.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    raise InvalidSpec(
+        "spec.osd.cephConfig",
+        f"the cluster's mons know no option {', '.join(hints)} (`ceph config ls`): Rook "
+        "could not apply it (the mons refuse unknown names) and the run would wait for a "
+        "rollout that never comes; spell each name as `ceph config ls` lists it, or remove it",
+    )
+
+
+def preflight(
+    spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[int, str], pool: str = ""
+) -> str:
     """Refuse, before anything is touched, a run the cluster cannot do; return the crimson
-    option family the mons know ("" for classic)."""
+    option family the mons know ("" for classic). pool: the run's pool as planned
+    (plan.build.pool_name; on Rook named from the run's uid)."""
+    unknown_options(spec, facts.known_options)
     flavor, store = spec.osd.flavor, spec.osd.object_store.value
+    pool = pool or spec.client.pool
     for osd_id in sorted(placement):
         meta = facts.osds.get(osd_id)
         if meta is None:
@@ -166,16 +201,17 @@ def preflight(spec: BenchmarkRunSpec, facts: ClusterFacts, placement: Mapping[in
                 "cannot re-provision OSDs to another object store (rook issue 16678), so "
                 f"set objectStore: {meta.object_store}",
             )
-    if spec.target.rook is not None and spec.client.pool in facts.pools:
+    if spec.target.rook is not None and pool in facts.pools:
         raise InvalidSpec(
             "spec.client.pool",
-            f"pool {spec.client.pool} exists already; the run creates its own size-1 pool "
-            "(Rook would adopt and resize an existing one), so name a new pool",
+            f"pool {pool} exists already; the run creates its own size-1 pool (Rook would "
+            "adopt and resize an existing one) named from client.pool and the run's uid: "
+            "someone made that name; remove it or change client.pool",
         )
-    if spec.target.external is not None and spec.client.pool not in facts.pools:
+    if spec.target.external is not None and pool not in facts.pools:
         raise InvalidSpec(
             "spec.client.pool",
-            f"pool {spec.client.pool} does not exist on the external cluster (it has "
+            f"pool {pool} does not exist on the external cluster (it has "
             f"{', '.join(sorted(facts.pools)) or 'none'}); create it or name one that exists",
         )
     if flavor != Flavor.CRIMSON or spec.target.external is not None:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from kubernetes.client.exceptions import ApiException
 
+from crimsonbench.controller.kube import api_message, denied_by_policy
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError
 from crimsonbench.manifests import fio_driver
@@ -22,6 +23,11 @@ def _exec(ctx: RunContext, namespace: str, pod: str, argv: list[str], timeout_s:
         # a refused websocket handshake comes back as status 0 with the HTTP status in
         # its reason ("Handshake status 403 Forbidden")
         if exc.status == 403 or "403" in str(exc.reason):
+            if denied_by_policy(exc):
+                raise ExecutionError(
+                    f"exec into {namespace}/{pod} was refused by the operator's admission "
+                    f"policy (the chart's rbac.reachPolicy): {api_message(exc)}"
+                ) from None
             raise ExecutionError(
                 f"the operator may not exec into pods in namespace {namespace}: the "
                 "chart's targets.rook (Rook's namespace) or targets.externalNamespaces "

@@ -9,36 +9,37 @@ from __future__ import annotations
 
 from crimsonbench.controller.fio_setup import fio_access
 from crimsonbench.controller.jobs import job_outcome
-from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.run_context import RunBase
 from crimsonbench.errors import NotReady
-from crimsonbench.manifests.maintenance import remove_images_job
-from crimsonbench.plan.types import RunPlan
+from crimsonbench.manifests.maintenance import image_removal_summary, remove_images_job
 
 
-def remove_images(ctx: RunContext, plan: RunPlan | None) -> None:
+def remove_images(ctx: RunBase) -> None:
     """NotReady until the removal Job has finished; a failed one is reported, not retried
-    (the images are named in the condition, to remove by hand). Done once per run: the
-    record says so (record.imagesRemoved), and cleanup's last sweep deletes the Job."""
-    book = ctx.record.book
-    if ctx.target.kind == "local" or ctx.spec.keep_images or book.images_removed:
+    (the images are named in the condition, to remove by hand). Only the images the undo
+    record names, and of those only the ones tagged with this run's uid (the Job checks).
+    Done once per run: the record says so (record.imagesRemoved), and cleanup's last sweep
+    deletes the Job."""
+    book, undo = ctx.record.book, ctx.record.book.undo
+    if undo.keep_images or book.images_removed or not undo.images:
         return
-    if plan is None or not ctx.record.status.images_created:
-        return  # never planned, or no image was created
-    images = plan.pool.images
-    access = fio_access(ctx, plan)
-    job = remove_images_job(ctx.name, plan.pool.name, images, access, ctx.settings.pod_options())
+    if not ctx.record.status.images_created:
+        return  # no image was created
+    access = fio_access(ctx)
+    job = remove_images_job(ctx.child, undo.pool, undo.images, ctx.uid, access,
+                            ctx.settings.pod_options())  # fmt: skip
     out = job_outcome(ctx.kube, job)
     if out.state == "pending":
-        raise NotReady(f"removing {len(images)} RBD images ({out.where} {out.text})")
+        raise NotReady(f"removing {len(undo.images)} RBD images ({out.where} {out.text})")
     if out.state == "failed":
         ctx.record.condition(
             "ImagesRemoved",
             False,
             "RemovalFailed",
-            f"{out.where} failed; remove {plan.pool.name}/{{{','.join(images)}}} "
+            f"{out.where} failed; remove {undo.pool}/{{{','.join(undo.images)}}} "
             f"by hand: {out.text[-300:]}",
         )
         book.images_removed = "failed"
         return
-    ctx.record.condition("ImagesRemoved", True, "Removed", f"{len(images)} RBD images removed")
+    ctx.record.condition("ImagesRemoved", True, "Removed", image_removal_summary(out.text))
     book.images_removed = "done"

@@ -13,7 +13,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from crimsonbench.controller.observed import NodeInfo, OsdPod, PodState
+from crimsonbench.controller.observed import NodeInfo, OsdPod, PodRequests, PodState
+from crimsonbench.controller.pod_requests import allocatable_of, pod_requests
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +23,23 @@ ROOK_GROUP, ROOK_VERSION = "ceph.rook.io", "v1"
 
 def _missing(exc: ApiException) -> bool:
     return exc.status == 404
+
+
+def api_message(exc: ApiException) -> str:
+    """What the API server said when it refused a request: the Status's message (an
+    exec's refused websocket handshake carries it at the end of its reason), else the
+    reason."""
+    raw = exc.body or str(exc.reason or "").rpartition("-+-+-")[2]
+    try:
+        status = json.loads(raw)
+    except (TypeError, ValueError):
+        return str(exc.reason or raw)
+    return str(status.get("message") or exc.reason) if isinstance(status, dict) else raw
+
+
+def denied_by_policy(exc: ApiException) -> bool:
+    """Refused by a ValidatingAdmissionPolicy (the chart's rbac.reachPolicy), not by RBAC."""
+    return "ValidatingAdmissionPolicy" in api_message(exc)
 
 
 def _unless_gone(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any | None:
@@ -44,6 +62,7 @@ class Kube:
         self.batch: Any = client.BatchV1Api(api)
         self.custom: Any = client.CustomObjectsApi(api)
         self.coord: Any = client.CoordinationV1Api(api)
+        self.net: Any = client.NetworkingV1Api(api)
 
     # ------------------------------------------------------------ Rook
     def get_cephcluster(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -283,10 +302,34 @@ class Kube:
             raise
         return list(found["items"])
 
+    # ------------------------------------------------------------ NetworkPolicies
+    def ensure_network_policy(self, namespace: str, body: dict[str, Any]) -> None:
+        try:
+            self.net.create_namespaced_network_policy(namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def delete_network_policies(self, namespace: str, selector: str) -> int:
+        found = self.net.list_namespaced_network_policy(namespace, label_selector=selector).items
+        for policy in found:
+            _unless_gone(self.net.delete_namespaced_network_policy, policy.metadata.name,
+                         namespace)  # fmt: skip
+        return len(found)
+
     # ------------------------------------------------------------ nodes and OSD pods
     def list_nodes(self) -> list[NodeInfo]:
         items = self.core.list_node().items
-        return [NodeInfo(n.metadata.name, dict(n.metadata.labels or {})) for n in items]
+        return [NodeInfo(n.metadata.name, dict(n.metadata.labels or {}), allocatable_of(n))
+                for n in items]  # fmt: skip
+
+    def pods_on_node(self, node: str) -> list[PodRequests]:
+        """What every pod on the node that the scheduler still counts requests (all
+        namespaces: other workloads' pods share the node)."""
+        found = self.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={node},status.phase!=Succeeded,status.phase!=Failed"
+        ).items
+        return [pod_requests(p) for p in found]
 
     def list_osd_pods(self, namespace: str) -> list[OsdPod]:
         """Rook's OSD pods (label app=rook-ceph-osd, ceph-osd-id=N)."""
@@ -315,6 +358,7 @@ class Kube:
                     uid=str(pod.metadata.uid or ""),
                     restarts=int(restarts),
                     name=str(pod.metadata.name or ""),
+                    device_class=str((pod.metadata.labels or {}).get("device-class") or ""),
                 )
             )
         return out
@@ -338,9 +382,32 @@ class Kube:
         lease = self.coord.read_namespaced_lease(name, namespace)
         return str(lease.spec.holder_identity or "")
 
+    def take_over_lease(self, namespace: str, name: str, gone: str, holder: str) -> bool:
+        """Give the lease held by `gone` (a run that no longer exists) to holder, only if
+        nobody changed it since it was read (resourceVersion): False when someone did."""
+        lease = _unless_gone(self.coord.read_namespaced_lease, name, namespace)
+        if lease is None or lease.spec.holder_identity != gone:
+            return False
+        lease.spec.holder_identity = holder
+        lease.spec.acquire_time = dt.datetime.now(dt.UTC)
+        try:
+            self.coord.replace_namespaced_lease(name, namespace, lease)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                return False
+            raise
+        return True
+
     def release_lease(self, namespace: str, name: str, holder: str) -> None:
         lease = _unless_gone(self.coord.read_namespaced_lease, name, namespace)
         if lease is None:
             return
         if lease.spec.holder_identity == holder:
             self.coord.delete_namespaced_lease(name, namespace)
+
+    def run_uid(self, group: str, version: str, plural: str, namespace: str,
+                name: str) -> str | None:  # fmt: skip
+        """The uid of a custom object (a BenchmarkRun), None when there is none."""
+        found = _unless_gone(self.custom.get_namespaced_custom_object, group, version,
+                             namespace, plural, name)  # fmt: skip
+        return None if found is None else str((found.get("metadata") or {}).get("uid") or "")

@@ -22,17 +22,15 @@ from crimsonbench.controller import stages
 from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.metrics_view import RECONCILES, RunsView
 from crimsonbench.controller.plan_cache import PlanCache
-from crimsonbench.controller.record import LegacyMarks, RunRecord
-from crimsonbench.controller.rook import original_name
-from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.record import RunRecord
+from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.controller.settings import Settings
 from crimsonbench.controller.step_index import StepIndex
 from crimsonbench.controller.stuck import error_text
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, ParseError
-from crimsonbench.manifests.results import run_configmap_name
 from crimsonbench.metrics import RunCollector, new_registry
+from crimsonbench.plan.meaning import effective_spec
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
-from crimsonbench.spec.models import validate_spec
 from crimsonbench.spec.names import validate_name
 from crimsonbench.spec.status import Phase
 
@@ -74,7 +72,9 @@ def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     memo.steps = StepIndex()  # each run's stored steps, read from the API once
     memo.recorded = set()  # runs whose record this operator has written
     registry = new_registry(RunCollector(memo.view.states), RECONCILES)
-    memo.metrics_server, _thread = start_http_server(ours.metrics_port, registry=registry)
+    memo.metrics_server, _thread = start_http_server(
+        ours.metrics_port, addr=ours.metrics_address, registry=registry
+    )
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
@@ -91,33 +91,31 @@ def _register_reconcile(tick_seconds: float) -> None:
     kopf.timer(GROUP, VERSION, PLURAL, interval=tick_seconds, initial_delay=0.5, idle=0)(reconcile)
 
 
-def _context(memo: kopf.Memo, meta: Any, spec: Any, status: Any, logger: Any) -> RunContext:
+def _context(
+    memo: kopf.Memo, meta: Any, spec: Any, status: Any, logger: Any
+) -> tuple[RunContext | RunBase, InvalidSpec | None]:
+    """The run as this tick works with it, and why an edit of its spec is refused (None:
+    it is not). After planning the spec is frozen but for the sweep's axes
+    (plan.meaning.effective_spec): a refused edit never stops the restore, which reads
+    only the run's undo record (a RunBase, when no spec can be had at all)."""
     name, namespace, uid = meta["name"], meta.get("namespace") or "default", meta["uid"]
     # the CRD's CEL rule refuses such names at admission; an object that predates the rule
     # (or a server without it) is refused here, before any name is made from it
     name = validate_name(name)
-    model = validate_spec(dict(spec))
-    settings, kube = memo.settings, memo.kube
-    annotations = {str(k): str(v) for k, v in dict(meta.get("annotations") or {}).items()}
-    legacy = None
-    if RunRecord.needs_legacy_marks(status):  # a run an older operator started
-        legacy = LegacyMarks(
-            kube.configmap_annotations(namespace, run_configmap_name(name)),
-            kube.configmap_annotations(settings.operator_namespace, original_name(uid)),
-        )
-    record = RunRecord.load(status, annotations, legacy)
-    return RunContext(name, namespace, uid, model, record, kube, settings, logger, memo.plans,
-                      memo.steps)  # fmt: skip
+    record = RunRecord.load(status)
+    model, refused = effective_spec(dict(spec), record.book.planned_spec)
+    base = (name, namespace, uid, record, memo.kube, memo.settings, logger)
+    if model is None:
+        return RunBase(*base), refused
+    return RunContext(*base, spec=model, plans=memo.plans, steps=memo.steps), refused
 
 
-def _apply(ctx: RunContext, before: Phase, patch: kopf.Patch, body: Any, logger: Any) -> None:
-    """What the tick changed, as one status patch (and the annotations an older operator
-    kept, once the record holds them); an event per phase change and per refusal."""
+def _apply(ctx: RunBase, before: Phase, patch: kopf.Patch, body: Any, logger: Any) -> None:
+    """What the tick changed, as one status patch; an event per phase change and per
+    refusal."""
     record = ctx.record
     for key, value in record.status_patch().items():
         patch.status[key] = value
-    for key in record.stale_annotations:
-        patch.metadata.annotations[key] = None
     after = record.status.phase
     if after != before:
         message = f"phase {before.value} -> {after.value}: {record.status.message}"
@@ -138,7 +136,7 @@ def reconcile(
         memo.steps.forget(meta["uid"])  # its results are read from the API from now on
         return
     try:
-        ctx = _context(memo, meta, spec, status, logger)
+        ctx, refused = _context(memo, meta, spec, status, logger)
     except InvalidSpec as exc:  # the CRD let through what only Python checks (e.g. overlap)
         patch.status.update(phase=Phase.FAILED.value, message=str(exc), stage="done")
         raise kopf.PermanentError(str(exc)) from exc
@@ -157,7 +155,12 @@ def reconcile(
         ctx.record.condition("RecordKept", True, "CrdApplied", "the run's record is kept")
     before = ctx.record.status.phase
     try:
-        stages.tick(ctx)
+        if refused is not None:
+            stages.refuse_edit(ctx, refused)
+        if isinstance(ctx, RunContext):
+            stages.tick(ctx)
+        else:
+            stages.tick_base(ctx)
     except (InvalidSpec, ExecutionError, ParseError) as exc:
         _apply(ctx, before, patch, body, logger)
         raise kopf.PermanentError(str(exc)) from exc
@@ -169,7 +172,8 @@ def reconcile(
         raise kopf.TemporaryError(error_text(exc), delay=delay) from exc
     finally:
         try:
-            memo.view.observe(ctx)
+            if isinstance(ctx, RunContext):
+                memo.view.observe(ctx)
         except Exception:  # metrics must never break reconciling
             logger.exception("could not update the metrics view")
     _apply(ctx, before, patch, body, logger)
@@ -204,9 +208,9 @@ def delete(
     """Stop fio, restore the cluster, release the lease; the finalizer waits for this.
     What it got done is written to the record like a tick's (a retry goes on from there)."""
     try:
-        ctx = _context(memo, meta, spec, status, logger)
+        ctx, _refused = _context(memo, meta, spec, status, logger)
     except InvalidSpec:
-        return  # never started anything
+        return  # an invalid name: nothing was ever made from it
     before = ctx.record.status.phase
     try:
         stages.cleanup(ctx)

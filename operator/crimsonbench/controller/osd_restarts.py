@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kubernetes.client.exceptions import ApiException
+
+from crimsonbench.controller.kube import api_message, denied_by_policy
 from crimsonbench.controller.observed import OsdPod
 from crimsonbench.controller.restore_steps import osd_list
 from crimsonbench.controller.rollout import stale_after_patch
-from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.errors import ExecutionError, NotReady
 
 
@@ -34,16 +37,24 @@ def started_after_patch(
     )
 
 
-def delete_osd_pods(ctx: RunContext, pods: Sequence[OsdPod], why: str) -> None:
+def delete_osd_pods(ctx: RunBase, pods: Sequence[OsdPod], why: str) -> None:
     """Restart OSDs by deleting their pods (Rook's Deployments recreate them on their
-    nodes); a refusal names the chart value that grants it."""
-    ns = ctx.target.rook_namespace
-    assert ns is not None  # Rook targets only
+    nodes, in Rook's namespace as the undo record names it); a refusal names the chart
+    value that grants it."""
+    ns = ctx.record.book.undo.rook_namespace
+    if not ns:
+        raise ExecutionError("restarting OSDs needs a Rook target; the run recorded none")
     for pod in pods:
         try:
             ctx.kube.delete_pod(ns, pod.name)
-        except Exception as exc:
-            if getattr(exc, "status", None) == 403:
+        except ApiException as exc:
+            if exc.status == 403 and denied_by_policy(exc):
+                raise ExecutionError(
+                    f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused by the "
+                    f"operator's admission policy (the chart's rbac.reachPolicy): "
+                    f"{api_message(exc)}"
+                ) from exc
+            if exc.status == 403:
                 raise ExecutionError(
                     f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused: the "
                     f"chart's targets.rook must name the CephCluster in {ns} (its Role "

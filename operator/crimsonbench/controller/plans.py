@@ -31,8 +31,8 @@ def plan_for(ctx: RunContext) -> RunPlan:
     plan = ctx.plans.get(key)
     if plan is None:
         grace = ctx.settings.step_grace_seconds
-        plan = build_plan(ctx.name, ctx.spec, layout_of(ctx), ceph_version=version,
-                          option_family=family, grace_s=grace)  # fmt: skip
+        plan = build_plan(ctx.child, ctx.spec, layout_of(ctx), ceph_version=version,
+                          option_family=family, grace_s=grace, owner=ctx.owner)  # fmt: skip
         ctx.plans.remember(key, plan)
     ctx.plan = plan
     return plan

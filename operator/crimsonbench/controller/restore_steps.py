@@ -1,29 +1,31 @@
 """What putting a Rook cluster back does next: pure functions of what the restore observed
-(the recorded original spec, the restore's marks, the CephCluster, the OSD pods, the clock)
-returning the actions to take. rook.restore_cluster observes, asks, and carries them out;
-nothing here reads the API, so every branch is tested without a cluster.
+(the run's undo record, the restore's marks, the CephCluster, the OSD pods, the clock)
+returning the actions to take. restore.restore_cluster observes, asks, and carries them
+out; nothing here reads the API, so every branch is tested without a cluster.
 
-The order is the safety argument: the spec goes back first; `config rm` runs only once
+The order is the safety argument: the spec goes back first; the mon database only once
 Rook has rolled every OSD back (Rook applies a spec's cephConfig before it updates the
 OSDs, so after that no reconcile can put the run's keys back); crimson OSDs are restarted
-once more after `config rm` (crimson reads its reactor layout only at start); the record
-says restored last. Each mark is kept in the run's record (status.record.restore:
+once more after that (crimson reads its reactor layout only at start); the record says
+restored last. Each mark is kept in the run's record (status.record.restore:
 spec.status.RestoreMarks), so a restarted operator goes on where the restore stopped and
 never runs the cleanup Job twice.
 
-Whose word the restore takes (trusted_original): the original is saved in the operator's
-own namespace, where no run's neighbour writes, and its sha256 is put on the CephCluster
-by the very patch that changes the spec (ORIGINAL_DIGEST, with PATCHED_BY naming the
-run), where only who may write the CephCluster anyway can change it. A saved copy that
-does not match, or is gone, is refused: nothing is applied, a condition and an event say
-why, and the annotations stay so the next run on the cluster refuses too (foreign_patch).
-Even a copy that matches is applied only to RUN_KEYS, the keys the run changed.
+What is put back: only the values the run's patch set (its undo record: path, before,
+after; manifests/cephcluster_undo.py), and each only while the cluster still holds the
+run's value. Whatever someone else changed during the run, that value or any other,
+stays as they left it and is named (the SpecRestored condition).
+
+Whose word the restore takes (trusted_changes): the undo record lives in the run's status,
+and its sha256 is put on the CephCluster by the very patch that changes the spec
+(UNDO_DIGEST, with PATCHED_BY naming the run), where only who may write the CephCluster
+anyway can change it. A record that does not match is refused: nothing is applied, a
+condition and an event say why, and the annotations stay so the next run on the cluster
+refuses too (foreign_patch).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,14 +33,14 @@ from typing import Any
 from crimsonbench.controller.observed import OsdPod
 from crimsonbench.controller.rollout import original_osd_limits, osds_running_with
 from crimsonbench.errors import NotReady
-from crimsonbench.manifests.cephcluster import RUN_KEYS, restore_patch
+from crimsonbench.manifests.cephcluster_undo import Change, after_undo, changes_digest, undo_patch
 from crimsonbench.manifests.naming import GROUP
 from crimsonbench.spec.status import OsdsRestarted, RestoreMarks
 
 # On the CephCluster, set by the patch that changes its spec, removed when the restore is
-# over: which run patched it ("namespace/name/uid") and the sha256 of the saved original.
+# over: which run patched it ("namespace/name/uid") and the sha256 of its undo record.
 PATCHED_BY = f"{GROUP}/patched-by"
-ORIGINAL_DIGEST = f"{GROUP}/original-spec-sha256"
+UNDO_DIGEST = f"{GROUP}/undo-sha256"
 
 
 # ---------------------------------------------------------------- actions
@@ -83,7 +85,7 @@ class RestartOsds:
 @dataclass(frozen=True)
 class Release:
     """The restore is over (or there is nothing left to restore): remove the run's
-    annotations from the CephCluster, then delete the saved original."""
+    annotations from the CephCluster."""
 
 
 Action = PatchSpec | Mark | Condition | CleanConfig | RestartOsds | NotReady | Release
@@ -101,48 +103,30 @@ class Refuse:
 # ---------------------------------------------------------------- whose word is taken
 
 
-def digest(saved: str) -> str:
-    """What ORIGINAL_DIGEST holds for a saved original (its exact text)."""
-    return hashlib.sha256(saved.encode()).hexdigest()
+def trusted_changes(
+    changes: Sequence[Change], recorded_digest: str, annotations: Mapping[str, str],
+    holder: str, where: str,
+) -> tuple[Change, ...] | Refuse | None:  # fmt: skip
+    """The run's recorded changes to undo, a Refuse, or None when this run has no patch on
+    the cluster (never patched, or the restore is over: nothing to apply).
 
-
-def trusted_original(
-    saved: str | None, annotations: Mapping[str, str], holder: str, where: str
-) -> Mapping[str, Any] | Refuse | None:
-    """The original spec to restore, a Refuse, or None when this run has no patch on the
-    cluster (never patched, or the restore is over: nothing to apply).
-
-    saved: the saved copy's text (None: there is none); annotations: the CephCluster's;
+    changes, recorded_digest: the run's undo record; annotations: the CephCluster's;
     holder: the run ("namespace/name/uid"); where: the cluster as messages name it."""
     if annotations.get(PATCHED_BY) != holder:
         return None
-    expected = annotations.get(ORIGINAL_DIGEST, "")
-    by_hand = (
-        f"nothing was applied: {where} keeps the run's cephConfig and resources; put them "
-        f"back by hand, then remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST} "
-        "from the CephCluster (until then every run on it is refused)"
+    on_cluster = annotations.get(UNDO_DIGEST, "")
+    mine = changes_digest(changes)
+    if on_cluster and mine == on_cluster == recorded_digest:
+        return tuple(changes)
+    return Refuse(
+        "UndoRecordMismatch",
+        f"the run's record of what it changed in {where} does not match the sha256 its "
+        f"patch put on the CephCluster ({UNDO_DIGEST}: {on_cluster[:16] or 'none'}, the "
+        f"record: {mine[:16]}): it was changed since; nothing was applied: {where} keeps "
+        "the run's cephConfig and resources; put them back by hand, then remove the "
+        f"annotations {PATCHED_BY} and {UNDO_DIGEST} from the CephCluster (until then "
+        "every run on it is refused)",
     )
-    if saved is None:
-        return Refuse(
-            "OriginalMissing",
-            f"the saved original spec of {where} is gone (deleted from the operator's "
-            f"namespace); {by_hand}",
-        )
-    if digest(saved) != expected:
-        return Refuse(
-            "OriginalMismatch",
-            f"the saved original spec of {where} does not match the sha256 recorded on the "
-            f"CephCluster when it was taken ({ORIGINAL_DIGEST}: {expected[:16] or 'none'}, "
-            f"saved copy: {digest(saved)[:16]}): it was changed after it was saved; {by_hand}",
-        )
-    try:
-        original = json.loads(saved)
-    except ValueError:
-        original = None
-    if not isinstance(original, dict):
-        return Refuse("OriginalMismatch", f"the saved original spec of {where} is not a JSON "
-                                          f"object; {by_hand}")  # fmt: skip
-    return original
 
 
 def foreign_patch(annotations: Mapping[str, str], holder: str, where: str) -> str | None:
@@ -155,7 +139,7 @@ def foreign_patch(annotations: Mapping[str, str], holder: str, where: str) -> st
         f"{where} still carries the patch of BenchmarkRun {other.rsplit('/', 1)[0]} "
         f"(annotation {PATCHED_BY}): its restore did not finish, so its spec is not an "
         "original to record; see that run's ClusterRestored condition, put the cluster back "
-        f"by hand if needed, then remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST}"
+        f"by hand if needed, then remove the annotations {PATCHED_BY} and {UNDO_DIGEST}"
     )
 
 
@@ -164,7 +148,7 @@ def foreign_patch(annotations: Mapping[str, str], holder: str, where: str) -> st
 
 @dataclass(frozen=True)
 class RestoreView:
-    original: Mapping[str, Any] | None  # the spec as found; None: the run never patched
+    changes: tuple[Change, ...] | None  # the run's patch, value by value; None: never patched
     cluster_spec: Mapping[str, Any] | None  # the CephCluster's spec now; None: it is gone
     marks: RestoreMarks  # how far the restore got
     placement: Sequence[int]  # the OSD ids the run planned
@@ -180,23 +164,29 @@ def next_actions(seen: RestoreView) -> list[Action]:
     cleanup Job's outcome decides the rest, or with Release when the restore is over
     (after the `over` mark; alone when restored already or the CephCluster was deleted)."""
     marks = seen.marks
-    if seen.original is None:
+    if seen.changes is None:
         return []
     if marks.over or seen.cluster_spec is None:
         return [Release()]
     if marks.config_cleaned is None:
         actions: list[Action] = []
-        # Until `config rm` ran: the spec back (again, if someone changed it meanwhile),
-        # then Rook's rollback. After it, neither is looked at again: a crimson OSD's
-        # restart below must not read as a rollback undone. Only the keys the run changed.
-        ours = dict.fromkeys(RUN_KEYS)
-        patch = restore_patch(seen.original, seen.cluster_spec, ours=ours)
-        if patch:
-            actions.append(PatchSpec(patch))
+        # Until the mon database is cleaned: the run's values back (again, if Rook or
+        # someone set them meanwhile), then Rook's rollback. After it, neither is looked at
+        # again: a crimson OSD's restart below must not read as a rollback undone.
+        undo = undo_patch(seen.changes, seen.cluster_spec)
+        if undo.patch:
+            actions.append(PatchSpec(undo.patch))
+        if undo.left:
+            actions.append(Condition(
+                "SpecRestored", True, "EditsKept",
+                f"put back what the run set, except {len(undo.left)} value(s) changed by "
+                f"someone else during the run, kept as they are: {', '.join(undo.left[:20])}",
+            ))  # fmt: skip
         since = seen.now if marks.started is None else marks.started
         if marks.started is None:
             actions.append(Mark(marks.model_copy(update={"started": round(seen.now, 1)})))
-        actions += rollback(seen, seen.original, waited_s=seen.now - since)
+        restored = after_undo(seen.changes, seen.cluster_spec)
+        actions += rollback(seen, restored, waited_s=seen.now - since)
         if isinstance(actions[-1], NotReady):
             return actions
         return [*actions, CleanConfig()]  # its Job is deleted once done: never run it twice
@@ -212,7 +202,10 @@ def rollback(seen: RestoreView, original: Mapping[str, Any], *, waited_s: float)
     one Ready pod with the original spec's limits again; waits for it, and gives up (said in
     the RolledBack condition) after timeout_s: the config is cleaned anyway."""
     ids = sorted({p.osd_id for p in seen.pods} | set(seen.placement))
-    progress = osds_running_with(ids, seen.pods, original_osd_limits(original))
+    # by each pod's device class: Rook sizes an OSD by resources.osd-<class> when present
+    progress = osds_running_with(
+        ids, seen.pods, lambda p: original_osd_limits(original, p.device_class)
+    )
     if not isinstance(progress, NotReady):
         return [Condition("RolledBack", True, "OsdsRestored",
                           f"{progress} after {waited_s:.0f} s")]  # fmt: skip

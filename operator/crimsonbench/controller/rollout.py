@@ -5,7 +5,7 @@ during one, back to the original after the restore. Pure functions of the pods o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from crimsonbench.controller.observed import OsdPod, quantity
@@ -100,12 +100,24 @@ def osd_disturbance(before: Mapping[str, str], pods: Sequence[OsdPod]) -> str:
     return "; ".join(out)
 
 
-def original_osd_limits(original_spec: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(cpu, memory) limits of the OSD containers under the CephCluster spec as recorded
-    before the run (resources.osd; None where it sets none)."""
-    limits = ((original_spec.get("resources") or {}).get("osd") or {}).get("limits") or {}
-    cpu, mem = limits.get("cpu"), limits.get("memory")
-    return (None if cpu is None else str(cpu), None if mem is None else str(mem))
+Limits = tuple[str | None, str | None]  # (cpu, memory); None: no limit
+
+
+def original_osd_limits(original_spec: Mapping[str, Any], device_class: str = "") -> list[Limits]:
+    """The (cpu, memory) limits an OSD of `device_class` may run with under the CephCluster
+    spec recorded before the run: Rook >= 1.19 takes resources.osd-<class> when the spec
+    has it, older Rook and OSDs of other classes resources.osd (None where it sets none).
+    With the class unknown, any osd-<class> of the spec."""
+    resources = original_spec.get("resources") or {}
+    keys = [k for k in resources if k.startswith("osd-")]
+    if device_class:
+        keys = [k for k in keys if k == f"osd-{device_class}"]
+    out = []
+    for key in [*keys, "osd"]:
+        limits = (resources.get(key) or {}).get("limits") or {}
+        cpu, mem = limits.get("cpu"), limits.get("memory")
+        out.append((None if cpu is None else str(cpu), None if mem is None else str(mem)))
+    return out
 
 
 def _same_quantity(a: str | None, b: str | None) -> bool:
@@ -118,20 +130,27 @@ def _same_quantity(a: str | None, b: str | None) -> bool:
 
 
 def osds_running_with(
-    osd_ids: Sequence[int], pods: Sequence[OsdPod], want: tuple[str | None, str | None]
+    osd_ids: Sequence[int],
+    pods: Sequence[OsdPod],
+    want: Limits | Callable[[OsdPod], Sequence[Limits]],
 ) -> str | NotReady:
     """Every OSD of osd_ids runs one Ready pod with the (cpu, memory) limits `want` (None:
-    no limit). Rook sizes every OSD pod alike, so a resources change rolls them all: after
-    a run's patch (want: the plan's) and after the restore (want: the original's)."""
+    no limit), or one of those want(pod) gives. Rook sizes every OSD pod alike, so a
+    resources change rolls them all: after a run's patch (want: the plan's) and after the
+    restore (want: the original's, by the pod's device class)."""
+    seen: dict[Limits, None] = {}
     for osd_id in sorted(osd_ids):
         pod = _sole_live_pod(pods, osd_id)
         if isinstance(pod, NotReady):
             return pod
-        if not (
-            _same_quantity(pod.cpu_limit, want[0]) and _same_quantity(pod.memory_limit, want[1])
-        ):
+        allowed = want(pod) if callable(want) else [want]
+        match = [w for w in allowed if _same_quantity(pod.cpu_limit, w[0])
+                 and _same_quantity(pod.memory_limit, w[1])]  # fmt: skip
+        if not match:
             return NotReady(f"osd.{osd_id} still has limits cpu={pod.cpu_limit} "
                             f"memory={pod.memory_limit}")  # fmt: skip
         if not pod.ready:
             return NotReady(f"osd.{osd_id} not Ready yet")
-    return f"{len(osd_ids)} OSDs Ready with limits cpu={want[0]} memory={want[1]}"
+        seen[match[0]] = None
+    limits = "; ".join(f"cpu={c} memory={m}" for c, m in seen) or "none"
+    return f"{len(osd_ids)} OSDs Ready with limits {limits}"

@@ -1,15 +1,15 @@
-"""The Rook side of a run: record the CephCluster exactly, patch it for the plan, wait for
-Rook to roll OSDs out (restore.py puts it back byte for byte afterwards).
+"""The Rook side of a run: record what the patch will change, patch the CephCluster for
+the plan, wait for Rook to roll OSDs out (restore.py puts back what the run changed).
 
-The recorded original lives in the operator's own namespace (a ConfigMap named by the
-run's uid), never beside the run: whoever may write ConfigMaps in a run's namespace must
-not decide what the restore writes into a CephCluster. The patch that changes the spec
-also puts the run's name and the original's sha256 on the CephCluster; the restore applies
-the saved copy only when it matches (restore_steps.trusted_original)."""
+Write-ahead: one tick records, value by value, what the patch will set and what the
+cluster has there (the run's undo record, spec.status.UndoRecord; kept in the run's status
+when the tick ends); a later tick patches, only while the CephCluster's spec is still the
+one recorded from (its generation). The patch that changes the spec also puts the run's
+name and the record's sha256 on the CephCluster; the restore applies the record only
+when it matches (restore_steps.trusted_changes)."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Sequence
@@ -18,7 +18,7 @@ from typing import Any
 from crimsonbench.controller import osd_restarts, restore_steps
 from crimsonbench.controller.fio_setup import admin_access
 from crimsonbench.controller.jobs import job_outcome
-from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
+from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
 from crimsonbench.controller.rollout import osds_running_with, rollout
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, TargetMissing
@@ -28,20 +28,18 @@ from crimsonbench.manifests.cephcluster import (
     merge_patch,
     needs_reprovision,
 )
+from crimsonbench.manifests.cephcluster_undo import (
+    Change,
+    apply_changes,
+    changes_digest,
+    spec_changes,
+)
 from crimsonbench.manifests.maintenance import ceph_commands_job
-from crimsonbench.manifests.naming import APP, GROUP, LABEL_NAME, LABEL_RUN, label_value
 from crimsonbench.plan.types import HostPlan, RunPlan
 from crimsonbench.spec.models import Flavor
+from crimsonbench.spec.status import SpecChange
 
-ORIGINAL_KEY = "cephcluster-spec.json"
-LABEL_RUN_NAMESPACE = f"{GROUP}/run-namespace"
 _TAG_VERSION = re.compile(r":v?(\d+\.\d+(?:\.\d+)?)")
-
-
-def original_name(uid: str) -> str:
-    """The saved original's ConfigMap, in the operator's namespace: named by the run's uid
-    (runs of one name in two namespaces never share it)."""
-    return f"crimsonbench-original-{uid}"[:253]
 
 
 def cluster_annotations(cluster: dict[str, Any]) -> dict[str, str]:
@@ -75,43 +73,6 @@ def ceph_version(ctx: RunContext) -> str | None:
     image = ((cluster.get("spec") or {}).get("cephVersion") or {}).get("image", "")
     m = _TAG_VERSION.search(image)
     return m.group(1) if m else None
-
-
-def record_original(ctx: RunContext, cluster: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """The spec as found before the run's patch and its saved text, kept in the operator's
-    namespace. Until the run's patch is on the cluster (PATCHED_BY), the spec as it is now
-    is the original and is saved again; after it, the saved copy is read back and checked
-    against the digest the patch put on the cluster, so a restarted operator never records
-    its own patched spec as 'original'."""
-    annotations, where = cluster_annotations(cluster), ctx.target.where
-    foreign = restore_steps.foreign_patch(annotations, ctx.holder, where)
-    if foreign:
-        raise ExecutionError(foreign)
-    ns, name = ctx.settings.operator_namespace, original_name(ctx.uid)
-    if annotations.get(PATCHED_BY) == ctx.holder:  # an earlier tick patched, then stopped
-        text = (ctx.kube.get_configmap(ns, name) or {}).get(ORIGINAL_KEY)
-        found = restore_steps.trusted_original(text, annotations, ctx.holder, where)
-        if not isinstance(found, dict) or text is None:
-            raise ExecutionError(getattr(found, "message", f"no saved original of {where}"))
-        return found, text
-    text = json.dumps(cluster.get("spec") or {})
-    body = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": {
-                LABEL_NAME: APP,
-                LABEL_RUN: label_value(ctx.name),
-                LABEL_RUN_NAMESPACE: label_value(ctx.namespace),
-            },
-            "annotations": {f"{GROUP}/cephcluster": where, f"{GROUP}/run": ctx.holder},
-        },
-        "data": {ORIGINAL_KEY: text},
-    }
-    ctx.kube.replace_configmap(ns, body)
-    return dict(json.loads(text)), text
 
 
 def check_consent(ctx: RunContext, hosts: Sequence[HostPlan], cephconfig: Any) -> None:
@@ -155,22 +116,36 @@ def check_not_patched(ctx: RunContext) -> None:
 
 
 def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
+    """Record what the patch changes (NotReady: the record is kept when this tick ends),
+    then, on a later tick, patch exactly that."""
     ns, cluster_name = rook_cluster(ctx)
     cluster = _cluster(ctx)
-    original, saved = record_original(ctx, cluster)
-    check_consent(ctx, plan.hosts, original.get("cephConfig"))
-    desired = cephcluster_patch({**cluster, "spec": original}, plan)
+    annotations, where = cluster_annotations(cluster), ctx.target.where
+    if annotations.get(PATCHED_BY) == ctx.holder:  # an earlier tick patched, then stopped
+        _patched(ctx, plan)
+        return
+    foreign = restore_steps.foreign_patch(annotations, ctx.holder, where)
+    if foreign:
+        raise ExecutionError(foreign)
+    meta = cluster.get("metadata") or {}
+    generation = int(meta.get("generation") or 0)
+    undo = ctx.record.book.undo
+    if not undo.spec_digest or undo.recorded_generation != generation:
+        _record_changes(ctx, plan, cluster, generation)
+        raise NotReady(f"recorded the {len(undo.spec_changes)} values the patch of {where} "
+                       "changes; it is patched next")  # fmt: skip
+    spec = cluster.get("spec") or {}
+    patch = merge_patch(spec, apply_changes(spec, as_changes(undo.spec_changes)))
     book = ctx.record.book
     if ctx.spec.osd.flavor == Flavor.CRIMSON and book.osd_incarnations is None:
         planned = {o.osd_id for o in plan.osds}
         book.osd_incarnations = {str(p.osd_id): p.incarnation for p in ctx.kube.list_osd_pods(ns)
                                  if p.osd_id in planned and not p.terminating}  # fmt: skip
-    patch = merge_patch(cluster.get("spec") or {}, desired)
     # One patch: the spec changes only together with the marks that let the restore check
-    # the saved copy, and only if the CephCluster is still the one just recorded.
-    marks = {PATCHED_BY: ctx.holder, ORIGINAL_DIGEST: restore_steps.digest(saved)}
+    # the record, and only if the CephCluster is still the one just read.
+    marks = {PATCHED_BY: ctx.holder, UNDO_DIGEST: undo.spec_digest}
     body: dict[str, Any] = {"metadata": {"annotations": marks}}
-    version = (cluster.get("metadata") or {}).get("resourceVersion")
+    version = meta.get("resourceVersion")
     if version:  # a precondition: 409 if anyone changed it since it was read
         body["metadata"]["resourceVersion"] = version
     if patch:
@@ -179,11 +154,40 @@ def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
         ctx.kube.merge_patch_cephcluster(ns, cluster_name, body)
     except Exception as exc:
         if getattr(exc, "status", None) == 409:
-            raise NotReady(f"{ctx.target.where} changed while it was patched; again") from exc
+            raise NotReady(f"{where} changed while it was patched; again") from exc
         raise
-    generation = int(_cluster(ctx)["metadata"].get("generation", 0))
+    _patched(ctx, plan)
+
+
+def _record_changes(
+    ctx: RunContext, plan: RunPlan, cluster: dict[str, Any], generation: int
+) -> None:
+    """The run's undo record of the CephCluster: every value the patch sets, with what the
+    cluster has there now, and its sha256."""
+    spec = cluster.get("spec") or {}
+    check_consent(ctx, plan.hosts, spec.get("cephConfig"))
+    changes = spec_changes(spec, cephcluster_patch(cluster, plan))
+    undo = ctx.record.book.undo
+    undo.spec_changes = [SpecChange(path=list(c.path), before=c.before, after=c.after)
+                         for c in changes]  # fmt: skip
+    undo.spec_digest = changes_digest(as_changes(undo.spec_changes))
+    undo.recorded_generation = generation
+    undo.cluster_uid = str((cluster.get("metadata") or {}).get("uid") or "")
+    if ctx.spec.osd.flavor == Flavor.CRIMSON:
+        undo.crimson_osds = sorted(o.osd_id for o in plan.osds)
+
+
+def as_changes(recorded: Sequence[SpecChange]) -> list[Change]:
+    """The record's changes as manifests.cephcluster_undo reads them."""
+    return [Change(tuple(c.path), c.before, c.after, 0) for c in recorded]
+
+
+def _patched(ctx: RunContext, plan: RunPlan) -> None:
+    cluster = _cluster(ctx)
+    generation = int(cluster["metadata"].get("generation", 0))
     ctx.record.status.patched_generation = generation
-    book.waits.rollout = round(time.time(), 1)  # Rook's rollout is awaited from now
+    if ctx.record.book.waits.rollout is None:
+        ctx.record.book.waits.rollout = round(time.time(), 1)  # the rollout from now
     ctx.record.condition(
         "ClusterPatched",
         True,
@@ -200,7 +204,7 @@ def crimson_setup(ctx: RunContext, plan: RunPlan) -> NotReady | None:
     if not plan.ceph.commands:
         return None
     job = ceph_commands_job(
-        ctx.name, "setup", plan.ceph.commands, admin_access(ctx), ctx.settings.pod_options()
+        ctx.child, "setup", plan.ceph.commands, admin_access(ctx), ctx.settings.pod_options()
     )
     out = job_outcome(ctx.kube, job)
     if out.state == "failed":

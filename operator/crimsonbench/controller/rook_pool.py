@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import time
 
-from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.fio_setup import ensure_owned
+from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests.naming import LABEL_RUN, label_value
 from crimsonbench.manifests.rook_objects import cephblockpool
@@ -18,9 +19,8 @@ def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
     ns = ctx.target.rook_namespace
     if ns is None:
         return  # external clusters: the pool must exist (preflight checked it)
-    pool = cephblockpool(ctx.name, plan.pool, namespace=ns)
-    ctx.kube.ensure_custom(ns, "cephblockpools", pool)
-    found = ctx.kube.get_custom(ns, "cephblockpools", pool["metadata"]["name"]) or {}
+    pool = cephblockpool(ctx.child, plan.pool, namespace=ns)
+    found = ensure_owned(ctx, ns, "cephblockpools", pool)
     phase = (found.get("status") or {}).get("phase", "")
     if phase == "Ready":
         return
@@ -37,23 +37,22 @@ def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
     raise NotReady(message)
 
 
-def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
+def remove_pool_and_user(ctx: RunBase) -> None:
     """Deleting the CephBlockPool deletes the pool and its images (force-deletion); the
-    run's CephClient goes with its cephx user. Only objects this run made. NotReady until
-    Rook has removed them (its finalizers delete the Ceph pool and user)."""
-    ns = ctx.target.rook_namespace
-    if ns is None:
+    run's CephClient goes with its cephx user. Only the objects the undo record names, and
+    only while they carry this run's label. NotReady until Rook has removed them (its
+    finalizers delete the Ceph pool and user)."""
+    undo = ctx.record.book.undo
+    ns = undo.rook_namespace
+    if undo.target != "rook" or not ns:
         return
-    pool = plan.pool.name if plan else ctx.spec.client.pool
-    user = plan.pool.user if plan else None
-    owned = [("cephblockpools", pool)] if not ctx.spec.keep_images else []
-    if user is not None:
-        owned.append(("cephclients", user))
+    owned = [("cephblockpools", undo.pool_object)] if not undo.keep_images else []
+    owned.append(("cephclients", undo.client_object))
     waiting = []
     for plural, name in owned:
-        found = ctx.kube.get_custom(ns, plural, name)
+        found = ctx.kube.get_custom(ns, plural, name) if name else None
         labels = ((found or {}).get("metadata") or {}).get("labels") or {}
-        if found is None or labels.get(LABEL_RUN) != label_value(ctx.name):
+        if found is None or labels.get(LABEL_RUN) != label_value(ctx.child):
             continue
         if not (found.get("metadata") or {}).get("deletionTimestamp"):
             ctx.kube.delete_custom(ns, plural, name)
@@ -70,7 +69,7 @@ def remove_pool_and_user(ctx: RunContext, plan: RunPlan | None) -> None:
     left = (
         f"{message}; gave up (rolloutTimeoutSeconds): they stay marked for deletion and "
         f"Rook keeps trying (see Rook's operator log and `ceph health detail`: slow ops); "
-        f"pool {pool} may still hold the run's images"
+        f"pool {undo.pool} may still hold the run's images"
     )
     ctx.record.condition("RookObjectsRemoved", False, "RemovalTimeout", left)
     ctx.logger.warning("%s", left)

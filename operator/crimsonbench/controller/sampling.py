@@ -38,7 +38,7 @@ def sample_step(ctx: RunContext, fio_namespace: str, plan: RunPlan) -> None:
     servers (they run every job) and the planned OSDs' pods."""
     status = ctx.record.status
     osd_ns = ctx.target.rook_namespace
-    servers = f"{LABEL_RUN}={label_value(ctx.name)},{LABEL_ROLE}=fio-server"
+    servers = f"{LABEL_RUN}={label_value(ctx.child)},{LABEL_ROLE}=fio-server"
     fio = _pod_usage(ctx, fio_namespace, servers)
     ids = ",".join(str(o.osd_id) for o in plan.osds)
     osds = f"app=rook-ceph-osd,ceph-osd-id in ({ids})"

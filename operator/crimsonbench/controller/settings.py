@@ -3,9 +3,10 @@ the startup handler (main.startup), kept in kopf's memo."""
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from crimsonbench.manifests.fio import BARRIER_PORT, FIO_PORT
@@ -39,8 +40,10 @@ class Settings(BaseSettings):
         env_prefix="CRIMSONBENCH_", frozen=True, use_attribute_docstrings=True
     )
 
-    fio_image: str = "crimsonbench-fio:latest"
-    """Image with fio (rbd engine), lscpu, rbd (any image with them and sh works)."""
+    fio_image: str = f"crimsonbench-fio:{version('crimsonbench')}"  # as the chart's default
+    """Image with fio (rbd engine), lscpu, rbd (any image with them and sh works), by a
+    fixed tag or a digest (repo@sha256:...): never `latest` or no tag, which would let
+    each node run whatever it last pulled under that name."""
     image_pull_policy: str = Field(default="IfNotPresent", pattern="^(Always|IfNotPresent|Never)$")
     host_network: bool = False
     """Jobs (probe, prefill, fio, ceph commands) use the node's network: for Ceph clusters
@@ -72,6 +75,9 @@ class Settings(BaseSettings):
     condition naming what is left to put back by hand, and the cluster's lease is released
     (the CephCluster keeps the run's marks, so no other run patches it meanwhile)."""
     metrics_port: int = Field(default=9464, ge=0, le=65535)
+    metrics_address: str = Field(default="127.0.0.1", min_length=1, max_length=253)
+    """Address the metrics are served on: the chart sets the pod's IP (what its Service
+    reaches); 0.0.0.0 would serve them on every interface (the node's, with hostNetwork)."""
     finished_run_ttl_seconds: int = Field(default=86400, ge=60)
     """Drop a finished run's metric series after this."""
 
@@ -82,6 +88,18 @@ class Settings(BaseSettings):
     external_namespaces: list[str] = Field(default_factory=list)
     """JSON list: namespaces whose runs may target external clusters. The chart's
     targets.externalNamespaces."""
+
+    @field_validator("fio_image")
+    @classmethod
+    def _fixed_image(cls, ref: str) -> str:
+        name = ref.split("@", 1)[0]
+        tag = name.rsplit("/", 1)[-1].partition(":")[2]
+        if "@sha256:" not in ref and tag in ("", "latest"):
+            raise ValueError(
+                f"CRIMSONBENCH_FIO_IMAGE {ref!r} names no fixed version (a mutable tag): "
+                "give a version tag (crimsonbench-fio:0.1.0) or a digest (repo@sha256:...)"
+            )
+        return ref
 
     @model_validator(mode="after")
     def _policy_is_valid(self) -> Settings:

@@ -15,20 +15,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from crimsonbench.controller import bounded, decide, external, rook, rook_pool, stuck
+from crimsonbench.controller import bounded, decide, external, lease, rook, rook_pool, room
 from crimsonbench.controller.fio_setup import (
     admin_access,
     ensure_client_user,
     ensure_driver,
     ensure_images,
     ensure_servers,
-    jobs_namespace,
 )
 from crimsonbench.controller.jobs import job_log
 from crimsonbench.controller.plans import layout_of, plan_for
 from crimsonbench.controller.record import now_iso
 from crimsonbench.controller.restore import restore_cluster
-from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.controller.step_loop import run_prefill, run_steps
 from crimsonbench.errors import (
     CrimsonBenchError,
@@ -39,6 +38,7 @@ from crimsonbench.errors import (
     TargetMissing,
 )
 from crimsonbench.manifests import fio_driver
+from crimsonbench.manifests.cephcluster import cephcluster_sections
 from crimsonbench.manifests.maintenance import (
     ROLE_CEPH_CLEANUP,
     ROLE_RBD_CLEANUP,
@@ -46,19 +46,20 @@ from crimsonbench.manifests.maintenance import (
 )
 from crimsonbench.manifests.naming import LABEL_ROLE
 from crimsonbench.manifests.results import run_configmap
+from crimsonbench.plan.build import pool_name
 from crimsonbench.plan.hosts import plan_hosts
-from crimsonbench.plan.meaning import meaning_changes
 from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.results import step_log
 from crimsonbench.results.types import RunInfo
-from crimsonbench.spec.status import Phase
+from crimsonbench.spec.status import MonChange, Phase
 
 ORDER = ("lease", "observe", "patch", "rollout", "prepare", "steps", "restore")
 
 
 def stage_lease(ctx: RunContext) -> str:
-    holder = ctx.kube.acquire_lease(*ctx.lease, ctx.holder)
+    lease.record_target(ctx)  # where the run acts, before it asks for anything
+    holder = lease.take(ctx)
     status = ctx.record.status
     if holder != ctx.holder:
         status.phase = Phase.PENDING
@@ -91,15 +92,18 @@ def stage_observe(ctx: RunContext) -> str:
     hosts, _ = plan_hosts(ctx.spec, layout)
     rook.check_consent_now(ctx, hosts, early=True)
     if not status.option_family:
-        job = cluster_facts_job(ctx.name, admin_access(ctx), ctx.settings.pod_options())
+        job = cluster_facts_job(ctx.child, admin_access(ctx), ctx.settings.pod_options())
         facts_log = job_log(ctx.kube, job, "reading the cluster")
         facts = decide.ClusterFacts.from_sections(step_log.parse_sections(facts_log))
-        family = decide.preflight(ctx.spec, facts, ctx.record.placement)
+        family = decide.preflight(ctx.spec, facts, ctx.record.placement,
+                                  pool_name(ctx.spec, ctx.owner))  # fmt: skip
         ctx.kube.delete_job(job["metadata"]["namespace"], job["metadata"]["name"])
         status.option_family = family or "none"
+        _record_owned(ctx, plan_for(ctx), facts)  # with the facts, in the same tick
     rook.check_consent_now(ctx, hosts)  # the OSDs are what the spec says: may it re-provision?
     plan = plan_for(ctx)  # InvalidSpec here names the field (e.g. cpuSet vs a node)
     fio_driver.check_fits_one_exec(plan)  # a step's job files travel in one exec
+    room.check_room(ctx, plan)  # the resized OSD pods and the fio pods fit their nodes
     _record_run_info(ctx, plan)
     ctx.record.book.planned_spec = json.dumps(_spec_json(ctx), sort_keys=True)
     status.steps_total, status.progress = len(plan.steps), f"0/{len(plan.steps)}"
@@ -107,6 +111,24 @@ def stage_observe(ctx: RunContext) -> str:
     clients = ", ".join(f"{c.name} cpus {c.cpuset}" for c in plan.clients)
     ctx.record.condition("Planned", True, "CpuPlanned", f"OSDs {where}; fio {clients}")
     return "patch"
+
+
+def _record_owned(ctx: RunContext, plan: RunPlan, facts: decide.ClusterFacts) -> None:
+    """The undo record of what the run will create (its pool, cephx user, images: all
+    named from its uid) and of the mon database's values it will make Rook change, before
+    any of it exists: cleanup and the restore read this, never the spec."""
+    undo = ctx.record.book.undo
+    rook_target = ctx.target.rook_namespace is not None
+    undo.fsid = undo.fsid or facts.fsid
+    undo.pool, undo.user = plan.pool.name, plan.pool.user
+    undo.pool_object = plan.pool.name if rook_target else ""
+    undo.client_object = plan.pool.user if rook_target else ""
+    undo.images, undo.keep_images = list(plan.pool.images), plan.pool.keep_images
+    undo.mon_changes = [
+        MonChange(who=who, key=key, value=str(value), before=facts.mon_config.get((who, key)))
+        for who, options in cephcluster_sections(plan).items()
+        for key, value in options.items()
+    ] if rook_target else []  # fmt: skip
 
 
 def _spec_json(ctx: RunContext) -> dict[str, object]:
@@ -158,7 +180,7 @@ def stage_steps(ctx: RunContext) -> str:
     return "restore"
 
 
-def stage_restore(ctx: RunContext) -> str:
+def stage_restore(ctx: RunBase) -> str:
     status = ctx.record.status
     status.phase = Phase.RESTORING
     cleanup(ctx)
@@ -169,20 +191,21 @@ def stage_restore(ctx: RunContext) -> str:
     return "done"
 
 
-def cleanup(ctx: RunContext) -> None:
-    """Leave the cluster as it was found: the run's images and pool removed, then the
-    cluster restored, the run's children deleted, the lease released. Raises NotReady
-    until done (the images' removal Job, Rook removing the pool and the cephx user, Rook
-    rolling the OSDs back, the config cleanup Job, the pods gone); each call goes on where
-    the last one stopped.
+def cleanup(ctx: RunBase) -> None:
+    """Leave the cluster as it was found, from the run's undo record alone (never the
+    spec, which may have been edited or may no longer validate): the run's images and
+    pool removed, then the cluster restored, the run's children deleted, the lease
+    released. Raises NotReady until done (the images' removal Job, Rook removing the pool
+    and the cephx user, Rook rolling the OSDs back, the mon database's restore Job, the
+    pods gone); each call goes on where the last one stopped.
 
-    A run whose target the chart does not allow, or that never held the cluster (it was
-    waiting for the lease), touches nothing outside the operator's namespace: the Jobs
-    and objects there named after it belong to another run of the same name."""
-    if ctx.refusal is not None or ctx.record.status.stage in ("", "lease"):
-        ctx.kube.release_lease(*ctx.lease, ctx.holder)
+    A run that never held the cluster (it was waiting for the lease) touched nothing: the
+    lease is let go if it holds it, and that is all."""
+    undo = ctx.record.book.undo
+    if ctx.record.status.stage in ("", "lease") or not undo.jobs_namespace:
+        lease.release(ctx)
         return
-    ns = jobs_namespace(ctx)
+    ns = undo.jobs_namespace
     # every Job but the cleanup ones, which must outlive the fio servers they wait for
     keep = f"{LABEL_ROLE}!={ROLE_RBD_CLEANUP},{LABEL_ROLE}!={ROLE_CEPH_CLEANUP}"
     ctx.kube.delete_jobs(ns, f"{ctx.selector},{keep}")
@@ -190,15 +213,16 @@ def cleanup(ctx: RunContext) -> None:
     # under them can lose their PGs (crimson 20.2.4 on cyanstore keeps only what its last
     # clean stop wrote, and its stop does not always finish), and `rbd rm` then waits on
     # them until the Job fails (seen on kind). Both waits are bounded: the restore follows.
-    external.remove_images(ctx, _plan_or_none(ctx))  # as the run's user: before it goes
-    rook_pool.remove_pool_and_user(ctx, _plan_or_none(ctx))
-    restored = restore_cluster(ctx, _plan_or_none(ctx))
+    external.remove_images(ctx)  # as the run's user: before it goes
+    rook_pool.remove_pool_and_user(ctx)
+    restored = restore_cluster(ctx)
     # nothing of the run left in the Jobs' namespace: Jobs and their pods
     ctx.kube.delete_jobs(ns, ctx.selector)
     pods = ctx.kube.pod_names(ns, ctx.selector)
     if pods:
         raise NotReady(f"waiting for {len(pods)} pod(s) of the run to go: {', '.join(pods[:5])}")
-    ctx.kube.release_lease(*ctx.lease, ctx.holder)
+    ctx.kube.delete_network_policies(ns, ctx.selector)  # its fio pods are gone: nothing to guard
+    lease.release(ctx)
     if restored:
         ctx.record.condition("ClusterRestored", True, "Restored", "cluster left as it was found")
         return
@@ -207,14 +231,6 @@ def cleanup(ctx: RunContext) -> None:
     ctx.record.status.failure = (f"{failure}; " if failure else "") + (
         f"not restored: {refused.message}"
     )
-
-
-def _plan_or_none(ctx: RunContext) -> RunPlan | None:
-    """The plan, if it can still be made (cleanup must work for runs that never planned)."""
-    try:
-        return plan_for(ctx)
-    except (CrimsonBenchError, ValueError):
-        return None
 
 
 STAGES: dict[str, Callable[[RunContext], str]] = {
@@ -241,7 +257,7 @@ def refuse_target(ctx: RunContext) -> None:
     message = str(refused) + (
         "; the operator no longer acts on it: what the run changed stays" if touched else ""
     )
-    ctx.kube.release_lease(*ctx.lease, ctx.holder)
+    lease.release(ctx)
     status.phase, status.message, status.stage = Phase.FAILED, message, "done"
     status.finished_at = now_iso()
     ctx.record.condition("Succeeded", False, "TargetNotAllowed", message)
@@ -249,25 +265,51 @@ def refuse_target(ctx: RunContext) -> None:
     raise refused
 
 
-def check_meaning(ctx: RunContext) -> None:
-    """A spec edited after the run was planned: more iodepths, repeats or workloads run
-    too, but a change of what a step measures (plan.meaning) stops the run (InvalidSpec,
-    naming each field): its stored steps would not compare with the rest."""
-    planned, stage = ctx.record.book.planned_spec, ctx.record.status.stage
-    if not planned or stage not in ORDER[ORDER.index("patch") : ORDER.index("restore")]:
+def let_go(ctx: RunBase, exc: Exception, reason: str) -> None:
+    """A run that changed nothing of the cluster yet fails at once: its probe/facts Jobs
+    removed, the lease let go. (At the lease it made none: Jobs of its name would be
+    another run's.)"""
+    status = ctx.record.status
+    if status.stage not in ("", "lease"):
+        for ns in {ctx.record.book.undo.jobs_namespace, ctx.settings.operator_namespace} - {""}:
+            ctx.kube.delete_jobs(ns, ctx.selector)
+    lease.release(ctx)
+    status.phase, status.message, status.stage = Phase.FAILED, str(exc), "done"
+    status.finished_at = now_iso()
+    ctx.record.condition("Succeeded", False, reason, str(exc))
+
+
+def refuse_edit(ctx: RunBase, exc: InvalidSpec) -> None:
+    """A spec edit refused after planning (plan.meaning.effective_spec): the run stops;
+    what it changed is put back (the restore reads only its undo record)."""
+    status = ctx.record.status
+    if status.stage in ("done", "restore"):
+        return  # stopping already: the restore goes on
+    if not ctx.record.book.planned_spec:  # never planned: an invalid spec, not an edit
+        let_go(ctx, exc, "InvalidSpec")
+        raise exc
+    ctx.warn("SpecEditRefused", str(exc))
+    if ORDER.index(status.stage or "lease") < ORDER.index("patch"):
+        let_go(ctx, exc, "SpecEditRefused")
+        raise exc
+    status.failure = status.failure or str(exc)
+    ctx.record.condition("Succeeded", False, "SpecEditRefused", str(exc))
+    status.stage = "restore"
+
+
+def tick_base(ctx: RunBase) -> None:
+    """A run with no spec to go on with (refuse_edit sent it to its restore): only the
+    restore, from its undo record."""
+    status = ctx.record.status
+    if status.stage != "restore":
         return
-    now = _spec_json(ctx)
-    if planned == json.dumps(now, sort_keys=True):
-        return  # the spec as planned (every tick but after an edit)
-    changes = meaning_changes(json.loads(planned), now)
-    if changes:
-        raise InvalidSpec(
-            "spec",
-            f"the spec changed what the run's steps measure after it was planned "
-            f"({'; '.join(changes)}): the steps stored so far would not compare with the "
-            "rest, so the run stops here (its results are kept); create a new BenchmarkRun "
-            "for this spec",
-        )
+    try:
+        status.stage = stage_restore(ctx)
+    except NotReady as exc:
+        status.message = str(exc)
+        bounded.restore_wait(ctx, str(exc))  # bounded as any restore
+    except Exception as exc:
+        status.stage = _error(ctx, "restore", exc)
 
 
 def tick(ctx: RunContext) -> None:
@@ -286,13 +328,18 @@ def tick(ctx: RunContext) -> None:
     stage = status.stage or "lease"
     while stage in STAGES:
         try:
-            check_meaning(ctx)
+            # where the run acts, recorded once (a record the API server pruned, under an
+            # older CRD, is recorded again: cleanup reads nothing else)
+            lease.record_target(ctx)
             nxt = STAGES[stage](ctx)
             bounded.clear_error(ctx)  # got on: a later error starts a new count
         except NotReady as exc:
             status.message = str(exc)
-            if not isinstance(exc, TargetMissing) or stage == "restore":
-                _wait(ctx, stage, str(exc))
+            if stage == "restore":
+                bounded.restore_wait(ctx, str(exc))
+                return
+            if not isinstance(exc, TargetMissing):
+                bounded.clear_error(ctx)  # waiting, with no error this tick
                 return
             why = bounded.note_error(ctx, stage, exc)
             if why is None:
@@ -308,28 +355,11 @@ def tick(ctx: RunContext) -> None:
 _ENDED = "the error lasted past errorTimeoutSeconds and ended the run (condition Succeeded)"
 
 
-def _wait(ctx: RunContext, stage: str, what: str) -> None:
-    """A stage waits (NotReady): no error this tick; the restore ends once overdue."""
-    if stage != "restore":
-        bounded.clear_error(ctx)
-        return
-    waited = bounded.restore_overdue(ctx)
-    if waited is not None:
-        bounded.end_restore(ctx, waited, what)
-    else:
-        bounded.clear_error(ctx)
-
-
-def _error(ctx: RunContext, stage: str, exc: Exception) -> str:
+def _error(ctx: RunBase, stage: str, exc: Exception) -> str:
     """The next stage after an error in `stage`; raises it when the run goes on as it is
     (the handler writes the record, kopf retries at the next tick)."""
     if stage == "restore":
-        bounded.note_error(ctx, stage, exc)  # said in the status; the restore's bound rules
-        waited = bounded.restore_overdue(ctx)
-        if waited is None:
-            raise exc
-        bounded.end_restore(ctx, waited, stuck.error_text(exc))
-        return "done"
+        return bounded.restore_error(ctx, exc)
     if isinstance(exc, InvalidSpec | ExecutionError | ParseError):
         reason = "InvalidSpec" if isinstance(exc, InvalidSpec) else "StepFailed"
         return _fail(ctx, stage, exc, reason)
@@ -342,14 +372,13 @@ def _error(ctx: RunContext, stage: str, exc: Exception) -> str:
     return _fail(ctx, stage, failed, "ErrorTimeout")
 
 
-def _fail(ctx: RunContext, stage: str, exc: CrimsonBenchError, reason: str) -> str:
+def _fail(ctx: RunBase, stage: str, exc: CrimsonBenchError, reason: str) -> str:
     """The run fails: before the patch at once (raises exc), after it once restored."""
     status = ctx.record.status
     if ORDER.index(stage) < ORDER.index("patch"):
-        # Nothing touched yet: remove the probe/facts Jobs, let go, fail at once.
-        # (At the lease it made none: Jobs of its name are another run's.)
-        if stage != "lease":
-            for ns in {jobs_namespace(ctx), ctx.settings.operator_namespace}:
+        # Nothing touched yet: as let_go, the probe/facts Jobs removed, the lease let go.
+        if stage != "lease":  # best effort: the API that failed the run may refuse this too
+            for ns in {ctx.record.book.undo.jobs_namespace, ctx.settings.operator_namespace} - {""}:
                 bounded.delete_jobs(ctx, ns)
         let_go = bounded.release_lease(ctx)
         status.phase, status.message, status.stage = Phase.FAILED, str(exc) + let_go, "done"

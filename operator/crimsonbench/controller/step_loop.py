@@ -123,7 +123,7 @@ def _carry_out(ctx: RunContext, view: StepView, key: str, driver: PodState) -> S
                     view = replace(view, report=None)  # started by an earlier operator
                     break
                 case Sample():
-                    sample_step(ctx, fio_access(ctx, view.plan).namespace, view.plan)
+                    sample_step(ctx, fio_access(ctx).namespace, view.plan)
                     view = replace(
                         view,
                         samples=samples_of(ctx.record.status.step_samples),

@@ -21,8 +21,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crimsonbench.controller.restore_steps import ORIGINAL_DIGEST, PATCHED_BY
-from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, RestoreMarks
+from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
+from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, MonChange, RestoreMarks, SpecChange
 
 # ---------------------------------------------------------------- unexpected errors
 
@@ -90,17 +90,20 @@ def restore_overdue(since: float, now: float, bound_s: float) -> bool:
     return now - since > bound_s
 
 
+SHOWN = 20  # changes named one by one in a message; the rest are in the undo record
+
+
 @dataclass(frozen=True)
 class Leftovers:
-    """What the restore may have left undone, as the I/O side found it named."""
+    """What the restore may have left undone: the run's undo record, as the I/O side read
+    it, and how far the restore got."""
 
-    where: str  # the CephCluster, as messages name it ("" : no Rook target)
-    patched: bool  # the run's patch went on the CephCluster
+    where: str  # the CephCluster, as messages name it ("": not a Rook target)
+    spec_changes: Sequence[SpecChange]  # what the run's patch set in its spec
+    mon_changes: Sequence[MonChange]  # what that made Rook set in the mon database
     marks: RestoreMarks  # how far the restore got
-    saved_original: str  # "ConfigMap <namespace>/<name> (key <key>)"
-    run_options: Sequence[str]  # `ceph config rm ...` commands of the run's options
     images: str  # "<pool>/{a,b}" still to remove; "" when removed (or never made)
-    rook_objects: Sequence[str]  # the run's CephBlockPool and CephClient, "<plural>/<name>"
+    rook_objects: Sequence[str]  # the run's CephBlockPool and CephClient, "<Kind> <ns>/<name>"
     jobs: str  # how to delete the run's Jobs and their pods
 
 
@@ -113,25 +116,41 @@ def left_by_hand(left: Leftovers) -> list[str]:
     if left.rook_objects:
         todo.append(f"see that Rook removed {', '.join(left.rook_objects)} (delete them if not)")
     marks = left.marks
-    if left.patched and left.where and marks.over is None:
+    if left.where and left.spec_changes and marks.over is None:
         if marks.config_cleaned is None:
             todo.append(
-                f"put spec.cephConfig and spec.resources of {left.where} back as saved in "
-                f"{left.saved_original}, and wait until Rook has rolled every OSD back"
+                f"where {left.where}'s spec still holds the run's value, put back "
+                f"{_listed([_spec_back(c) for c in left.spec_changes])}, and wait until Rook "
+                "has rolled every OSD back"
             )
-            if left.run_options:
-                todo.append(f"then remove the run's options Rook leaves in the mon database "
-                            f"(unless the saved spec's cephConfig holds them): "
-                            f"{'; '.join(left.run_options)}")  # fmt: skip
+            if left.mon_changes:
+                todo.append("then in the mon database: "
+                            + _listed([_mon_back(c) for c in left.mon_changes]))  # fmt: skip
         elif marks.config_cleaned.startswith("failed"):
-            todo.append(f"remove the run's options from the mon database: "
-                        f"{marks.config_cleaned.removeprefix('failed: ')}")  # fmt: skip
+            todo.append(f"in the mon database: {marks.config_cleaned.removeprefix('failed: ')}")
         todo.append(
-            f"remove the annotations {PATCHED_BY} and {ORIGINAL_DIGEST} from {left.where} "
+            f"remove the annotations {PATCHED_BY} and {UNDO_DIGEST} from {left.where} "
             "(until then every BenchmarkRun on it is refused)"
         )
     todo.append(left.jobs)
     return todo
+
+
+def _spec_back(change: SpecChange) -> str:
+    where = "spec." + ".".join(change.path)
+    return f"{where} = {change.before}" if change.before is not None else f"{where} removed"
+
+
+def _mon_back(change: MonChange) -> str:
+    if change.before is None:
+        return f"ceph config rm {change.who} {change.key}"
+    return f"ceph config set {change.who} {change.key} {change.before}"
+
+
+def _listed(items: Sequence[str]) -> str:
+    more = len(items) - SHOWN
+    shown = "; ".join(items[:SHOWN])
+    return shown + (f"; and {more} more (the run's status.record.undo)" if more > 0 else "")
 
 
 def restore_gave_up(waited_s: float, bound_s: float, last: str, todo: Sequence[str]) -> str:

@@ -1,25 +1,26 @@
 """Node topology for the planner: `lscpu -e --json` from a probe Job on each node, cached
-per node in a ConfigMap (topology does not change between runs; a pod start does cost)."""
+per node in a ConfigMap (topology does not change between runs; a pod start does cost).
+A cache counts only for the node its annotation names: node names may be 253 characters,
+a ConfigMap's name is made unique (a hash where it had to be cut or changed), and one an
+older operator cut short may hold another node's topology."""
 
 from __future__ import annotations
-
-import re
 
 from crimsonbench.controller.jobs import job_outcome
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests.maintenance import topology_probe_job
-from crimsonbench.manifests.naming import GROUP
+from crimsonbench.manifests.naming import GROUP, dns_name
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import Topology
 
 CACHE_KEY = "lscpu.json"
 LABEL_TOPOLOGY = f"{GROUP}/topology"
+NODE_ANNOTATION = f"{GROUP}/node"
 
 
 def cache_name(node: str) -> str:
-    safe = re.sub(r"[^a-z0-9-]", "-", node.lower())[:40].strip("-")
-    return f"crimsonbench-topology-{safe}"
+    return dns_name("crimsonbench-topology", node)
 
 
 def cache_configmap(node: str, lscpu_json: str) -> dict[str, object]:
@@ -29,7 +30,7 @@ def cache_configmap(node: str, lscpu_json: str) -> dict[str, object]:
         "metadata": {
             "name": cache_name(node),
             "labels": {"app.kubernetes.io/name": "crimsonbench", LABEL_TOPOLOGY: "lscpu"},
-            "annotations": {f"{GROUP}/node": node},
+            "annotations": {NODE_ANNOTATION: node},
         },
         "data": {CACHE_KEY: lscpu_json},
     }
@@ -42,17 +43,18 @@ def node_topologies(ctx: RunContext, nodes: list[str]) -> dict[str, Topology]:
     waiting: list[str] = []
     for node in nodes:
         cached = ctx.kube.get_configmap(ns, cache_name(node))
-        if cached and CACHE_KEY in cached:
+        ours = (ctx.kube.configmap_annotations(ns, cache_name(node)) or {}).get(NODE_ANNOTATION)
+        if cached and CACHE_KEY in cached and ours == node:
             out[node] = parse_lscpu_json(cached[CACHE_KEY])
             continue
-        probe = job_outcome(ctx.kube, topology_probe_job(ctx.name, node, ns,
+        probe = job_outcome(ctx.kube, topology_probe_job(ctx.child, node, ns,
                                                          ctx.settings.pod_options()))  # fmt: skip
         if probe.state == "failed":
             raise ExecutionError(f"topology probe on node {node} failed ({probe.where}): "
                                  f"{probe.text[-500:]}")  # fmt: skip
         if probe.state == "succeeded":
             out[node] = parse_lscpu_json(probe.text)  # ParseError names the command to run
-            ctx.kube.ensure_configmap(ns, cache_configmap(node, probe.text))
+            ctx.kube.replace_configmap(ns, cache_configmap(node, probe.text))  # or another's
             ctx.kube.delete_job(ns, probe.name)  # cached: the Job is done with
             continue
         waiting.append(node)

@@ -51,19 +51,30 @@ class AioLimit:
         self._old, self._set = limit, wanted
         log.info("fs.aio-max-nr %d -> %d for the crimson OSDs (restored afterwards)", limit, wanted)
 
+    @property
+    def changed(self) -> tuple[int, int] | None:
+        """(the value before, the value set) while raised; a dead run's successor puts the
+        value back from its record (local/leftovers.py)."""
+        return None if self._old is None or self._set is None else (self._old, self._set)
+
     def restore(self) -> list[str]:
         """Returns what could not be restored."""
-        if self._old is None:
+        if self._old is None or self._set is None:
             return []
-        old, self._old = self._old, None
-        try:
-            if _read(AIO_MAX_NR) == self._set:
-                AIO_MAX_NR.write_text(f"{old}\n")
-            else:
-                log.warning("fs.aio-max-nr was changed by someone else meanwhile; left as is")
-        except OSError as exc:
-            return [f"fs.aio-max-nr not restored to {old}: {exc}"]
-        return []
+        old, was_set, self._old = self._old, self._set, None
+        return put_back(old, was_set)
+
+
+def put_back(old: int, was_set: int) -> list[str]:
+    """fs.aio-max-nr back to `old` unless someone changed it from `was_set` meanwhile."""
+    try:
+        if _read(AIO_MAX_NR) == was_set:
+            AIO_MAX_NR.write_text(f"{old}\n")
+        else:
+            log.warning("fs.aio-max-nr was changed by someone else meanwhile; left as is")
+    except OSError as exc:
+        return [f"fs.aio-max-nr not restored to {old}: {exc}"]
+    return []
 
 
 def _read(path: Path) -> int:

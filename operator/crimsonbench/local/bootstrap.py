@@ -225,6 +225,7 @@ def loop_devices_of(backing: Path) -> list[str]:
         text=True,
         timeout=30,
         check=False,
+        start_new_session=True,
     )
     return [line.strip() for line in res.stdout.splitlines() if line.strip()]
 

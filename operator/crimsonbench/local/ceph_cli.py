@@ -42,6 +42,9 @@ def run(
             timeout=timeout,
             env=full_env,
             check=False,
+            # its own session: a Ctrl-C at the terminal reaches us, not the tool we wait
+            # for (a teardown's losetup or umount); we kill it if we stop
+            start_new_session=True,
         )
     except subprocess.TimeoutExpired:
         raise ExecutionError(f"`{cmd}` did not finish within {timeout:.0f} s") from None
@@ -52,6 +55,43 @@ def run(
         err = (res.stderr.strip() or res.stdout.strip())[-2000:]
         raise ExecutionError(f"`{cmd}` failed with exit {res.returncode}: {err}")
     return res.stdout
+
+
+class Started:
+    """A tool started in the background (its own session), its stderr in a temporary
+    file: a pipe nobody reads would stall it once full."""
+
+    def __init__(self, argv: Sequence[str], userland: Userland | None = None) -> None:
+        self.cmd = " ".join(argv)
+        full, env, _ = (userland or Userland()).wrap(argv)
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115 - closed by check() or kill()
+        try:
+            self.proc = subprocess.Popen(full, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=self._err, env=env,
+                                         start_new_session=True)  # fmt: skip
+        except FileNotFoundError:
+            self._err.close()
+            raise ExecutionError(
+                f"`{argv[0]}` is not installed (needed for `{self.cmd}`)"
+            ) from None
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def check(self, what: str) -> None:
+        """ExecutionError naming `what` when it failed (once it has ended)."""
+        rc = self.proc.wait()
+        self._err.seek(0)
+        err = self._err.read()[-2000:].decode(errors="replace").strip()
+        self._err.close()
+        if rc != 0:
+            raise ExecutionError(f"{what}: `{self.cmd}` failed with exit {rc}: {err}")
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._err.close()
 
 
 @dataclass(frozen=True)
@@ -119,6 +159,10 @@ class CephCli:
 
     def rbd(self, *args: str, timeout: float = DEFAULT_TIMEOUT) -> str:
         return run(["rbd", "-c", str(self.conf), *args], timeout=timeout, userland=self.userland)
+
+    def rbd_start(self, *args: str) -> Started:
+        """`rbd ARGS` in the background (Started.check() once it has ended)."""
+        return Started(["rbd", "-c", str(self.conf), *args], self.userland)
 
     def rbd_json(self, *args: str, timeout: float = DEFAULT_TIMEOUT) -> Any:
         return parse_json(self.rbd(*args, "--format", "json", timeout=timeout), "rbd " + args[0])

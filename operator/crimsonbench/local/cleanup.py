@@ -53,9 +53,11 @@ def _unmount_tree(mount_point: Path) -> list[str]:
     """umount -R a Ceph root's private mount point (cbroot-*) and remove it."""
     if not mount_point.name.startswith("cbroot-") or not mount_point.is_dir():
         return []
-    res = subprocess.run(["umount", "-R", str(mount_point)], capture_output=True, text=True)
+    res = subprocess.run(["umount", "-R", str(mount_point)], capture_output=True, text=True,
+                         start_new_session=True)  # fmt: skip
     if res.returncode != 0:
-        subprocess.run(["umount", "-R", "-l", str(mount_point)], capture_output=True)
+        subprocess.run(["umount", "-R", "-l", str(mount_point)], capture_output=True,
+                       start_new_session=True)  # fmt: skip
     try:
         mount_point.rmdir()
     except OSError as exc:

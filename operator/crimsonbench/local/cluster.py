@@ -17,14 +17,16 @@ from types import TracebackType
 
 from crimsonbench.errors import ExecutionError, InvalidSpec
 from crimsonbench.local import bootstrap as bs
-from crimsonbench.local import crimson_checks, osds, procs, rbd
+from crimsonbench.local import crimson_checks, osds, procs
 from crimsonbench.local.aio import AioLimit, aio_needed
 from crimsonbench.local.ceph_cli import CephCli, ClientConf, run
+from crimsonbench.local.claims import RunRecord
 from crimsonbench.local.cleanup import destroy, remove_dir
+from crimsonbench.local.cluster_prep import BenchPrep
 from crimsonbench.local.ports import PortLease, reserve_port
 from crimsonbench.local.readiness import missing, wait_until
+from crimsonbench.local.signals import deferred, shield
 from crimsonbench.local.userland import CephRoot, userland_for
-from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS
 from crimsonbench.plan.types import CephSetup, OsdCpus
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, size_bytes
 
@@ -57,7 +59,7 @@ IN_MEMORY = (
 )  # OSDs first so they can still tell the mon they go
 
 
-class LocalCluster:
+class LocalCluster(BenchPrep):
     """`with LocalCluster(target, osd, osd_cpus, setup) as c:` brings the cluster up and waits
     until it is ready; leaving the block (also by exception or Ctrl-C) tears it down."""
 
@@ -70,7 +72,9 @@ class LocalCluster:
         root: Path | None = None,
         ready_timeout: float = 180.0,
         stop_grace: float = 20.0,
+        owner: Mapping[str, str] | None = None,
     ) -> None:
+        """owner: who runs it (run name, results directory), for its record."""
         self.target, self.osd, self.setup = target, osd, setup or CephSetup()
         self.crimson = osd.flavor == Flavor.CRIMSON
         # the programs' userland: checked now, mounted in start(), unmounted in teardown()
@@ -92,6 +96,8 @@ class LocalCluster:
         self._loops: dict[int, str] = {}
         self.pool: str | None = None
         self.timings: dict[str, float] = {}
+        self.owner = dict(owner or {})
+        self._record: RunRecord | None = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -113,6 +119,9 @@ class LocalCluster:
                 self.layout.root,
             )
             self._release_port()
+            if self._record is not None:  # the cluster is the user's now: never reaped
+                self._record.close(keep=False)
+                self._record = None
             return
         leftovers = self.teardown()
         if leftovers and exc_type is None:
@@ -131,6 +140,8 @@ class LocalCluster:
             if self.crimson:  # reactor options and allow-crimson must precede OSD creation
                 self.run_commands(self.setup.commands)
                 self._aio.ensure(aio_needed(self.osd))
+                if self._aio.changed and self._record is not None:
+                    self._record.note(aio=list(self._aio.changed))
             conf = str(self.layout.conf)
             self._spawn("mgr." + bs.MGR_ID, ["ceph-mgr", "-c", conf, "-i", bs.MGR_ID, "-f"])
             for osd_id in range(self.osd.count):
@@ -162,6 +173,10 @@ class LocalCluster:
         else:
             self._made_root = not root.exists()
         self.layout = bs.layout_for(root.resolve())
+        # on record before anything runs: a run killed from here on is cleaned up by the next
+        self._record = RunRecord(
+            {"root": str(self.layout.root), "made_root": self._made_root, **self.owner}
+        )
         self.cli = CephCli(self.layout.conf, self.userland)
         self.layout.make_dirs()
         if isinstance(self.userland, CephRoot) and self.userland.root is not None:
@@ -191,8 +206,9 @@ class LocalCluster:
         dev = None
         if osds.uses_loop(self.osd, self.target):
             size = size_bytes(self.target.bluestore_size)
-            dev = bs.losetup(self.layout.block_file(osd_id), size)
-            self._loops[osd_id] = dev
+            with deferred():  # attached and known to the teardown, no stop signal between
+                dev = bs.losetup(self.layout.block_file(osd_id), size)
+                self._loops[osd_id] = dev
         opts = osds.store_options(self.osd, self.target, dev, self.store_option)
         classes = osds.class_dir(self.userland) if self.crimson else None
         if classes is not None:
@@ -229,27 +245,45 @@ class LocalCluster:
     def _spawn(self, name: str, argv: list[str], cpus: Iterable[int] = ()) -> None:
         out = self.layout.log / f"{name}.stdout"
         full, _, _ = self.userland.wrap(argv)
-        self._daemons[name] = procs.spawn(name, full, out, cpus)
+        with deferred():  # a stop signal once the daemon is known to the teardown
+            self._daemons[name] = procs.spawn(name, full, out, cpus)
 
     def teardown(self, keep_dir: bool = False) -> list[str]:
         """Stop every daemon (SIGTERM, SIGKILL after stop_grace), detach loop devices,
         remove the directory, and check nothing is left. Returns what was left behind
-        (empty when clean). Safe to call more than once."""
+        (empty when clean). Stop signals wait until it is done (signals.shield); each part
+        is forgotten once undone, so a second call finishes what a failed one left."""
         if not (
             self._daemons
             or self._loops
             or self._lease
+            or self._record
             or self.layout.root.exists()
             or self.userland.root is not None
         ):
             return []  # never started, or already torn down
         t0 = time.monotonic()
+        log.info("tearing down %s", self.layout.root)
+        with shield(f"the teardown of {self.layout.root}"):
+            left = self._teardown(keep_dir)
+        self.timings["teardown_s"] = time.monotonic() - t0
+        log.info("teardown of %s took %.1f s", self.layout.root, self.timings["teardown_s"])
+        for item in left:
+            log.error("teardown left behind: %s", item)
+        if self._record is not None:  # what is left stays on record for the next run
+            self._record.close(keep=bool(left) and not keep_dir)
+            self._record = None
+        return left
+
+    def _teardown(self, keep_dir: bool) -> list[str]:
         for group in STOP_ORDER:
             grace = self.stop_grace
             if group == "osd" and not keep_dir and self.osd.object_store in IN_MEMORY:
                 grace = 0  # a clean stop would save every byte to osd_data, deleted next
-            procs.stop([d for n, d in self._daemons.items() if n.startswith(group)], grace)
-        self._daemons.clear()
+            names = [n for n in self._daemons if n.startswith(group)]
+            procs.stop([self._daemons[n] for n in names], grace)
+            for name in names:
+                del self._daemons[name]
         left: list[str] = []
         for osd_id, dev in list(self._loops.items()):
             left.extend(bs.detach_loop(dev, self.layout.block_file(osd_id)))
@@ -268,10 +302,6 @@ class LocalCluster:
         self._release_port()
         left.extend(self._aio.restore())
         left.extend(self.userland.close())  # every daemon is stopped: unmount the root
-        self.timings["teardown_s"] = time.monotonic() - t0
-        log.info("teardown of %s took %.1f s", root, self.timings["teardown_s"])
-        for item in left:
-            log.error("teardown left behind: %s", item)
         return left
 
     def _release_port(self) -> None:
@@ -358,57 +388,9 @@ class LocalCluster:
         for cmd in cmds:
             self.cli.ceph(*(cmd[1:] if cmd and cmd[0] == "ceph" else cmd))
 
-    def ceph_version(self) -> str:
-        """Version the running daemons report, e.g. "16.2.15"."""
-        overall = self.cli.ceph_json("versions").get("overall", {})
-        for text in overall:
-            parts = text.split()
-            if parts[:2] == ["ceph", "version"] and len(parts) > 2:
-                return parts[2].split("-")[0].split("+")[0]
-        raise ExecutionError(f"`ceph versions` named no version: {overall}")
-
     @property
     def mon_addr(self) -> str:
         return f"v2:127.0.0.1:{self.mon_port}"
 
     def client_conf(self) -> ClientConf:
         return ClientConf(self.layout.client_conf, self.layout.admin_keyring)
-
-    # ------------------------------------------------------------ benchmark prep
-
-    def create_pool(
-        self, name: str, pg_num: int, client_options: Mapping[str, str] | None = None
-    ) -> None:
-        """Size-1 rbd pool, no autoscale/balancer/scrub, librbd client settings; waits
-        until its PGs are active+clean."""
-        rbd.create_pool(self.cli, name, pg_num)
-        rbd.configure_clients(self.cli, client_options or RBD_CLIENT_OPTIONS)
-        self.pool = name
-        self.wait_ready()
-
-    def create_images(self, names: Sequence[str], size_bytes: int, pool: str | None = None) -> None:
-        rbd.create_images(self.cli, self._pool(pool), names, size_bytes)
-
-    def prefill(
-        self,
-        names: Sequence[str],
-        size_bytes: int,
-        deadline_s: float | None = None,
-        block_size: int = 65536,
-        pool: str | None = None,
-    ) -> float:
-        """Write every image once (64K sequential); returns the seconds it took."""
-        took = rbd.prefill(
-            self.cli, self._pool(pool), names, size_bytes, block_size, timeout=deadline_s
-        )
-        self.timings["prefill_s"] = took
-        return took
-
-    def rbd_du(self, pool: str | None = None) -> dict[str, int]:
-        """image -> bytes used."""
-        return rbd.du(self.cli, self._pool(pool))
-
-    def _pool(self, pool: str | None) -> str:
-        if pool is None and self.pool is None:
-            raise ExecutionError("no pool yet: call create_pool() first or pass pool=")
-        return pool or str(self.pool)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import psutil
 
 from crimsonbench.errors import ExecutionError
+from crimsonbench.local.signals import deferred
 from crimsonbench.local.userland import Userland
 from crimsonbench.plan.types import ClientPlan
 from crimsonbench.results.store import FioPaths, ResultStore
@@ -77,20 +78,31 @@ class FioGroup:
                     "--eta-newline=1", str(job_file)]  # fmt: skip
             argvs.append((client, paths, args))
         # Every client's files are written first, so the starts are as close as Popen allows.
-        for client, paths, args in argvs:
-            # the IOPS logs land next to the output (fio's working directory)
-            full, env, cwd = self._userland.wrap(args, self._env, paths.output.parent)
-            with paths.stderr.open("wb") as err_fh, paths.eta.open("wb") as eta_fh:
-                popen = subprocess.Popen(
-                    full,
-                    stdout=eta_fh,
-                    stderr=err_fh,
-                    env=env,
-                    cwd=cwd,
-                    preexec_fn=_pin(frozenset(client.cpus)),  # noqa: PLW1509 - no threads hold locks
-                )
-            self.procs.append(FioProcess(client, paths, popen))
+        # A stop signal waits until every fio started is known (deferred), so leaving the
+        # step kills them all; a failure to start one kills those already started.
+        try:
+            with deferred():
+                for client, paths, args in argvs:
+                    self.procs.append(FioProcess(client, paths, self._start(client, paths, args)))
+        except BaseException:
+            self.kill()
+            raise
         return self
+
+    def _start(
+        self, client: ClientPlan, paths: FioPaths, args: list[str]
+    ) -> subprocess.Popen[bytes]:
+        # the IOPS logs land next to the output (fio's working directory)
+        full, env, cwd = self._userland.wrap(args, self._env, paths.output.parent)
+        with paths.stderr.open("wb") as err_fh, paths.eta.open("wb") as eta_fh:
+            return subprocess.Popen(
+                full,
+                stdout=eta_fh,
+                stderr=err_fh,
+                env=env,
+                cwd=cwd,
+                preexec_fn=_pin(frozenset(client.cpus)),  # noqa: PLW1509 - no threads hold locks
+            )
 
     def __exit__(self, *exc: object) -> None:
         self.kill()

@@ -145,6 +145,14 @@ def _tids(pid: int) -> list[int]:
         return []
 
 
+def program(pid: int) -> str:
+    """The process's name (/proc/PID/comm), "" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def processes_mentioning(marker: str) -> list[int]:
     """PIDs whose command line contains `marker` (our cluster dir): leftovers after stop."""
     needle = marker.encode()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from crimsonbench.errors import ExecutionError
-from crimsonbench.local.ceph_cli import CephCli
+from crimsonbench.local.ceph_cli import CephCli, Started
+from crimsonbench.local.signals import deferred
 from crimsonbench.plan.build import MIN_PREFILL_MIB_S  # used without a plan's deadline
 
 log = logging.getLogger(__name__)
@@ -80,26 +80,34 @@ def prefill(
     rbd bench rather than fio: as fast at the same concurrency, no job file, and it needs
     only the cluster's conf. Only the end state matters (every object written once), so
     16 writes in flight instead of the reference method's 1: 3-4x faster here.
+    PREFILL_PARALLEL images at a time, started here and waited for here: a stop signal
+    (raised in this thread) or a failure kills those running and starts no other.
     """
     if not names:
         return 0.0
     total_mib = size_bytes * len(names) / 2**20
     if timeout is None:
         timeout = 60.0 + total_mib / MIN_PREFILL_MIB_S
-    deadline = time.monotonic() + timeout
     t0 = time.monotonic()
-
-    def one(name: str) -> None:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise ExecutionError(f"prefill of {pool}/{name} not started within {timeout:.0f} s")
-        pattern = ["--io-type", "write", "--io-pattern", "seq", "--io-size", str(block_size)]
-        amount = ["--io-threads", str(io_threads), "--io-total", str(size_bytes)]
-        cli.rbd("bench", *pattern, *amount, f"{pool}/{name}", timeout=left)
-
-    with ThreadPoolExecutor(max_workers=min(PREFILL_PARALLEL, len(names))) as ex:
-        for fut in [ex.submit(one, n) for n in names]:
-            fut.result()
+    deadline = t0 + timeout
+    pattern = ["--io-type", "write", "--io-pattern", "seq", "--io-size", str(block_size)]
+    amount = ["--io-threads", str(io_threads), "--io-total", str(size_bytes)]
+    queue, running = list(names), dict[str, Started]()
+    try:
+        while queue or running:
+            while queue and len(running) < PREFILL_PARALLEL:
+                with deferred():  # a stop signal after the start, once it is in `running`
+                    name = queue.pop(0)
+                    running[name] = cli.rbd_start("bench", *pattern, *amount, f"{pool}/{name}")
+            for name in [n for n, p in running.items() if p.poll() is not None]:
+                running.pop(name).check(f"prefill of {pool}/{name}")
+            if time.monotonic() > deadline:
+                late = ", ".join(running)
+                raise ExecutionError(f"prefill of {pool}/{late} not done within {timeout:.0f} s")
+            time.sleep(0.1)
+    finally:
+        for proc in running.values():
+            proc.kill()
     took = time.monotonic() - t0
     log.info("prefilled %d images (%.0f MiB) in %.1f s", len(names), total_mib, took)
     return took

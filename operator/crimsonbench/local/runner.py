@@ -4,39 +4,39 @@ Resumable like CBT: results are keyed by what a step measures (its workload, iod
 repeat: plan.types.step_key) in the results directory, and a step whose result.json exists
 is not run again, wherever it stands in the spec now (plan.meaning: a spec that measures
 something else is refused). The cluster itself is always new.
+
+What a run holds on the machine (its CPUs, its cluster) is claimed machine-wide
+(local/claims.py); what a dead run left is removed before a new one starts
+(local/leftovers.py); stop signals stop the run once and never cut its teardown short
+(local/signals.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import logging
 import os
 import platform
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec
+from crimsonbench.local.claims import CpuClaim
 from crimsonbench.local.cluster import LocalCluster
+from crimsonbench.local.disk_space import Reserve, full_disk
+from crimsonbench.local.leftovers import reap_dead_runs
+from crimsonbench.local.results_guard import ResultsGuard, exclusive
+from crimsonbench.local.signals import Interrupted, StopOnce
 from crimsonbench.local.step_exec import StepContext, run_step
-from crimsonbench.local.topology_probe import local_topology
+from crimsonbench.local.topology_probe import local_room, local_topology
 from crimsonbench.local.userland import Userland, userland_for
 from crimsonbench.local.versions import installed_ceph_version, known_options
 from crimsonbench.plan.build import build_plan
-from crimsonbench.plan.meaning import meaning_changes
+from crimsonbench.plan.capacity import check_capacity
 from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan, Step
-from crimsonbench.results.store import (
-    LOCK_FILE,
-    MARKER_FILE,
-    CorruptResults,
-    NotAResultsDirectory,
-    ResultStore,
-)
+from crimsonbench.results.store import ResultStore
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.models import BenchmarkRunSpec, Flavor
@@ -44,16 +44,9 @@ from crimsonbench.spec.status import Phase
 
 log = logging.getLogger(__name__)
 
+__all__ = ["Events", "Interrupted", "LocalRun", "Outcome"]
 
 _KNEE = "skipped: the knee search did not need this iodepth"
-
-
-def _listing(root: Path, most: int = 5) -> str:
-    names = sorted(e.name for e in root.iterdir())
-    shown = ", ".join(names[:most]) + (
-        f" and {len(names) - most} more" if len(names) > most else ""
-    )
-    return shown or "nothing"
 
 
 class Events(Protocol):
@@ -63,44 +56,6 @@ class Events(Protocol):
     def step_started(self, step: Step, done: int, total: int) -> None: ...
     def live(self, iops: float) -> None: ...
     def step_finished(self, step: Step, result: StepResult | None, note: str) -> None: ...
-
-
-class Interrupted(CrimsonBenchError):
-    """SIGTERM or Ctrl-C: stop now, keep what is finished, clean up."""
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    def handler(signum: int, frame: object) -> None:
-        raise Interrupted(f"stopped by signal {signal.Signals(signum).name}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def _exclusive(store: ResultStore) -> Iterator[None]:
-    """One run per results directory: a second run would mix its steps into the first's."""
-    results_dir = store.root
-    with store.lock_path.open("a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            fh.seek(0)
-            holder = fh.read().strip() or "another process"
-            raise InvalidSpec(
-                "--results",
-                f"{results_dir} is in use by a run still going ({holder}); "
-                "wait for it or pick another --results directory",
-            ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"pid {os.getpid()}")
-        fh.flush()
-        yield
 
 
 @dataclass
@@ -120,7 +75,12 @@ class LocalRun:
         results_dir: Path,
         events: Events,
         fresh: bool = False,
+        *,
+        spec_file: Path | None = None,
+        cpu_wait_s: float = 0.0,
     ) -> None:
+        """spec_file: where the spec came from (named to a run wanting the same CPUs);
+        cpu_wait_s: how long to wait for CPUs another run pins (0: refuse at once)."""
         if spec.target.local is None:
             raise InvalidSpec(
                 "spec.target",
@@ -131,15 +91,20 @@ class LocalRun:
         self.fresh = fresh
         self.store = ResultStore(results_dir)
         self.dir = results_dir
-        self._adopt = False  # an old results directory of this spec, marked when run
+        self.spec_file, self.cpu_wait_s = spec_file, cpu_wait_s
+        self._guard = ResultsGuard(self.store, self._spec_json(), fresh)
 
     def plan(self) -> RunPlan:
+        """The plan for this machine, once the run fits in it (plan.capacity)."""
         # crimson's option names from the programs that will run (the version table only
         # when they cannot say)
         crimson = self.spec.osd.flavor == Flavor.CRIMSON
         known = known_options(self.userland()) if crimson else None
-        return build_plan(self.name, self.spec, local_topology(), ceph_version=self.version(),
+        plan = build_plan(self.name, self.spec, local_topology(), ceph_version=self.version(),
                           known_options=known)  # fmt: skip
+        local = self.spec.target.local
+        check_capacity(self.spec, local_room(local) if local is not None else None)
+        return plan
 
     def userland(self) -> Userland:
         """Where the run's programs come from: this machine, a Ceph root or a build dir."""
@@ -165,152 +130,72 @@ class LocalRun:
     def preflight(self) -> RunPlan:
         """Every refusal, before anything is written or deleted: the results directory
         (ours, or new, or empty; no links in it; not in use; the same spec unless
-        --fresh), then the plan (CPU sets, versions: InvalidSpec). Returns the plan."""
+        --fresh), then the plan (CPU sets, versions, capacity: InvalidSpec)."""
         self.check_results_dir()
-        plan = self.plan()  # InvalidSpec before anything is started
-        return plan
+        return self.plan()  # InvalidSpec before anything is started
 
     def check_results_dir(self) -> None:
         """The results directory's refusals (InvalidSpec naming --results); reads only."""
-        root = self.store.root
-        if root.is_symlink() and not root.exists():
-            raise InvalidSpec(
-                "--results",
-                f"{root} is a link to {os.readlink(root)}, which does not exist; create that "
-                "directory or pick another --results",
-            )
-        if root.exists() and not root.is_dir():
-            raise InvalidSpec("--results", f"{root} is not a directory; pick another --results")
-        links = self.store.links()
-        if links:
-            raise InvalidSpec(
-                "--results",
-                f"{links[0]} is a symbolic link (to {os.readlink(links[0])}); a run writes "
-                "nothing through links in its results directory: replace it with a real "
-                "directory, or pick another --results",
-            )
-        self._check_not_in_use()
-        if root.is_dir() and any(root.iterdir()) and not self.store.has_marker:
-            self._refuse_unmarked(root)
-        if not self.fresh:
-            self._check_same_spec()
-            self._check_steps_usable()
-
-    def _check_steps_usable(self) -> None:
-        """A resumed run keeps every step it finds; one it cannot read would stop the
-        report at the end (after the run's work), so it is refused now, naming each."""
-        try:
-            problems = self.store.scan_steps().problems
-        except NotAResultsDirectory as exc:
-            raise InvalidSpec("--results", str(exc)) from None
-        if problems:
-            raise InvalidSpec(
-                "--results",
-                str(CorruptResults(self.store.root, problems)) + " Or pass --fresh to start over.",
-            )
-
-    def _refuse_unmarked(self, root: Path) -> None:
-        """A non-empty directory without our marker: --fresh deletes nothing there, and a
-        run writes there only when it holds our results from before markers existed
-        (spec.json of this very spec), which it then marks."""
-        marker = f"{root / MARKER_FILE}"
-        if self.fresh:
-            raise InvalidSpec(
-                "--results",
-                f"--fresh empties only a results directory crimsonbench created (it has "
-                f"{marker}); {root} has none and holds {_listing(root)}. Check what it is, "
-                "then delete it yourself, or pick another --results directory",
-            )
-        foreign = self.store.foreign_entries()
-        try:
-            found = self.store.read_spec() if not foreign else None
-        except NotAResultsDirectory:
-            found = None
-        if found is None or found != self._spec_json():
-            raise InvalidSpec(
-                "--results",
-                f"{root} is not empty ({_listing(root)}) and is not a crimsonbench results "
-                f"directory of this spec (no {marker}): pick a new or empty --results directory",
-            )
-        self._adopt = True
-
-    def _check_not_in_use(self) -> None:
-        """The lock of a run still going, checked before anything is written (the lock
-        is taken for real once the directory is ours: _exclusive)."""
-        path = self.store.root / LOCK_FILE
-        if not path.is_file() or path.is_symlink():
-            return
-        with path.open("rb") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = fh.read(200).decode(errors="replace").strip() or "another process"
-                raise InvalidSpec(
-                    "--results",
-                    f"{self.dir} is in use by a run still going ({holder}); "
-                    "wait for it or pick another --results directory",
-                ) from None
-            fcntl.flock(fh, fcntl.LOCK_UN)
+        self._guard.check()
 
     def _spec_json(self) -> dict[str, Any]:
         return self.spec.model_dump(mode="json", by_alias=True)
 
-    def _check_same_spec(self) -> None:
-        """The steps found are kept when this spec measures what theirs did (resume by
-        content, plan.meaning): more iodepths, repeats or workloads run only the new
-        steps; a change of anything a step measures under is refused, naming it."""
-        try:
-            found = self.store.read_spec() if self.store.root.is_dir() else None
-        except NotAResultsDirectory as exc:
-            raise InvalidSpec("--results", str(exc)) from None
-        if found is None or found == self._spec_json():
-            return
-        try:
-            changes = meaning_changes(found, self._spec_json())
-        except InvalidSpec as exc:
-            changes = [str(exc)]
-        if changes:
-            raise InvalidSpec(
-                "--results",
-                f"{self.dir} holds steps measured under another spec ({'; '.join(changes)}), "
-                "so they would not compare with this spec's; pass --fresh to start over "
-                "(their results are deleted) or pick another --results directory. (More "
-                "iodepths, repeats or workloads, or other earlyExit, latencyTarget or "
-                "kneeSearch rules, keep every finished step.)",
-            )
+    def holder(self) -> str:
+        """How a run that wants the same CPUs is told who has them."""
+        spec = f"spec {self.spec_file}" if self.spec_file else f"run {self.name}"
+        return f"crimsonbench pid {os.getpid()} ({spec}, results {self.store.root})"
 
     def execute(self) -> Outcome:
+        reap_dead_runs()  # their daemons hold CPUs and memory the checks below count
         plan = self.preflight()  # nothing written or deleted before this returns
-        self.store.create()
-        if self._adopt:
-            self.store.adopt()
-        with _exclusive(self.store):
-            return self._execute(plan)
+        cpus = {c: "spec.client.cpuSet" for cl in plan.clients for c in cl.cpus}
+        cpus.update(dict.fromkeys(plan.local_host.cpu.osd_cpus(), "spec.osd.cpuSet"))
+        with CpuClaim(cpus, self.holder()) as claim:
+            if not claim.acquire(self.cpu_wait_s, lambda m: self.events.phase(Phase.PENDING, m)):
+                reap_dead_runs()  # the run we waited for may have died, not ended
+            self.store.create()
+            if self._guard.adopt:
+                self.store.adopt()
+            with exclusive(self.store):
+                return self._execute(plan)
 
     def _execute(self, plan: RunPlan) -> Outcome:
+        outcome = Outcome(Phase.PREPARING, "", self.dir)
+        self._plan = plan
+        reserve = Reserve(self.store.root)
+        with StopOnce() as stop:
+            try:
+                reserve.take()
+                self._begin(plan, outcome)
+                self._run(plan, SweepState(plan.sweep, self.store.completed_steps(),
+                                           plan.bandwidth_workloads), outcome)  # fmt: skip
+                outcome.phase, outcome.message = Phase.COMPLETED, "all steps done"
+            except (Interrupted, KeyboardInterrupt) as exc:
+                outcome.phase = Phase.FAILED
+                outcome.message = f"interrupted ({exc or 'Ctrl-C'}); finished steps are kept"
+            except CrimsonBenchError as exc:
+                outcome.phase, outcome.message = Phase.FAILED, str(exc)
+            except OSError as exc:
+                message = full_disk(exc, self.store.root)
+                if message is None:
+                    raise
+                outcome.phase, outcome.message = Phase.FAILED, message
+            stop.disarm()  # how the run ended is written whatever comes now
+            reserve.release()  # room for the last status on a full disk
+            outcome.results = self.store.load_results()
+            self._write_status(plan, outcome)
+            self.events.phase(outcome.phase, outcome.message)
+        return outcome
+
+    def _begin(self, plan: RunPlan, outcome: Outcome) -> None:
         if self.fresh:  # under the lock, so a run still going keeps its results
             self.store.clear()  # only with our marker (checked again there)
         self.store.write_spec(self._spec_json())
-        self._plan = plan
         self.store.write_plan(plan_summary(plan))
         # The report reads the spec from run.json: which workloads are bandwidth, the rules.
         self.store.write_run_info(self.info(self.version()), {"spec": self._spec_json()})
-        state = SweepState(plan.sweep, self.store.completed_steps(), plan.bandwidth_workloads)
-        outcome = Outcome(Phase.PREPARING, "", self.dir)
         self._write_status(plan, outcome)
-        try:
-            with _sigterm_as_interrupt():
-                self._run(plan, state, outcome)
-            outcome.phase, outcome.message = Phase.COMPLETED, "all steps done"
-        except (Interrupted, KeyboardInterrupt) as exc:
-            outcome.phase = Phase.FAILED
-            outcome.message = f"interrupted ({exc or 'Ctrl-C'}); finished steps are kept"
-        except CrimsonBenchError as exc:
-            outcome.phase, outcome.message = Phase.FAILED, str(exc)
-        outcome.results = self.store.load_results()
-        self._write_status(plan, outcome)
-        self.events.phase(outcome.phase, outcome.message)
-        return outcome
 
     def _run(self, plan: RunPlan, state: SweepState, outcome: Outcome) -> None:
         todo = [s for s in plan.steps if s.id not in state.done]
@@ -332,6 +217,7 @@ class LocalRun:
             plan.local_host.cpu.osds,
             plan.ceph,
             root=Path(local.work_dir) if local.work_dir else None,
+            owner={"run": self.name, "results": str(self.store.root)},
         ) as cluster:
             cluster.userland.share(self.dir)  # job files and outputs, same path in a root
             self._prepare(cluster, plan, outcome)

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from crimsonbench.errors import ExecutionError, InvalidSpec
+from crimsonbench.local.signals import deferred
 
 log = logging.getLogger(__name__)
 
@@ -109,17 +110,13 @@ class CephRoot(Userland):
         """Mount rootfs privately at a fresh mount point, with proc, sys and dev."""
         mnt = Path(tempfile.mkdtemp(prefix="cbroot-"))
         try:
-            _mount("--bind", str(self.rootfs), str(mnt))
-            self._mounts.append(mnt)
+            self._mount_at(mnt, "--bind", str(self.rootfs))
             # private: what we mount below never propagates to rootfs's other mounts
             _mount("--make-private", str(mnt))
             self.root = mnt
-            _mount("-t", "proc", "proc", str(mnt / "proc"))
-            self._mounts.append(mnt / "proc")
-            _mount("-t", "sysfs", "sysfs", str(mnt / "sys"))
-            self._mounts.append(mnt / "sys")
-            _mount("--bind", "/dev", str(mnt / "dev"))
-            self._mounts.append(mnt / "dev")
+            self._mount_at(mnt / "proc", "-t", "proc", "proc")
+            self._mount_at(mnt / "sys", "-t", "sysfs", "sysfs")
+            self._mount_at(mnt / "dev", "--bind", "/dev")
         except BaseException:
             self.close()
             raise
@@ -133,8 +130,13 @@ class CephRoot(Userland):
         directory = directory.resolve()
         target = self.root / directory.relative_to("/")
         self._make_dirs(target)
-        _mount("--bind", str(directory), str(target))
-        self._mounts.append(target)
+        self._mount_at(target, "--bind", str(directory))
+
+    def _mount_at(self, target: Path, *args: str) -> None:
+        """Mount and remember it for close(), with no stop signal in between."""
+        with deferred():
+            _mount(*args, str(target))
+            self._mounts.append(target)
 
     def link(self, link: Path, to: Path) -> None:
         """The same symlink inside the root (the short run-dir alias in /tmp)."""
@@ -272,14 +274,17 @@ def _program(rootfs: Path, name: str) -> str | None:
 
 
 def _mount(*args: str) -> None:
-    res = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+    res = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30,
+                         start_new_session=True)  # fmt: skip
     if res.returncode != 0:
         raise ExecutionError(f"`mount {' '.join(args)}` failed: {res.stderr.strip()}")
 
 
 def _umount(path: Path) -> bool:
     for args in (["umount", str(path)], ["umount", "-l", str(path)]):
-        res = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        # its own session: a Ctrl-C at the terminal must not kill an unmount mid-teardown
+        res = subprocess.run(args, capture_output=True, text=True, timeout=30,
+                             start_new_session=True)  # fmt: skip
         if res.returncode == 0:
             return True
     return False

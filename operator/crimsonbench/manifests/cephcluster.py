@@ -3,7 +3,8 @@
 What a run changes in `spec` (everything else is kept exactly as found):
 
 - `cephConfig`: one `osd.N` section per planned OSD with the plan's crimson CPU options
-  and the plan's `osd` section (spec.osd.cephConfig). Not the crimson prerequisites the
+  and spec.osd.cephConfig (never the `osd` section: it reaches every OSD of the cluster,
+  the ones the run does not plan too; cephcluster_sections). Not the crimson prerequisites the
   plan puts in `global` for clusters it builds (local mode): on Rook, preflight found the
   OSDs crimson, so the mons allow crimson already (however they were told: a conf file,
   the command line, the mon db), and a copy in the mon db would outlive the run (seen on
@@ -67,16 +68,11 @@ def cephcluster_patch(original: Mapping[str, Any], plan: RunPlan) -> dict[str, A
     whole CephCluster object as read, or at least {"spec": ...})."""
     new = copy.deepcopy(dict(original.get("spec") or {}))
 
-    if plan.ceph.config:
+    sections = cephcluster_sections(plan)
+    if sections:
         cephconfig = new.setdefault("cephConfig", {})
-        for section, options in plan.ceph.config.items():
-            if section == "global":
-                options = {k: v for k, v in options.items() if k not in CRIMSON_GLOBAL}
-                if not options:
-                    continue
-            merged = dict(cephconfig.get(section) or {})
-            merged.update({k: str(v) for k, v in options.items()})
-            cephconfig[section] = merged
+        for section, options in sections.items():
+            cephconfig[section] = {**dict(cephconfig.get(section) or {}), **options}
 
     guaranteed = {"cpu": str(plan.osd_resources.cpu), "memory": plan.osd_resources.memory}
     resources = new.setdefault("resources", {})
@@ -92,6 +88,29 @@ def cephcluster_patch(original: Mapping[str, Any], plan: RunPlan) -> dict[str, A
         entry["limits"] = dict(sized)
         resources["logcollector"] = entry
     return new
+
+
+def cephcluster_sections(plan: RunPlan) -> dict[str, dict[str, str]]:
+    """What the run puts into cephConfig (section -> option -> value, strings as the CRD
+    says): the plan's, with spec.osd.cephConfig (the plan's `osd` section) written into
+    each planned `osd.N` instead of `osd`, which would reach every OSD of the cluster, the
+    ones the run does not plan too; the plan's own options of an osd.N (its CPU layout)
+    win over the spec's. Without the crimson prerequisites of `global` (see above)."""
+    config = plan.ceph.config
+    extra = {k: str(v) for k, v in (config.get("osd") or {}).items()}
+    out: dict[str, dict[str, str]] = {}
+    for section, options in config.items():
+        if section == "osd":
+            continue
+        if section == "global":
+            options = {k: v for k, v in options.items() if k not in CRIMSON_GLOBAL}
+        if options:
+            out[section] = {k: str(v) for k, v in options.items()}
+    if extra:
+        for osd in plan.osds:
+            section = f"osd.{osd.osd_id}"
+            out[section] = {**extra, **out.get(section, {})}
+    return out
 
 
 def _log_collector_enabled(spec: Mapping[str, Any]) -> bool:
@@ -259,12 +278,7 @@ def restore_cleanup_commands(
     the operator should record `ceph config dump` first if it must restore those too."""
     original = original_cephconfig or {}
     commands: list[list[str]] = []
-    for section, options in plan.ceph.config.items():
+    for section, options in cephcluster_sections(plan).items():
         kept = original.get(section) or {}
-        for key in options:
-            if key in kept:
-                continue
-            if section == "global" and key in CRIMSON_GLOBAL:
-                continue
-            commands.append(["config", "rm", section, key])
+        commands += [["config", "rm", section, key] for key in options if key not in kept]
     return commands

@@ -41,7 +41,7 @@ from typing import Any
 from crimsonbench.errors import InvalidSpec, ParseError
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
 from crimsonbench.manifests.fio import checked_name, client_args, client_job_files, job_file_name
-from crimsonbench.manifests.naming import dns_name, labels
+from crimsonbench.manifests.naming import labels, suffixed_name
 from crimsonbench.manifests.pods import PodOptions, ScriptJob, script_job
 from crimsonbench.plan.types import BarrierAddress, RunPlan
 
@@ -94,8 +94,17 @@ def driver_sha256() -> str:
     return hashlib.sha256(driver_script().encode()).hexdigest()
 
 
+# The names of the driver's pods, the only pods the operator may exec into: the chart's
+# admission policy (templates/reachpolicy.yaml) spells this same expression; a test holds
+# the two equal and proves every driver name matches it.
+DRIVER_SUFFIX = "fio-driver"
+DRIVER_POD_NAME_RE = rf"^[a-z0-9]([-a-z0-9]*[a-z0-9])?-{DRIVER_SUFFIX}-[a-z0-9]{{5}}$"
+
+
 def driver_job_name(run: str) -> str:
-    return dns_name(run, "fio-driver")
+    """`<run>-fio-driver`, the suffix kept whole in the Job's pods' names (long run names
+    are shortened with a hash instead), so its pods match DRIVER_POD_NAME_RE."""
+    return suffixed_name(run, DRIVER_SUFFIX)
 
 
 # The container only has to stay up: steps run from execs. emptyDir /results holds them,

@@ -9,14 +9,14 @@ differs). No wildcards, no cluster-admin, no Secrets at all (Jobs mount them; th
 never reads one). Every rule says why it exists, in one of five scopes:
 
 - cluster-wide: only what runs in any namespace and kopf need (runs, events, nodes);
-- the operator's own namespace: leases, the node topology cache, the saved original
-  CephCluster specs, the topology probe's Jobs;
+- the operator's own namespace: external clusters' leases, the node topology cache, the
+  topology probe's Jobs;
 - run namespaces (a listed cluster's own, its allowedNamespaces, externalNamespaces):
   the run's record and results ConfigMaps;
 - job namespaces (the listed clusters' and externalNamespaces): the run's Jobs, their
   pods, logs, exec and metrics;
-- Rook namespaces (the listed clusters'): the named CephClusters only (resourceNames),
-  the run's pool and cephx user, OSD pod restarts.
+- Rook namespaces (the listed clusters'): the cluster's lease, the named CephClusters only
+  (resourceNames), the run's pool and cephx user, OSD pod restarts.
 """
 
 from __future__ import annotations
@@ -56,6 +56,9 @@ CLUSTER_RULES = (
          "owner references with blockOwnerDeletion on children"),
     Rule("", ("events",), ("create", "patch"), "events on runs (kopf, refusals)"),
     Rule("", ("nodes",), ("get", "list"), "client and OSD nodes exist and are ready"),
+    Rule("", ("pods",), ("list",),
+         "preflight: what the pods on the run's nodes request, against each node's "
+         "allocatable (Rook resizes every OSD pod; listed by node, never read one by one)"),
     Rule("", ("namespaces",), ("list", "watch"), "kopf: which namespaces to serve"),
     Rule("apiextensions.k8s.io", ("customresourcedefinitions",), ("list", "watch"),
          "kopf: find the BenchmarkRun CRD"),
@@ -65,10 +68,9 @@ CLUSTER_RULES = (
 
 OPERATOR_NAMESPACE_RULES = (
     Rule("coordination.k8s.io", ("leases",), ("get", "create", "update", "delete"),
-         "one run per Ceph cluster at a time"),
+         "one run per external Ceph cluster at a time (named by its fsid)"),
     Rule("", ("configmaps",), ("get", "create", "update", "patch", "delete"),
-         "node topology cache; the original CephCluster specs, kept where no run's "
-         "neighbour writes, and the restore's marks on them"),
+         "node topology cache"),
     Rule("batch", ("jobs",), ("create", "delete", "get", "list"),
          "the topology probe (lscpu on each node)"),
     Rule("batch", ("jobs/status",), ("get",), "whether a probe succeeded"),
@@ -93,9 +95,15 @@ JOB_NAMESPACE_RULES = (
          "current API servers, `get` on older ones)"),
     Rule("metrics.k8s.io", ("pods",), ("get", "list"),
          "OSD and fio CPU/memory while a step runs (metrics-server)"),
+    Rule("networking.k8s.io", ("networkpolicies",), ("create", "delete", "list"),
+         "the run's NetworkPolicies: only its fio driver reaches its fio servers, only they "
+         "reach its start barrier (made with the servers, deleted at cleanup)"),
 )  # fmt: skip
 
 ROOK_NAMESPACE_RULES = (
+    Rule("coordination.k8s.io", ("leases",), ("get", "create", "update", "delete"),
+         "one run per Rook cluster at a time, beside it (named by its uid): every install "
+         "acting on it sees the same lease"),
     Rule("ceph.rook.io", ("cephclusters",), ("get", "patch"),
          "the named CephClusters only: read, patch cephConfig/resources, restore",
          named_clusters=True),

@@ -38,6 +38,7 @@ def build_plan(
     known_options: Collection[str] | None = None,
     option_family: str | None = None,
     grace_s: int = DEFAULT_GRACE_S,
+    owner: str = "",
 ) -> RunPlan:
     """Raises InvalidSpec (naming the field) when the spec cannot run on this layout.
 
@@ -45,10 +46,13 @@ def build_plan(
     OSD and client (local mode, or `crimsonbench plan` for a host's lscpu).
     Crimson option names, most reliable first: option_family (the executor already
     decided it from the cluster), known_options (the names the target's mons know,
-    `ceph config ls`), else the Ceph version (offline)."""
+    `ceph config ls`), else the Ceph version (offline).
+    owner: the run's tag (the operator's runs: from its uid) in the names of the pool it
+    creates on Rook and of its images, so they are the run's alone ("": local mode, whose
+    cluster is the run's own)."""
     if not isinstance(layout, ClusterLayout):
         layout = ClusterLayout.single(layout, spec)
-    hosts, clients = plan_hosts(spec, layout)
+    hosts, clients = plan_hosts(spec, layout, owner)
     family = option_family or _family(spec, ceph_version, known_options)
     c = spec.client
     images = tuple(i for client in clients for i in client.images)
@@ -62,7 +66,7 @@ def build_plan(
         clients=clients,
         ceph=ceph_setup(_merged(hosts), spec.osd, family) if hosts else CephSetup(),
         pool=PoolPlan(
-            c.pool,
+            pool_name(spec, owner),
             c.pg_num,
             user,
             tuple(sorted(images)),
@@ -75,7 +79,7 @@ def build_plan(
             block_size_bytes(c.prefill_block_size),
         ),
         steps=expand_steps(spec),
-        fio=fio_plan(spec, clients, user),
+        fio=fio_plan(spec, clients, user, pool_name(spec, owner)),
         timing=StepTiming(
             spec.sweep.runtime_seconds,
             spec.sweep.ramp_seconds,
@@ -93,8 +97,21 @@ def build_plan(
 
 def fio_user(name: str, spec: BenchmarkRunSpec) -> str:
     """The cephx user fio runs as (without "client."). On Rook, the run's own CephClient,
-    whose caps cover the run's pool only; elsewhere client.user."""
-    return f"{name}-fio" if spec.target.rook is not None else spec.client.user
+    whose caps cover the run's pool only; on an external cluster the keyring's user (the
+    only key the run has there); locally client.user."""
+    if spec.target.rook is not None:
+        return f"{name}-fio"
+    if spec.target.external is not None:
+        return spec.target.external.user
+    return spec.client.user
+
+
+def pool_name(spec: BenchmarkRunSpec, owner: str = "") -> str:
+    """The pool of the run's images: on Rook the pool the run creates, named from its owner
+    tag (never one that exists: Rook would adopt it); elsewhere client.pool."""
+    if owner and spec.target.rook is not None:
+        return f"{spec.client.pool}-{owner}"
+    return spec.client.pool
 
 
 def _family(spec: BenchmarkRunSpec, ceph_version: str | None, known: Collection[str] | None) -> str:

@@ -73,6 +73,13 @@ CRIMSON_GLOBAL = {
 ALLOW_CRIMSON = ("osd", "set-allow-crimson", "--yes-i-really-mean-it")
 
 
+def ceph_major(version: str) -> int | None:
+    """19 of "19.2.1", "v19.2" or `ceph --version`'s "ceph version 19.2.1 (...) squid";
+    None when the text names no version."""
+    match = re.search(r"(?<![\d.])v?(\d{1,4})\.\d+", version)
+    return None if match is None else int(match.group(1))
+
+
 def option_family(naming: OptionNaming, ceph_version: str | None) -> OptionFamily:
     """legacy or current crimson option names; auto decides by the Ceph major version."""
     if naming == OptionNaming.LEGACY:
@@ -86,15 +93,13 @@ def option_family(naming: OptionNaming, ceph_version: str | None) -> OptionFamil
             "set osd.cephVersion (e.g. 19.2.1) or osd.optionNaming "
             "(legacy for squid and tentacle, current for Ceph 21 and newer)",
         )
-    # Also accepts `ceph --version` text: "ceph version 19.2.1 (...) squid (stable)".
-    match = re.search(r"(?<![\d.])v?(\d+)\.\d+", ceph_version)
-    if match is None:
+    major = ceph_major(ceph_version)
+    if major is None:
         raise InvalidSpec(
             "spec.osd.cephVersion",
             f"{ceph_version!r} is not a Ceph version; write it like 19.2.1, "
             "or set osd.optionNaming to legacy or current",
         )
-    major = int(match.group(1))
     if major < FIRST_LEGACY_MAJOR:
         raise InvalidSpec(
             "spec.osd.cephVersion",

@@ -87,13 +87,16 @@ def start_barrier(
     return sum(jobs), round(BARRIER_CAP_BASE_S + BARRIER_CAP_PER_JOB_S * max(jobs), 3), setup
 
 
-def fio_plan(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str) -> FioPlan:
-    """user: the cephx user the clients hold a key for (PoolPlan.user)."""
+def fio_plan(
+    spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str, pool: str
+) -> FioPlan:
+    """user: the cephx user the clients hold a key for (PoolPlan.user); pool: the pool of
+    the images (PoolPlan.name)."""
     c, sweep = spec.client, spec.sweep
     rbd: dict[str, str | int] = {
         "ioengine": "rbd",
         "clientname": user,
-        "pool": c.pool,
+        "pool": pool,
         # rbd engine I/O never goes through a page cache; direct keeps reports honest
         "direct": 1,
         "invalidate": 0,

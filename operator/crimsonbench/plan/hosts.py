@@ -40,16 +40,17 @@ class ClusterLayout:
 
 
 def plan_hosts(
-    spec: BenchmarkRunSpec, layout: ClusterLayout
+    spec: BenchmarkRunSpec, layout: ClusterLayout, owner: str = ""
 ) -> tuple[tuple[HostPlan, ...], tuple[ClientPlan, ...]]:
+    """owner: the run's tag in its image names (plan.build.build_plan)."""
     if not layout.plan_osds:
-        return (), _clients(spec, layout, ())
+        return (), _clients(spec, layout, (), owner)
     _check_count(spec, layout)
     nodes = sorted(set(layout.placement.values()), key=lambda n: n or "")
     # on Kubernetes a refusal names the node: its CPUs, not the spec alone, decided it
     named = any(n is not None for n in nodes)
     hosts = tuple(_host(spec, layout, node, named) for node in nodes)
-    clients = _clients(spec, layout, hosts)
+    clients = _clients(spec, layout, hosts, owner)
     return hosts, clients
 
 
@@ -100,7 +101,7 @@ def _client_spec_on(client: ClientSpec, node: Node) -> ClientSpec:
 
 
 def _clients(
-    spec: BenchmarkRunSpec, layout: ClusterLayout, hosts: Sequence[HostPlan]
+    spec: BenchmarkRunSpec, layout: ClusterLayout, hosts: Sequence[HostPlan], owner: str
 ) -> tuple[ClientPlan, ...]:
     by_node = {h.node: h for h in hosts}
     cpus: list[tuple[str, Node, tuple[int, ...]]] = []
@@ -113,7 +114,8 @@ def _clients(
             host = by_node.get(node)
             own = host.cpu.client if host else _client_only_cpus(spec.client, layout, node)
             cpus.append((str(node), node, own))
-    images = [f"{spec.client.image_prefix}{i}" for i in range(spec.client.images)]
+    prefix = f"{spec.client.image_prefix}{owner}-" if owner else spec.client.image_prefix
+    images = [f"{prefix}{i}" for i in range(spec.client.images)]
     if len(images) < len(cpus):
         raise InvalidSpec(
             "spec.client.images",

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from crimsonbench.errors import InvalidSpec
-from crimsonbench.spec.models import validate_spec
+from crimsonbench.spec.models import BenchmarkRunSpec, validate_spec
 
 # spec.sweep fields that say which steps exist and which of them run, not what one measures
 SWEEP_AXES = ("iodepths", "repeats", "earlyExit", "latencyTarget", "kneeSearch")
@@ -70,3 +70,48 @@ def _differences(old: Any, new: Any, path: str) -> list[str]:
 def _shown(value: Any) -> str:
     text = "unset" if value is None else json.dumps(value, sort_keys=True)
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def effective_spec(
+    now: Mapping[str, Any], planned: str
+) -> tuple[BenchmarkRunSpec | None, InvalidSpec | None]:
+    """The spec a run goes on with, and why an edit of it is refused (None: it is not).
+
+    Until the run is planned (planned == ""), its spec as it is now. After, the spec is
+    frozen but for the sweep's axes (more iodepths, repeats, workloads; the rules for which
+    steps run): an edit that keeps every step's meaning is taken; one that changes it, or
+    that no longer validates (a value the CRD admits and Python refuses, or a rule an
+    operator upgrade added), is refused, and the run goes on with the planned spec (None if
+    even that no longer validates: then only its cleanup can run, from its undo record)."""
+    try:
+        current: BenchmarkRunSpec | InvalidSpec = validate_spec(dict(now))
+    except InvalidSpec as exc:
+        current = exc
+    if not planned:
+        return (None, current) if isinstance(current, InvalidSpec) else (current, None)
+    try:
+        frozen: BenchmarkRunSpec | None = validate_spec(json.loads(planned))
+    except (InvalidSpec, ValueError):
+        frozen = None
+    if isinstance(current, InvalidSpec):
+        return frozen, InvalidSpec(
+            current.field,
+            f"the spec was edited after the run was planned and no longer validates "
+            f"({current.message}); the run stops and restores the cluster from its record",
+        )
+    if frozen is None:
+        return None, InvalidSpec(
+            "spec",
+            "the spec the run was planned with no longer validates under this operator (a "
+            "rule it added since); the run stops and restores the cluster from its record",
+        )
+    changes = meaning_changes(json.loads(planned), current.model_dump(mode="json", by_alias=True))
+    if changes:
+        return frozen, InvalidSpec(
+            "spec",
+            f"the spec changed what the run's steps measure after it was planned "
+            f"({'; '.join(changes[:10])}): the steps stored so far would not compare with "
+            "the rest, so the run stops here (its results are kept) and restores the "
+            "cluster; create a new BenchmarkRun for this spec",
+        )
+    return current, None

@@ -49,6 +49,10 @@ def _load(text: str) -> Any:
         raise ParseError(f"lscpu printed nothing; expected the JSON of `{LSCPU_COMMAND}`")
     try:
         return json.loads(_BARE_DASH.sub(r"\1null", text) if "-" in text else text)
+    except RecursionError:  # nested thousands deep: no lscpu writes that
+        raise ParseError(
+            f"lscpu output nests too deep to be lscpu's CPU table; run `{LSCPU_COMMAND}`"
+        ) from None
     except json.JSONDecodeError as exc:
         start = text.strip()[:60]
         raise ParseError(

@@ -21,12 +21,12 @@ RESULT_FILE = "result.json"
 SAMPLES_FILE = "samples.json"
 AFFINITY_FILE = "affinity.json"
 REPORT_DIR = "report"  # what `crimsonbench report` derives from the rest
+RESERVE_FILE = ".reserve"  # space a local run sets aside to say how it ended on a full disk
 MARKER_FILE = ".crimsonbench-results"
 MARKER_TEXT = "crimsonbench results directory: `crimsonbench run --fresh` may empty it\n"
 # What a results directory holds at its top (anything else there is not ours)
-TOP_LEVEL = frozenset(
-    {RUN_FILE, SPEC_FILE, PLAN_FILE, STATUS_FILE, LOCK_FILE, MARKER_FILE, STEPS_DIR, REPORT_DIR}
-)
+TOP_LEVEL = frozenset({RUN_FILE, SPEC_FILE, PLAN_FILE, STATUS_FILE, LOCK_FILE, RESERVE_FILE,
+                       MARKER_FILE, STEPS_DIR, REPORT_DIR})  # fmt: skip
 VIOLATIONS_KEY = "violations"  # the list of CPU-affinity violations in affinity.json
 
 

@@ -9,6 +9,7 @@ results.safe_files reads and writes them.
     <root>/run.json                       RunInfo and the executor's extra dict
     <root>/status.json                    phase, progress, current step (as the operator's)
     <root>/.lock                          held by the one run writing here
+    <root>/.reserve                       space a local run gives back on a full disk
     <root>/.crimsonbench-results          our marker: crimsonbench created this directory
                                           (`run --fresh` empties no directory without it)
     <root>/steps/<step_id>/result.json    StepResult.to_dict(); present = step complete
@@ -53,6 +54,7 @@ from crimsonbench.results.results_dir import (
     MARKER_TEXT,
     PLAN_FILE,
     REPORT_DIR,
+    RESERVE_FILE,
     RESULT_FILE,
     RUN_FILE,
     SAMPLES_FILE,
@@ -82,6 +84,7 @@ __all__ = [
     "MARKER_TEXT",
     "MAX_JSON_BYTES",
     "REPORT_DIR",
+    "RESERVE_FILE",
     "CorruptResults",
     "FioPaths",
     "NotAResultsDirectory",

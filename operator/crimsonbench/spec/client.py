@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from crimsonbench.spec.base import (
@@ -58,6 +60,11 @@ CLIENT_KEY_RULES = (
 )
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    """A field's JSON schema without its default (pydantic's json_schema_extra hook)."""
+    schema.pop("default", None)
+
+
 class ClientSpec(RuledModel):
     RULES = CLIENT_RULES + CLIENT_KEY_RULES
 
@@ -70,7 +77,11 @@ class ClientSpec(RuledModel):
         default="rbd",
         pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$",
         description="The benchmark pool: letters, digits, '_', '.' and '-', not starting "
-        "with '.' or '-'.",
+        "with '.' or '-'. External targets: a pool that exists, named explicitly (no default: "
+        "an existing cluster's `rbd` is someone's data). Rook: the run creates its own, named "
+        "<pool>-<the run's uid tag>. Local: default rbd.",
+        # not in the CRD: the API server must not fill `rbd` in for an external target
+        json_schema_extra=_no_default,
     )
     pg_num: int = Field(default=128, ge=1, le=65536)
     images: int = Field(

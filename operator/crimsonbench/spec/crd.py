@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from crimsonbench.spec.api import GROUP, KIND, PLURAL, SHORT_NAMES, SINGULAR, VERSION
-from crimsonbench.spec.models import BenchmarkRunSpec
+from crimsonbench.spec.models import BenchmarkRunSpec, SweepSpec
 from crimsonbench.spec.names import NAME_RULE
 from crimsonbench.spec.rules import cel_rules
 from crimsonbench.spec.status import BenchmarkRunStatus
@@ -76,6 +76,39 @@ def _printer_columns() -> list[dict[str, Any]]:
     ]
 
 
+# spec.sweep fields that say which steps exist and run (plan/meaning.py: SWEEP_AXES); the
+# frozen rule below lets only these change, besides workloads added
+_SWEEP_AXES = ("iodepths", "repeats", "earlyExit", "latencyTarget", "kneeSearch")
+FROZEN_MESSAGE = (
+    "the spec is frozen once the run is planned (status.record.plannedSpec): only "
+    "sweep.iodepths, repeats, earlyExit, latencyTarget and kneeSearch may change, and "
+    "workloads may be added; create a new BenchmarkRun for another spec"
+)
+
+
+def _aliases(model: type[Any]) -> list[str]:
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def frozen_spec_rule() -> dict[str, str]:
+    """A transition rule at the root (it reads the status): once the run is planned, its
+    spec keeps its meaning (the operator's own rule: plan.meaning.effective_spec)."""
+
+    def same(path: str) -> str:  # sweep has a default ({}): its fields' parent is there
+        new, old = f"self.spec.{path}", f"oldSelf.spec.{path}"
+        return f"(has({new}) == has({old}) && (!has({new}) || {new} == {old}))"
+
+    spec_fields = [f for f in _aliases(BenchmarkRunSpec) if f not in ("sweep", "workloads")]
+    sweep_fields = [f for f in _aliases(SweepSpec) if f not in _SWEEP_AXES]
+    kept = [same(f) for f in spec_fields] + [same(f"sweep.{f}") for f in sweep_fields]
+    kept.append("oldSelf.spec.workloads.all(w, w in self.spec.workloads)")
+    planned = ("has(oldSelf.status) && has(oldSelf.status.record) && "
+               "has(oldSelf.status.record.plannedSpec) && "
+               "size(oldSelf.status.record.plannedSpec) > 0")  # fmt: skip
+    return {"rule": f"!({planned}) || ({' && '.join(kept)})", "message": FROZEN_MESSAGE,
+            "fieldPath": ".spec"}  # fmt: skip
+
+
 def build_crd() -> dict[str, Any]:
     spec_schema = schema_of(BenchmarkRunSpec)
     status_schema = schema_of(BenchmarkRunStatus)
@@ -106,8 +139,12 @@ def build_crd() -> dict[str, Any]:
                             "type": "object",
                             "description": "A CPU-pinned fio sweep against Ceph OSDs.",
                             "required": ["spec"],
-                            # the root may read metadata.name (only it): the run's name
-                            **cel_rules((NAME_RULE,)),
+                            # the root may read metadata.name (only it): the run's name;
+                            # and both spec and status: the spec frozen once planned
+                            "x-kubernetes-validations": [
+                                *cel_rules((NAME_RULE,))["x-kubernetes-validations"],
+                                frozen_spec_rule(),
+                            ],
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},

@@ -103,6 +103,12 @@ RUN_RULES = (
             or bool(s.client.node or s.client.nodes or s.client.node_selector)
         ),
     ),
+    Rule(  # issue 36: an existing cluster's `rbd` is someone's data
+        cel="!has(self.target.external) || has(self.client.pool)",
+        message="name the external cluster's pool the run's images go to (client.pool)",
+        field="client.pool",
+        check=lambda s: s.target.external is None or "pool" in s.client.model_fields_set,
+    ),
     Rule(
         cel="self.workloads.all(w, self.workloads.filter(v, "
         "(has(v.preset) ? v.preset : has(v.name) ? v.name : '') == "

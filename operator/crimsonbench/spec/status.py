@@ -5,8 +5,7 @@ What it shows (phase, progress, steps, peaks, conditions, where the run runs) is
 top; what it only remembers to carry on after a restart is in `record` (RunBookkeeping:
 retries, OSD incarnations, when each bounded wait began, how far the restore got). The
 operator loads the whole status once per tick as these models and writes back what
-changed (controller/record.py). Fields marked "before the record" are read once from a
-run an older operator started, then removed.
+changed (controller/record.py).
 """
 
 from __future__ import annotations
@@ -63,6 +62,12 @@ Name = Annotated[str, Field(max_length=253), BeforeValidator(_cut(253))]
 Reason = Annotated[str, Field(max_length=1024), BeforeValidator(_cut(1024))]
 ErrorText = Annotated[str, Field(max_length=ERROR_CHARS), BeforeValidator(_cut(ERROR_CHARS))]
 Message = Annotated[str, Field(max_length=MESSAGE_CHARS), BeforeValidator(_cut(MESSAGE_CHARS))]
+# What the undo record keeps is never cut (the restore puts it back): bounded far beyond any
+# value a run or a CephCluster holds; one over it fails the run (stuck.py), never its status.
+Kept64 = Annotated[str, Field(max_length=64)]
+Kept253 = Annotated[str, Field(max_length=253)]
+Kept4096 = Annotated[str, Field(max_length=4096)]
+KeptJson = Annotated[str, Field(max_length=65536)]
 # What a restore leaves to do by hand: every command of it, so cut only far beyond them
 Commands = Annotated[str, Field(max_length=65536), BeforeValidator(_cut(65536))]
 
@@ -183,8 +188,77 @@ class Waits(StatusModel):
     """For Rook to create the run's pool."""
     removal: float | None = None
     """For Rook to remove the run's pool and cephx user."""
+    target: float | None = None
+    """For the target CephCluster to exist."""
     client: float | None = None
     """For Rook to make the run's CephClient (its cephx user and key)."""
+
+
+class SpecChange(StatusModel):
+    """One value the run's patch put into the CephCluster's spec."""
+
+    path: list[Kept253] = Field(max_length=8)
+    """Where in spec, e.g. [cephConfig, osd.0, crimson_seastar_cpu_cores]."""
+    before: KeptJson | None = None
+    """The value found there (JSON text); unset: the path did not exist."""
+    after: KeptJson
+    """The value the run set (JSON text): put back only while the cluster still has it."""
+
+
+class MonChange(StatusModel):
+    """One option the run's cephConfig makes Rook set in the mon database."""
+
+    who: Kept253
+    key: Kept253
+    value: Kept4096
+    """The run's value."""
+    before: Kept4096 | None = None
+    """The mon database's value before the run (`ceph config dump`); unset: none."""
+
+
+class UndoRecord(StatusModel):
+    """Everything cleanup and the restore act on, recorded before the run changes anything
+    and read instead of the spec (which may be edited, or stop validating, mid-run)."""
+
+    target: Kept64 = ""
+    """rook or external ("": the run never got as far as recording)."""
+    where: Kept4096 = ""
+    """The target as messages name it."""
+    rook_namespace: Kept253 = ""
+    cluster_name: Kept253 = ""
+    cluster_uid: Kept253 = ""
+    """The CephCluster's metadata.uid: one recreated under the same name is not ours."""
+    fsid: Kept253 = ""
+    """The Ceph cluster's fsid."""
+    mon_host: Kept4096 = ""
+    """External targets: the monitors, as the spec named them when the run began."""
+    keyring_secret: list[Kept253] = Field(default_factory=list, max_length=2)
+    """External targets: the keyring Secret [name, key] in jobs_namespace."""
+    ceph_user: Kept253 = ""
+    """External targets: the cephx user of that keyring."""
+    lease: list[Kept253] = Field(default_factory=list, max_length=2)
+    """The Lease held for the cluster: [namespace, name]."""
+    jobs_namespace: Kept253 = ""
+    pool: Kept253 = ""
+    """The Ceph pool of the run's images."""
+    pool_object: Kept253 = ""
+    """The CephBlockPool the run created (Rook; "": none)."""
+    client_object: Kept253 = ""
+    """The CephClient the run created (Rook; "": none)."""
+    user: Kept253 = ""
+    """The cephx user the images were made and removed as."""
+    images: list[Kept253] = Field(default_factory=list, max_length=1024)
+    """The RBD images the run creates (each tagged with the run's uid)."""
+    keep_images: bool = False
+    crimson_osds: list[int] = Field(default_factory=list, max_length=4096)
+    """Crimson OSDs to restart after the restore (their layout is read at start only)."""
+    spec_changes: list[SpecChange] = Field(default_factory=list, max_length=8192)
+    spec_digest: Kept64 = ""
+    """sha256 of spec_changes, also put on the CephCluster by the patch itself."""
+    recorded_generation: int = 0
+    """The CephCluster's generation spec_changes were read from: patched only while it
+    still has that generation (else recorded again)."""
+    mon_changes: list[MonChange] = Field(default_factory=list, max_length=8192)
 
 
 class ErrorMark(StatusModel):
@@ -227,6 +301,8 @@ class RunBookkeeping(StatusModel):
     """The spec as planned (JSON): one changing what its steps measure later stops the run."""
     step_keys: str = Field(default="content", pattern="^(content|position)$")
     """How the fio driver keys steps: position for a run an older operator started."""
+    undo: UndoRecord = Field(default_factory=UndoRecord)
+    """What the run changed and created: cleanup and the restore read only this."""
     error: ErrorMark | None = None
     """The unexpected error the run's ticks keep hitting, if any."""
     restoring_since: float | None = None
@@ -280,6 +356,3 @@ class BenchmarkRunStatus(StatusModel):
     record: RunBookkeeping | None = Field(
         default=None, description="What the operator remembers to carry on after a restart."
     )
-    # before the record (read once from a run an older operator started, then removed)
-    images_removed: bool | None = Field(default=None, description="Before the record.")
-    rollout_since: float | None = Field(default=None, description="Before the record.")

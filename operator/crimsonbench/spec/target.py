@@ -130,7 +130,11 @@ class ExternalTarget(RuledModel):
         description="mon_host as in ceph.conf: addresses and names separated by ',' or ' ' "
         "(e.g. [v2:10.0.0.1:3300,v1:10.0.0.1:6789]).",
     )
-    user: CephxUser = Field(default="admin", description="cephx user without 'client.'.")
+    user: CephxUser = Field(
+        description="cephx user of the keyring, without 'client.' (no default: name the user "
+        "the keyring holds; a run needs to create and remove images in client.pool, not "
+        "client.admin's powers)"
+    )
     keyring_secret: SecretKeyRef | None = Field(default=None, description="For the operator.")
     keyring_file: PathStr | None = Field(default=None, description="For the local CLI.")
 
