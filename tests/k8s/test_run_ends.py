@@ -377,6 +377,36 @@ def test_a_restore_that_cannot_finish_ends_the_run_naming_what_is_left(
             rook.check_not_patched(ctx_for("next", "uid-next", op))
 
 
+def test_a_deleted_run_whose_cleanup_cannot_finish_lets_go_in_time(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any],
+    operator: Callable[..., KopfRunner],
+) -> None:  # fmt: skip
+    """The same restore reached through a delete (kubectl delete mid-run): the finalizer
+    waited up to kopf's 2 h before (the lease held all along); past restoreTimeoutSeconds
+    the run goes, the lease is released, and the CephCluster keeps the run's marks."""
+    from crimsonbench.controller.restore_steps import PATCHED_BY
+
+    custom = kubernetes.client.CustomObjectsApi(api)
+    with placed_run(control_plane, api, "stuckdelete", "steps", imagesCreated=True) as uid:
+        with operator(RESTORE_TIMEOUT_SECONDS="3"):
+            wait_for("the operator's finalizer", lambda: custom.get_namespaced_custom_object(
+                G, V, RUN_NS, "benchmarkruns", "stuckdelete",
+            )["metadata"].get("finalizers"))  # fmt: skip
+            custom.delete_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns", "stuckdelete")
+
+            def gone() -> bool:
+                try:
+                    custom.get_namespaced_custom_object(G, V, RUN_NS, "benchmarkruns",
+                                                        "stuckdelete")  # fmt: skip
+                except ApiException as exc:
+                    return exc.status == 404
+                return False
+
+            wait_for("the deleted run gone", gone, 120)
+        assert leases(api) == []
+        assert get_cluster(api)["metadata"]["annotations"][PATCHED_BY].endswith(uid)
+
+
 # ---------------------------------------------------------------- results
 
 

@@ -18,7 +18,7 @@ import kopf
 from kubernetes import client, config
 from prometheus_client import start_http_server
 
-from crimsonbench.controller import stages
+from crimsonbench.controller import bounded, stages
 from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.metrics_view import RECONCILES, RunsView
 from crimsonbench.controller.plan_cache import PlanCache
@@ -27,7 +27,7 @@ from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.controller.settings import Settings
 from crimsonbench.controller.step_index import StepIndex
 from crimsonbench.controller.stuck import error_text
-from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec, ParseError
+from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
 from crimsonbench.metrics import RunCollector, new_registry
 from crimsonbench.plan.meaning import effective_spec
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
@@ -214,9 +214,16 @@ def delete(
     before = ctx.record.status.phase
     try:
         stages.cleanup(ctx)
-    except CrimsonBenchError as exc:
+    except Exception as exc:  # noqa: BLE001 - bounded like any restore, whatever it is
+        # as a tick's restore: retried until restoreTimeoutSeconds, then the finalizer
+        # goes and the status names what is left to do by hand (the lease released)
+        waited = bounded.restore_overdue(ctx)
+        if waited is None:
+            _apply(ctx, before, patch, body, logger)
+            raise kopf.TemporaryError(f"cleanup not finished: {exc}", delay=5) from exc
+        bounded.end_restore(ctx, waited, error_text(exc))
         _apply(ctx, before, patch, body, logger)
-        raise kopf.TemporaryError(f"cleanup not finished: {exc}", delay=5) from exc
+        logger.warning("run deleted; its cleanup gave up: %s", ctx.record.status.message)
     memo.view.forget(ctx.namespace, ctx.name)
     memo.steps.forget(ctx.uid)
     logger.info("run deleted; cluster restored and children removed")
