@@ -274,6 +274,11 @@ def compare(
         "series, a step only in NEW) pass the gate, listed as such. Missing steps, missing "
         "figures and regressions still fail.",
     ),
+    allow_suspect: bool = typer.Option(
+        False,
+        help="Judge rows whose steps are suspect (interference, unsteady, jobs apart, a "
+        "fault: see README) like any other; without it such a row is untested.",
+    ),
 ) -> None:
     """Compare runs with the first (policy vs policy, backend vs backend): peaks side by
     side, curves overlaid, and a verdict per workload and iodepth. A CI job can gate on
@@ -289,7 +294,8 @@ def compare(
         stores = [given.store(d) for d in results_dirs]
         given.comparison_dir(out, stores)
         try:
-            done = write_comparison([s.root for s in stores], out, threshold, alpha, allow_untested)
+            done = write_comparison([s.root for s in stores], out, threshold, alpha,
+                                    allow_untested, allow_suspect)  # fmt: skip
         except NotAResultsDirectory as exc:  # names files and values: printed literally
             _literal_error(str(exc), EXIT_BAD_INPUT)
         except OSError as exc:

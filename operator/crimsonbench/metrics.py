@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.results.validity import stored_verdict
 from crimsonbench.spec.status import Phase
 
 RUN_LABELS = ("run", "namespace", "backend", "flavor", "policy", "reactors", "osds")
@@ -177,9 +178,20 @@ class RunCollector(Collector):
             (GaugeMetricFamily(f"crimsonbench_step_{n}", h, labels=STEP_LABELS), fn)
             for n, h, fn in _STEP_GAUGES
         ]
+        # results.validity: 1 per reason of a suspect step (reason: a closed set of codes,
+        # so bounded cardinality), 0 with reason "none" for a valid one; unjudged: absent
+        suspect = GaugeMetricFamily(
+            "crimsonbench_step_suspect",
+            "1 per reason the step's figure cannot be trusted (README: validity)",
+            labels=[*STEP_LABELS, "reason"],
+        )
         for s in runs:
             for r in s.steps:
                 labels = [*s.run_labels(), r.workload, str(r.iodepth), r.step_id]
+                v = stored_verdict(r.extra)
+                if v is not None:
+                    for code in v.codes() or ("none",):
+                        suspect.add_metric([*labels, code], 1.0 if v.suspect else 0.0)
                 for fam, fn in families:
                     value = fn(r)
                     if value is not None:  # reactor figures exist for crimson only
@@ -188,6 +200,7 @@ class RunCollector(Collector):
                     duration.add_metric(labels, s.step_seconds[r.step_id])
         yield from (fam for fam, _ in families)
         yield duration
+        yield suspect
 
 
 class BuildInfoCollector(Collector):

@@ -14,6 +14,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from results_fixture import STEP_IDS, copy_run, edit_result, result_path, scale_step
@@ -23,6 +24,8 @@ from crimsonbench.cli import app
 from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import ResourceSummary, RunInfo, StepResult
+from crimsonbench.results.validity import judged
+from crimsonbench.spec.sweep import ValiditySpec
 
 RBD = Path(__file__).resolve().parents[1] / "fixtures" / "fio" / "rbd"
 ROW = combine(parse_fio_json((RBD / "randread4k.json").read_text()))
@@ -52,9 +55,14 @@ def write_run(root: Path, name: str, scale: dict[int, float]) -> Path:
 
 
 def compare(
-    *dirs: Path, out: Path, threshold: str = "5", allow_untested: bool = False
+    *dirs: Path,
+    out: Path,
+    threshold: str = "5",
+    allow_untested: bool = False,
+    allow_suspect: bool = False,
 ) -> tuple[int, str]:
     extra = ["--allow-untested"] if allow_untested else []
+    extra += ["--allow-suspect"] if allow_suspect else []
     result = CliRunner().invoke(
         app, ["compare", *map(str, dirs), "--out", str(out), "--threshold", threshold, *extra]
     )
@@ -241,3 +249,45 @@ def test_compare_writes_only_into_out_and_never_through_a_link(tmp_path: Path) -
         "never written through one: remove it or pick another --out\n"
     )
     assert precious.read_text() == "keep me\n"
+
+
+# ------------------------------------------------------- suspect steps (results.validity)
+
+
+def mark_suspect(root: Path, step_id: str, fault: str) -> None:
+    """The step judged as a run judges it, with a fault seen during it."""
+
+    def change(d: dict[str, Any]) -> None:
+        r = judged(StepResult.from_json_dict(d), {}, ValiditySpec(), faults=(fault,))
+        d["extra"] = r.to_json_dict()["extra"]
+
+    edit_result(root, step_id, change)
+
+
+def test_a_suspect_row_is_never_a_verdict(tmp_path: Path) -> None:
+    """A step marked suspect is untested whatever its figure: 30 % slower and suspect is
+    no regression (nor a pass); --allow-suspect judges it like any other."""
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    step = "001-randread4k-qd004-r1"
+    scale_step(new, step, 0.7)
+    mark_suspect(new, step, "health check OSD_DOWN: 1 osds down")
+    code, out = compare(base, new, out=tmp_path / "cmp")
+    assert code == 1, out
+    (line,) = gate_lines(out)
+    assert line.endswith(f": randread4k qd4: untested: suspect: NEW step {step} (fault)"), out
+    assert "REGRESSION" not in out
+    code, out = compare(base, new, out=tmp_path / "cmp2", allow_untested=True)
+    assert code == 0 and "Gate: passed" in out, out
+    code, out = compare(base, new, out=tmp_path / "cmp3", allow_suspect=True)
+    assert code == 1, out
+    (line,) = gate_lines(out)
+    assert ": randread4k qd4: regression: iops -30.0 %" in line, out
+
+
+def test_a_suspect_base_step_is_untested_too(tmp_path: Path) -> None:
+    base, new = copy_run(tmp_path / "base"), copy_run(tmp_path / "new")
+    mark_suspect(base, "000-randread4k-qd001-r1", "cluster error: scrub errors")
+    code, out = compare(base, new, out=tmp_path / "cmp")
+    assert code == 1
+    (line,) = gate_lines(out)
+    assert ": randread4k qd1: untested: suspect: BASE step 000-randread4k-qd001-r1" in line, out

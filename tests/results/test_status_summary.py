@@ -29,7 +29,7 @@ def spec(**sweep: Any) -> Any:
 
 def test_status_keys_are_the_status_models() -> None:
     summary = status_summary(many(40), spec())
-    assert set(summary) == {"steps", "peaks", "peakIops"}
+    assert set(summary) == {"steps", "peaks", "peakIops", "suspectSteps"}
     step_keys = {f.alias or n for n, f in StepSummary.model_fields.items()}
     peak_keys = {f.alias or n for n, f in WorkloadPeak.model_fields.items()}
     assert set(summary["steps"][0]) == step_keys

@@ -28,6 +28,7 @@ from crimsonbench.results.fio_json import JobStats, parse_fio_json
 from crimsonbench.results.resources import summarize_samples, with_reactor_log
 from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.types import ResourceSample, StepResult
+from crimsonbench.results.validity import judged
 
 MAX_STEP_RETRIES = 2
 # A step the driver still calls running this long past its deadline lost its fio client
@@ -209,7 +210,16 @@ def _result(
     barrier = barrier_summary(sections.get(BARRIER_LOG, ""))
     if barrier is not None:
         extra["start_barrier"] = barrier
-    return step_result(step, plan.fio.jobs, jobs, step_log.iops_logs(sections), resources, extra)
+    logs = step_log.iops_logs(sections)
+    result = step_result(step, plan.fio.jobs, jobs, logs, resources, extra)
+    # An OSD restarted during the step is a retry above (_disturbance), not a verdict.
+    return judged(result, logs, plan.sweep.validity, unjudged=(NOT_SAMPLED,))
+
+
+NOT_SAMPLED = (
+    "interference and steal: not measured by the operator (its nodes' /proc/stat is not "
+    "sampled yet; local mode measures them)"
+)
 
 
 def failure_text(sections: Mapping[str, str], output: str) -> str:

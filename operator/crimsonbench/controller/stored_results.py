@@ -102,6 +102,13 @@ def store_results(ctx: RunContext, plan: RunPlan, results: Mapping[str, StepResu
     done = sum(s.id in known.results for s in plan.steps)
     status = ctx.record.status
     status.steps, status.peaks, status.peak_iops = summary.steps, summary.peaks, summary.peak_iops
+    status.suspect_steps = summary.suspect_steps
+    if summary.suspect_steps:  # results.validity: kubectl get br shows the count too
+        listed = [
+            f"{st.id} ({st.suspect_reasons})" for st in summary.steps if st.verdict == "suspect"
+        ]
+        said = f"{summary.suspect_steps} step(s) suspect: " + ", ".join(listed[:20])
+        ctx.record.condition("StepsSuspect", True, "Suspect", said)
     status.steps_done, status.progress = done, f"{done}/{len(plan.steps)}"
     status.results = ResultsRef(kind="ConfigMap", name=run_configmap_name(ctx.name),
                                 selector=results_selector(ctx.name))  # fmt: skip

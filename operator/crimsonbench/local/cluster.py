@@ -343,6 +343,11 @@ class LocalCluster(BenchPrep):
         """daemon name ("mon.a", "osd.0") -> pid."""
         return {name: d.pid for name, d in self._daemons.items()}
 
+    @property
+    def cluster_log(self) -> Path:
+        """The mons' cluster log (bootstrap sets mon_cluster_log_file)."""
+        return self.layout.log / "cluster.log"
+
     def osd_pids(self) -> dict[int, int]:
         return {int(n[4:]): d.pid for n, d in self._daemons.items() if n.startswith("osd.")}
 

@@ -39,6 +39,7 @@ from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.results.validity import stored_verdict, with_earlier_attempts
 from crimsonbench.spec.models import BenchmarkRunSpec, Flavor
 from crimsonbench.spec.status import Phase
 
@@ -231,6 +232,8 @@ class LocalRun:
                 userland=cluster.userland,
                 reactor_util=cluster.reactor_utilization if cluster.crimson else None,
                 crimson_threads=cluster.crimson_threads if cluster.crimson else None,
+                other_pids=lambda: [p for n, p in cluster.pids().items() if n[:4] != "osd."],
+                cluster_log=cluster.cluster_log,
             )
             while (step := state.next_step(plan.steps)) is not None:
                 self._one_step(step, ctx, state, outcome, len(plan.steps))
@@ -258,10 +261,23 @@ class LocalRun:
     ) -> None:
         self.events.step_started(step, sum(s.id in state.done for s in self._plan.steps), total)
         self._write_status(self._plan, outcome, current=step.id)
-        try:
-            result = run_step(step, self.store, ctx)
-        except ExecutionError as exc:
-            raise ExecutionError(f"step {step.id} failed: {exc}") from exc
+        earlier: list[StepResult] = []
+        while True:
+            try:
+                result = run_step(step, self.store, ctx)
+            except ExecutionError as exc:
+                raise ExecutionError(f"step {step.id} failed: {exc}") from exc
+            verdict = stored_verdict(result.extra)
+            if (
+                verdict is None
+                or not verdict.suspect
+                or len(earlier) >= self.spec.sweep.rerun_suspect
+            ):
+                break
+            why = "; ".join(r.detail for r in verdict.reasons)
+            self.events.phase(Phase.RUNNING, f"step {step.id} is suspect ({why}): running it again")
+            earlier.append(result)
+        result = with_earlier_attempts(result, earlier)
         self.store.write_step(result)
         note = state.record(step, result)
         self.events.step_finished(step, result, note)

@@ -56,9 +56,13 @@ class ResourceSampler:
         fio_pids: Callable[[], Iterable[int]],
         interval: float = 1.0,
         reactor_util: Callable[[], dict[int, list[float]]] | None = None,
+        on_sample: Callable[[float], None] | None = None,
     ) -> None:
-        """reactor_util: osd id -> its reactors' Seastar utilization % now (crimson)."""
+        """reactor_util: osd id -> its reactors' Seastar utilization % now (crimson);
+        on_sample: called with the monotonic time at the start and at every sample, in
+        the sampler's thread (the interference meter reads /proc/stat there)."""
         self._reactor_util = reactor_util
+        self._on_sample = on_sample or (lambda now: None)
         self._osd_pids = osd_pids
         self._fio_pids = fio_pids
         self._interval = interval
@@ -83,8 +87,10 @@ class ResourceSampler:
         start = last = time.monotonic()
         osd.cpu_seconds_delta(self._osd_pids())  # prime: the first delta starts here
         fio.cpu_seconds_delta(self._fio_pids())
+        self._on_sample(start)
         while not self._stop.wait(self._interval):
             now = time.monotonic()
+            self._on_sample(now)
             wall = max(now - last, 1e-6)
             last = now
             osd_cpu, osd_rss = osd.cpu_seconds_delta(self._osd_pids())

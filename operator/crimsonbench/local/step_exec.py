@@ -4,8 +4,9 @@ the CPU affinity of every OSD and fio thread checked, the output combined per cl
 from __future__ import annotations
 
 import logging
+import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from crimsonbench.errors import ExecutionError
 from crimsonbench.local.barrier import LOG_NAME as BARRIER_LOG
 from crimsonbench.local.barrier import start_barrier
 from crimsonbench.local.fio_procs import FioGroup, thread_affinities
+from crimsonbench.local.interference import InterferenceMeter
+from crimsonbench.local.new_lines import NewLines
 from crimsonbench.local.sampler import ResourceSampler
 from crimsonbench.local.userland import Userland
 from crimsonbench.plan.fio_jobs import step_job_files
@@ -20,10 +23,12 @@ from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results.barrier_log import barrier_summary
 from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.fio_json import parse_fio_json
+from crimsonbench.results.health_log import health_faults
 from crimsonbench.results.resources import summarize_samples
 from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import StepResult
+from crimsonbench.results.validity import judged
 from crimsonbench.spec.cpuset import format_cpuset
 
 log = logging.getLogger(__name__)
@@ -40,6 +45,9 @@ class StepContext:
     # crimson: every reactor's Seastar utilization now, and its threads vs the plan
     reactor_util: Callable[[], dict[int, list[float]]] | None = None
     crimson_threads: Callable[[], tuple[dict[str, dict[str, str]], list[str]]] | None = None
+    # the run's processes on no planned CPU (mon, mgr): not interference
+    other_pids: Callable[[], Iterable[int]] = lambda: ()
+    cluster_log: Path | None = None  # the mons' cluster log: health raised during a step
 
 
 def _affinity_violations(
@@ -83,6 +91,7 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     started = time.monotonic()
     deadline = ctx.plan.timing.deadline_s
     plan = ctx.plan
+    log_lines = NewLines(ctx.cluster_log) if ctx.cluster_log else None
     with (
         start_barrier(plan, store.step_dir(step.id)) as meet,
         FioGroup(step.id, step_job_files(plan, step, meet), plan.clients, store, ctx.env,
@@ -90,7 +99,9 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     ):  # fmt: skip
         osd_pids = lambda: list(ctx.osd_pids().values())  # noqa: E731
         interval = ctx.plan.sample_interval_s
-        with ResourceSampler(osd_pids, fio.pids, interval, ctx.reactor_util) as sampler:
+        meter = interference_meter(ctx, fio)
+        with ResourceSampler(osd_pids, fio.pids, interval, ctx.reactor_util,
+                             meter.sample) as sampler:  # fmt: skip
             time.sleep(min(1.0, deadline / 4))  # let fio fork its workers
             affinity, problems = check_affinity(ctx, fio.pids_by_client())
             if ctx.crimson_threads is not None:  # each reactor alone on a planned CPU
@@ -110,6 +121,7 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
 
             fio.wait(deadline, tick=tick)
         ctx.health_check()
+    loads = meter.result()
     samples = sampler.samples
     store.write_samples(step.id, samples)
     jobs = {p.client.name: parse_fio_json(p.paths.output.read_text()) for p in fio.procs}
@@ -119,7 +131,24 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
     barrier = barrier_summary(_read_or_empty(store.step_dir(step.id) / BARRIER_LOG))
     if barrier is not None:
         extra["start_barrier"] = barrier
-    return step_result(step, ctx.plan.fio.jobs, jobs, logs, summarize_samples(samples), extra)
+    result = step_result(step, ctx.plan.fio.jobs, jobs, logs, summarize_samples(samples), extra)
+    faults = health_faults(log_lines.read_new()) if log_lines else ()
+    return judged(result, logs, plan.sweep.validity, interference=loads, faults=faults)
+
+
+def interference_meter(ctx: StepContext, fio: FioGroup) -> InterferenceMeter:
+    """Every OSD's planned CPUs and every client's, against the run's pids on each."""
+    host = ctx.plan.local_host.cpu
+    sets: dict[str, Iterable[int]] = {f"osd.{o.osd_id}": o.all_cpus for o in host.osds}
+    sets.update({f"client {c.name}": c.cpus for c in ctx.plan.clients})
+
+    def pinned() -> dict[str, list[int]]:
+        osds = ctx.osd_pids()
+        out = {f"osd.{i}": [pid] for i, pid in osds.items()}
+        out.update({f"client {n}": pids for n, pids in fio.pids_by_client().items()})
+        return out
+
+    return InterferenceMeter(sets, pinned, lambda: [*ctx.other_pids(), os.getpid()])
 
 
 def _read_or_empty(path: Path) -> str:

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from crimsonbench.reports.plots import cpu_per_step, response_curve
 from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload, peak
 from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.results.validity import verdict_cell
 
 Run = tuple[RunInfo, Sequence[StepResult]]
 
@@ -61,6 +62,8 @@ def comparison_table(
         if i == 0:
             base = value
         ratio = f"{value / base:.2f}" if base else "n/a"  # no baseline, or a zero one
+        if verdict_cell(top.extra).startswith("SUSPECT"):  # results.validity
+            ratio += " (suspect)"
         cells = [top.fio.clat_mean_ms, top.fio.clat_stdev_ms, top.fio.clat_p99_ms]
         lines.append(
             f" | {label}  | {value:.2f}  | {top.iodepth}  | "

@@ -33,6 +33,7 @@ from crimsonbench.results.store import (
     write_atomic,
 )
 from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.results.validity import suspect_lines
 from crimsonbench.results.verdict import GateFailure, gate, regressions
 from crimsonbench.spec.models import SweepSpec, WorkloadSpec
 
@@ -91,6 +92,9 @@ def final_table(store_dir: Path, fmt: str) -> str:
     parts = []
     for workload, table in workload_tables(results, bw, percentiles=True).items():
         parts.append(f"## {workload}\n\n{table}")
+    suspect = suspect_lines(results)
+    if suspect:  # the reasons behind every SUSPECT row above, with their figures
+        parts.append(f"## suspect steps ({len(suspect)})\n\n" + "\n".join(suspect) + "\n")
     return "\n".join(parts) or "no finished steps\n"
 
 
@@ -118,6 +122,7 @@ def write_comparison(
     threshold_pct: float = 5.0,
     alpha: float = 0.05,
     allow_untested: bool = False,
+    allow_suspect: bool = False,
 ) -> Comparison:
     """comparison.md (peaks side by side, regression verdicts, the gate) and overlaid
     PNGs of 2+ results directories, the first as baseline. Every input is read and every
@@ -136,7 +141,7 @@ def write_comparison(
     failures: list[tuple[str, GateFailure]] = []
     allowed: list[tuple[str, GateFailure]] = []
     for new, name in zip(runs[1:], names[1:], strict=True):
-        rows = run_verdicts(runs[0], new, bw, alpha)
+        rows = run_verdicts(runs[0], new, bw, alpha, allow_suspect)
         bad += len(regressions(rows, threshold_pct, alpha))
         fail, ok = gate(rows, threshold_pct, alpha, allow_untested)
         failures += [(name, f) for f in fail]
@@ -265,6 +270,7 @@ def _workload_section(
     if failed:
         notes.append("- fio jobs failed at iodepth (jobs): " + ", ".join(failed))
     notes += _rule_notes(avg, bw, unit, sweep)
+    notes += suspect_lines(sorted(rows, key=lambda r: (r.iodepth, r.repeat)))
     kind = "bw" if bw else "iops"
     return "\n".join(
         [

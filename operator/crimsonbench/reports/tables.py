@@ -15,6 +15,7 @@ from crimsonbench.reports.definitions import PUBLISHED_BW_PER_MIB
 from crimsonbench.results.repeats import RepeatSpread, repeat_spread
 from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload
 from crimsonbench.results.types import FioSummary, ResourceSummary, StepResult
+from crimsonbench.results.validity import VALIDITY, stored_verdict, verdict_cell
 
 # Escaped underscores as published (the tables are pasted into markdown blogs).
 PUBLISHED_COLUMNS = (
@@ -38,6 +39,7 @@ SPREAD_COLUMNS = ("sd", "±ci95", "clat\\_ms sd", "clat\\_ms ±ci95", "repeats")
 # Crimson: Seastar's reactor_utilization (% of the period running tasks), mean and busiest
 # reactor; OSD_cpu alone overstates the load of reactors that busy-poll.
 REACTOR_COLUMNS = ("reactor\\_util", "reactor\\_max")
+VERDICT_COLUMN = "verdict"
 
 _NOT_FLAT = ("samples", "reactor_util_osd")  # renamed / a dict (in each step's JSON)
 ROW_FIELDS: tuple[str, ...] = (
@@ -49,6 +51,8 @@ ROW_FIELDS: tuple[str, ...] = (
     + ("resource_samples",)
     # the published tables' definitions (reports.definitions): sums over jobs, KiB/s / 1000
     + ("usr_cpu_sum", "sys_cpu_sum", "bw_published")
+    # results.validity: valid / suspect ("" for a step judged by no version), reason codes
+    + ("verdict", "suspect_reasons")
 )
 
 
@@ -79,6 +83,10 @@ def markdown_table(
     header.extend(f"{k}\\_util" for k in per_osd)
     if spread:
         header.extend(SPREAD_COLUMNS)
+    # results.validity: a step whose figure cannot be trusted says so on its row
+    judged = any(VALIDITY in r.extra for r in rows)
+    if judged:
+        header.append(VERDICT_COLUMN)
     lines = [
         "| " + "| ".join(header) + "|",
         "| " + "| ".join("---" for _ in header) + "|",
@@ -90,6 +98,8 @@ def markdown_table(
         cells += [_fmt_opt((r.resources.reactor_util_osd or {}).get(k)) for k in per_osd]
         if spread:
             cells += _spread_cells(spread.get((r.workload, r.iodepth)))
+        if judged:
+            cells.append(verdict_cell(r.extra))
         lines.append(" | " + "  | ".join(cells) + "  |")
     return "\n".join(lines) + "\n"
 
@@ -189,6 +199,8 @@ def flat_rows(results: Sequence[StepResult]) -> list[dict[str, Any]]:
         )
         usr_sum, sys_sum = published_cpu(r.fio)
         row.update(usr_cpu_sum=usr_sum, sys_cpu_sum=sys_sum, bw_published=published_bw(r.fio))
+        v = stored_verdict(r.extra)
+        row.update(verdict=v.verdict if v else "", suspect_reasons=" ".join(v.codes()) if v else "")
         out.append(row)
     return out
 

@@ -22,14 +22,18 @@ Run = tuple[RunInfo, Sequence[StepResult]]
 
 
 def run_verdicts(
-    base: Run, new: Run, bandwidth_workloads: Collection[str], alpha: float = 0.05
+    base: Run,
+    new: Run,
+    bandwidth_workloads: Collection[str],
+    alpha: float = 0.05,
+    allow_suspect: bool = False,
 ) -> list[Verdict]:
     def figures(run: Run) -> list[StepFigures]:
         results = run[1]
         series = {r.step_id: r.extra.get(IOPS_PER_SECOND) or () for r in results}
         return figures_from_results(results, bandwidth_workloads, series)
 
-    return compare(figures(base), figures(new), alpha=alpha)
+    return compare(figures(base), figures(new), alpha=alpha, allow_suspect=allow_suspect)
 
 
 def verdict_markdown(

@@ -10,6 +10,7 @@ from typing import Any
 
 from crimsonbench.results.resources import mean_by_key
 from crimsonbench.results.types import FioSummary, ResourceSummary, StepResult
+from crimsonbench.results.validity import VALIDITY, merge_verdicts
 
 # Every step records these (merged histograms; percentile_list for the plain-JSON case).
 SUPPORTED_PERCENTILES: dict[float, str] = {
@@ -191,7 +192,10 @@ def _average(group: Sequence[StepResult]) -> StepResult:
         reactor_util_max=_mean_known([r.resources.reactor_util_max for r in group]),
         reactor_util_osd=mean_by_key([r.resources.reactor_util_osd for r in group]),
     )
-    extra = {"averaged_repeats": n, "step_ids": [r.step_id for r in group]}
+    extra: dict[str, Any] = {"averaged_repeats": n, "step_ids": [r.step_id for r in group]}
+    merged = merge_verdicts(group)
+    if merged is not None:
+        extra[VALIDITY] = merged
     return replace(group[0], fio=FioSummary(**fio_vals), resources=res, extra=extra)
 
 

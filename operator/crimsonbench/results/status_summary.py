@@ -10,6 +10,7 @@ from typing import Any
 from crimsonbench.results.rules import average_repeats, by_workload, peak
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import StepResult
+from crimsonbench.results.validity import stored_verdict
 from crimsonbench.spec.models import BenchmarkRunSpec
 from crimsonbench.spec.status import BenchmarkRunStatus, StepSummary, WorkloadPeak
 
@@ -47,8 +48,11 @@ def status_summary(
         )
     # the most IOPS any workload reached (its IOPS peak, whichever metric it reports)
     top = max((peak(g, bandwidth=False).fio.iops for g in groups.values()), default=0.0)
-    status = BenchmarkRunStatus(steps=steps, peaks=peaks, peak_iops=round(_num(top, 0)))
-    return status.model_dump(by_alias=True, mode="json", include={"steps", "peaks", "peak_iops"})
+    suspect = sum(bool((v := stored_verdict(r.extra)) and v.suspect) for r in ordered)
+    status = BenchmarkRunStatus(steps=steps, peaks=peaks, peak_iops=round(_num(top, 0)),
+                                suspect_steps=suspect)  # fmt: skip
+    keep = {"steps", "peaks", "peak_iops", "suspect_steps"}
+    return status.model_dump(by_alias=True, mode="json", include=keep)
 
 
 def _step_summary(r: StepResult, stopped: str) -> StepSummary:
@@ -69,6 +73,8 @@ def _step_summary(r: StepResult, stopped: str) -> StepSummary:
         start_skew_ms=None if r.start_skew_ms is None else round(r.start_skew_ms, 1),
         slowest_client=slowest,
         stopped_early=stopped,
+        verdict=v.verdict if (v := stored_verdict(r.extra)) else "",
+        suspect_reasons=" ".join(v.codes()) if v else "",
     )
 
 

@@ -105,6 +105,9 @@ class StepResult:
         clients = d.get("clients")
         clients = {} if clients is None else cj.obj(clients, "clients")
         skew = d.get("start_skew_ms")
+        from crimsonbench.results.validity import stored_verdict  # it builds on this module
+
+        stored_verdict(extra)  # a verdict that is not one crimsonbench writes: refused here
         return cls(
             step_id=cj.text(cj.required(d, "step_id", ""), "step_id", max_len=200),
             workload=cj.text(cj.required(d, "workload", ""), "workload", max_len=200),

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 
 from crimsonbench.results import stats
 from crimsonbench.results.types import StepResult
+from crimsonbench.results.validity import stored_verdict
 
 BETTER = "better"
 WORSE = "worse"
@@ -57,6 +58,7 @@ class StepFigures:
     per_second: tuple[float, ...] = ()
     bandwidth: bool = False
     step_id: str = ""  # where the figures come from (named in the reasons of a row)
+    suspect: str = ""  # results.validity: why the step's figure cannot be trusted ("" = not)
 
     @classmethod
     def from_result(
@@ -75,7 +77,15 @@ class StepFigures:
             per_second=tuple(per_second),
             bandwidth=bandwidth,
             step_id=result.step_id,
+            suspect=_suspect(result),
         )
+
+
+def _suspect(result: StepResult) -> str:
+    v = stored_verdict(result.extra)
+    if v is None or not v.suspect:
+        return ""
+    return ", ".join(v.codes()) or "suspect"
 
 
 @dataclass(frozen=True)
@@ -178,13 +188,17 @@ def compare(
     level: float = 0.95,
     holm: bool = True,
     seed: int = 0,
+    allow_suspect: bool = False,
 ) -> list[Verdict]:
     """One Verdict per (workload, iodepth) of either side, in workload order of BASE
-    (then NEW), iodepth ascending. Pure and deterministic (the bootstrap is seeded)."""
+    (then NEW), iodepth ascending. Pure and deterministic (the bootstrap is seeded).
+    A row with a suspect step on either side is UNTESTED (naming the step and why)
+    unless allow_suspect: a figure that cannot be trusted is never a verdict."""
     b, n = _group(base), _group(new)
     keys = list(b) + [k for k in n if k not in b]
     order = {w: i for i, w in enumerate(dict.fromkeys(k[0] for k in keys))}
-    rows = [_row(k, b.get(k, []), n.get(k, []), alpha, level, seed) for k in keys]
+    rows = [_row(k, b.get(k, []), n.get(k, []), alpha, level, seed, allow_suspect)
+            for k in keys]  # fmt: skip
     rows.sort(key=lambda r: (order[r.workload], r.iodepth))
     return holm_adjust(rows) if holm else rows
 
@@ -203,6 +217,7 @@ def _row(
     alpha: float,
     level: float,
     seed: int,
+    allow_suspect: bool = False,
 ) -> Verdict:
     workload, iodepth = key
     sides = [s for s in (base, new) if s]
@@ -245,6 +260,11 @@ def _row(
     if bad:
         why = "; ".join(f"{side} {_name(f)}: {metric} is {f.throughput}" for side, f in bad)
         return replace(row, test="none: no figure", verdict=NO_FIGURE, why=why)
+    suspect = [(side, f) for side, figs in (("BASE", base), ("NEW", new)) for f in figs
+               if f.suspect]  # fmt: skip
+    if suspect and not allow_suspect:
+        why = "suspect: " + "; ".join(f"{side} {_name(f)} ({f.suspect})" for side, f in suspect)
+        return replace(row, test="none: suspect step", verdict=UNTESTED, why=why)
     result, untested = _test(base, new, level, seed)
     if result is None or mb == 0:
         why = untested or f"BASE {metric} is 0: no change to measure"

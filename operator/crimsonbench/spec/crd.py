@@ -72,6 +72,7 @@ def _printer_columns() -> list[dict[str, Any]]:
         col("Reactors", ".spec.osd.reactors", "integer"),
         col("Policy", ".spec.osd.cpuPolicy"),
         col("Peak IOPS", ".status.peakIops", "integer"),
+        col("Suspect", ".status.suspectSteps", "integer"),
         col("Age", ".metadata.creationTimestamp", "date"),
     ]
 

@@ -121,6 +121,8 @@ class StepSummary(StatusModel):
     )
     slowest_client: Name = Field(default="", description="The client with the fewest IOPS.")
     stopped_early: Reason = Field(default="", description="Why the sweep stopped after this step.")
+    verdict: Short = Field(default="", description="valid or suspect (README: validity).")
+    suspect_reasons: Reason = Field(default="", description="Why suspect: reason codes.")
 
 
 StepSummaries = Annotated[
@@ -321,6 +323,7 @@ class BenchmarkRunStatus(StatusModel):
     steps: StepSummaries = Field(default_factory=list)
     peaks: list[WorkloadPeak] = Field(default_factory=list, max_length=32)
     peak_iops: int = Field(default=0, description="Highest IOPS over all workloads.")
+    suspect_steps: int = Field(default=0, description="Steps whose figure is suspect.")
     results: ResultsRef | None = None
     started_at: Short = ""
     finished_at: Short = ""

@@ -84,6 +84,44 @@ class SteadyStateSpec(SpecModel):
     ramp_seconds: int = Field(default=10, ge=0, le=86400, description="fio's ss_ramp.")
 
 
+class ValiditySpec(SpecModel):
+    """When a step's figure is suspect (results.validity): each limit is checked on every
+    step, and a step past any of them is marked suspect with the figures behind it."""
+
+    max_interference_percent: float = Field(
+        default=10.0,
+        ge=0,
+        le=100,
+        description="CPU time taken on a planned CPU set by processes not of the run, in % "
+        "of that set's capacity over the step (local mode: every OSD's and client's set).",
+    )
+    max_steal_percent: float = Field(
+        default=10.0,
+        ge=0,
+        le=100,
+        description="Hypervisor steal on a planned CPU set, in % of its capacity.",
+    )
+    max_iops_cv: float = Field(
+        default=0.25,
+        ge=0,
+        le=100,
+        description="Coefficient of variation of the step's per-second IOPS (fio's logs).",
+    )
+    max_drift_percent: float = Field(
+        default=25.0,
+        ge=0,
+        le=10000,
+        description="How far the per-second IOPS trend (least squares) moves over the step, "
+        "in % of the mean: a warm-up still running or a write cliff.",
+    )
+    min_overlap: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="Share of the step during which every fio job ran (fio's IOPS logs).",
+    )
+
+
 SWEEP_RULES = (
     Rule(
         cel="!has(self.kneeSearch) || !has(self.earlyExit) || !has(self.earlyExit.enabled) "
@@ -134,6 +172,18 @@ class SweepSpec(RuledModel):
     )
     steady_state: SteadyStateSpec | None = Field(
         default=None, description="End each step once fio sees steady state."
+    )
+    validity: ValiditySpec = Field(
+        default_factory=ValiditySpec,
+        json_schema_extra={"default": {}},
+        description="The limits past which a step's figure is marked suspect.",
+    )
+    rerun_suspect: int = Field(
+        default=0,
+        ge=0,
+        le=5,
+        description="Run a suspect step again up to this many times and keep the first "
+        "valid attempt (every attempt is recorded; local mode).",
     )
 
     @field_validator("iodepths")
