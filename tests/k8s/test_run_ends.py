@@ -518,3 +518,75 @@ def _this_layout_half_written(core: Any, uid: str, step: Callable[..., Any]) -> 
         cm["metadata"]["ownerReferences"] = owner
         core.create_namespaced_config_map(RUN_NS, cm)
     return str(whole.key)
+
+
+def test_suspect_steps_show_in_the_status_its_condition_and_kubectl_get(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any]
+) -> None:
+    """Issue 37: a step judged suspect (a fault during it) beside a valid one, stored by the
+    operator's code under its token: status.suspectSteps, each step's verdict and reason
+    codes, a StepsSuspect condition naming the step, and the API server's own table (what
+    `kubectl get br` prints) with the Suspect column."""
+    from crimsonbench.controller.plans import plan_for
+    from crimsonbench.controller.stored_results import store_results
+    from crimsonbench.manifests.cephcluster import apply_merge_patch
+    from crimsonbench.results.validity import judged
+    from crimsonbench.spec.sweep import ValiditySpec
+
+    ok = judged(_big_step(1, 10), {}, ValiditySpec())
+    bad = judged(replace(_big_step(1, 10), step_id="randread4k-qd004-r1", iodepth=4), {},
+                 ValiditySpec(), faults=("health check OSD_DOWN: 1 osds down",))  # fmt: skip
+    with placed_run(control_plane, api, "judged", "steps", patched=False) as uid:
+        token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+        with control_plane.api_client(token) as op:
+            ctx = ctx_for("judged", uid, op, {"clientNodes": [NODE], "osdPlacement": {"0": NODE}})
+            store_results(ctx, plan_for(ctx), {ok.key: ok, bad.key: bad})
+            status = ctx.record.status
+            assert status.suspect_steps == 1
+            assert [(s.id, s.verdict, s.suspect_reasons) for s in status.steps] == [
+                ("randread4k-qd001-r1", "valid", ""),
+                ("randread4k-qd004-r1", "suspect", "fault"),
+            ]
+            cond = ctx.record.conditions()["StepsSuspect"]
+            assert cond.status == "True" and "randread4k-qd004-r1 (fault)" in cond.message
+            custom = kubernetes.client.CustomObjectsApi(op)
+            now = status_of(api, "judged")
+            patched = apply_merge_patch(now, ctx.record.status_patch())
+            custom.patch_namespaced_custom_object_status(G, V, RUN_NS, "benchmarkruns", "judged",
+                                                         {"status": patched})  # fmt: skip
+        table = api.call_api(
+            f"/apis/{G}/{V}/namespaces/{RUN_NS}/benchmarkruns/judged", "GET",
+            header_params={"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"},
+            response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True,
+        )  # fmt: skip
+        names = [c["name"] for c in table["columnDefinitions"]]
+        (row,) = table["rows"]
+        assert row["cells"][names.index("Suspect")] == 1, (names, row["cells"])
+
+
+def test_a_results_configmap_of_the_same_name_that_is_not_the_runs_is_left_alone(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any]
+) -> None:
+    """A ConfigMap already named as the run's step result (a user's, another run's): the
+    operator refuses to overwrite it, naming it. (Before: replaced, whoever it was.)"""
+    from crimsonbench.controller.plans import plan_for
+    from crimsonbench.controller.stored_results import store_results
+    from crimsonbench.errors import ExecutionError
+    from crimsonbench.manifests.results import step_configmaps
+
+    step = _big_step(1, 10)
+    core = kubernetes.client.CoreV1Api(api)
+    with placed_run(control_plane, api, "squat", "steps", patched=False) as uid:
+        (name,) = [c["metadata"]["name"] for c in step_configmaps("squat", step, namespace=RUN_NS)]
+        theirs = {"metadata": {"name": name, "namespace": RUN_NS}, "data": {"mine": "yes"}}
+        core.create_namespaced_config_map(RUN_NS, theirs)
+        try:
+            token = control_plane.service_account_token(OP_NS, "crimsonbench-operator",
+                                                        create=False)  # fmt: skip
+            with control_plane.api_client(token) as op:
+                ctx = ctx_for("squat", uid, op)
+                with pytest.raises(ExecutionError, match=f"ConfigMap {RUN_NS}/{name} exists"):
+                    store_results(ctx, plan_for(ctx), {step.key: step})
+            assert core.read_namespaced_config_map(name, RUN_NS).data == {"mine": "yes"}
+        finally:
+            core.delete_namespaced_config_map(name, RUN_NS)

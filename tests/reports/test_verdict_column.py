@@ -63,7 +63,9 @@ def test_prometheus_says_which_step_is_suspect_and_why(tmp_path: Path) -> None:
     got = {}
     for ln in text.splitlines():
         if ln.startswith("crimsonbench_step_suspect{"):
-            labels = dict(kv.split("=", 1) for kv in ln[ln.index("{") + 1 : ln.index("}")].split(","))
+            labels = dict(
+                kv.split("=", 1) for kv in ln[ln.index("{") + 1 : ln.index("}")].split(",")
+            )
             got[(labels["step"].strip('"'), labels["reason"].strip('"'))] = float(ln.split()[-1])
     assert got == {
         ("000-randread4k-qd001-r1", "interference"): 1.0,

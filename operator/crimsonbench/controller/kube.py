@@ -15,6 +15,7 @@ from kubernetes.stream import stream
 
 from crimsonbench.controller.observed import NodeInfo, OsdPod, PodRequests, PodState
 from crimsonbench.controller.pod_requests import allocatable_of, pod_requests
+from crimsonbench.errors import ExecutionError
 
 log = logging.getLogger(__name__)
 
@@ -125,13 +126,28 @@ class Kube:
         return None if resp is None else dict(json.loads(resp.data))
 
     def write_configmap(self, namespace: str, body: dict[str, Any]) -> None:
-        """Create it, or replace the one there (one call when it is new, as most are)."""
+        """Create it, or replace the one there (one call when it is new, as most are). A
+        body with an owner replaces only a ConfigMap of that same owner: one of the same
+        name that is someone else's (another run's, a user's) is a refusal naming it,
+        never an adoption."""
         try:
             self.core.create_namespaced_config_map(namespace, body)
+            return
         except ApiException as exc:
             if exc.status != 409:
                 raise
-            self.core.replace_namespaced_config_map(body["metadata"]["name"], namespace, body)
+        name = body["metadata"]["name"]
+        owners = {o["uid"] for o in body["metadata"].get("ownerReferences") or ()}
+        if owners:
+            there = self.core.read_namespaced_config_map(name, namespace)
+            theirs = {o.uid for o in there.metadata.owner_references or ()}
+            if not owners & theirs:
+                raise ExecutionError(
+                    f"ConfigMap {namespace}/{name} exists and is not this run's (owners: "
+                    f"{sorted(theirs) or 'none'}): the run will not overwrite it; rename or "
+                    "delete it, or give the run another name"
+                )
+        self.core.replace_namespaced_config_map(name, namespace, body)
 
     def ensure_configmap(self, namespace: str, body: dict[str, Any]) -> dict[str, str]:
         """Create it, or return the data of the one already there (first write wins)."""

@@ -51,15 +51,15 @@ def _cpu_seconds(pid: int, children: bool = False) -> float | None:
     return own + t.children_user + t.children_system if children else own
 
 
-def _all_processes() -> dict[int, tuple[str, float]]:
+def _all_processes() -> dict[int, tuple[str, float, int]]:
     """pid -> (name, CPU seconds incl. reaped children's: a build's short-lived compilers
-    land on the make or go process that waits for them)."""
+    land on the make or go process that waits for them, parent pid)."""
     out = {}
-    for p in psutil.process_iter(["name", "cpu_times"]):
+    for p in psutil.process_iter(["name", "cpu_times", "ppid"]):
         t = p.info["cpu_times"]
         if t is not None:
-            out[p.pid] = (p.info["name"] or "?",
-                          t.user + t.system + t.children_user + t.children_system)  # fmt: skip
+            secs = t.user + t.system + t.children_user + t.children_system
+            out[p.pid] = (p.info["name"] or "?", secs, p.info["ppid"] or 0)
     return out
 
 
@@ -92,7 +92,7 @@ class InterferenceMeter:
         self._cpu_last: dict[int, tuple[float, float]] = {}
         self._pid_last: dict[int, float] = {}
         self._t_last = 0.0
-        self._procs_start: dict[int, tuple[str, float]] = {}
+        self._procs_start: dict[int, tuple[str, float, int]] = {}
         self._run_pids: set[int] = set()
 
     def sample(self, now: float) -> None:
@@ -151,18 +151,21 @@ class InterferenceMeter:
         end = _all_processes()
         mine = self._run_pids | {os.getpid()}
         used = []
-        for pid, (name, secs) in end.items():
-            if pid in mine or _is_ours(pid, mine):
+        for pid, (name, secs, _) in end.items():
+            if _is_ours(pid, mine, end):
                 continue
-            before = self._procs_start.get(pid, (name, 0.0))[1]
+            before = self._procs_start.get(pid, (name, 0.0, 0))[1]
             if secs - before >= 0.1:
                 used.append((secs - before, f"{name}[{pid}] {secs - before:.1f} s"))
         return tuple(s for _, s in sorted(used, reverse=True)[:TOP_OTHERS])
 
 
-def _is_ours(pid: int, mine: set[int]) -> bool:
-    """A child of the run's processes (fio's workers, a ceph CLI of ours)."""
-    try:
-        return any(p.pid in mine for p in psutil.Process(pid).parents())
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return False
+def _is_ours(pid: int, mine: set[int], procs: Mapping[int, tuple[str, float, int]]) -> bool:
+    """One of the run's processes or their descendants (fio's workers, a ceph CLI of ours)."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        if pid in mine:
+            return True
+        seen.add(pid)
+        pid = procs.get(pid, ("", 0.0, 0))[2]
+    return False
