@@ -554,11 +554,11 @@ def test_suspect_steps_show_in_the_status_its_condition_and_kubectl_get(
             patched = apply_merge_patch(now, ctx.record.status_patch())
             custom.patch_namespaced_custom_object_status(G, V, RUN_NS, "benchmarkruns", "judged",
                                                          {"status": patched})  # fmt: skip
-        table = api.call_api(
-            f"/apis/{G}/{V}/namespaces/{RUN_NS}/benchmarkruns/judged", "GET",
-            header_params={"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"},
-            response_type="object", auth_settings=["BearerToken"], _return_http_data_only=True,
-        )  # fmt: skip
+        path = f"/apis/{G}/{V}/namespaces/{RUN_NS}/benchmarkruns/judged"
+        headers = {"Accept": "application/json;as=Table;g=meta.k8s.io;v=v1"}
+        api.update_params_for_auth(headers, [], ["BearerToken"], path, "GET", None)
+        got = api.call_api("GET", api.configuration.host + path, header_params=headers)
+        table = json.loads(got.read())
         names = [c["name"] for c in table["columnDefinitions"]]
         (row,) = table["rows"]
         assert row["cells"][names.index("Suspect")] == 1, (names, row["cells"])
@@ -584,7 +584,9 @@ def test_a_results_configmap_of_the_same_name_that_is_not_the_runs_is_left_alone
             token = control_plane.service_account_token(OP_NS, "crimsonbench-operator",
                                                         create=False)  # fmt: skip
             with control_plane.api_client(token) as op:
-                ctx = ctx_for("squat", uid, op)
+                ctx = ctx_for(
+                    "squat", uid, op, {"clientNodes": [NODE], "osdPlacement": {"0": NODE}}
+                )
                 with pytest.raises(ExecutionError, match=f"ConfigMap {RUN_NS}/{name} exists"):
                     store_results(ctx, plan_for(ctx), {step.key: step})
             assert core.read_namespaced_config_map(name, RUN_NS).data == {"mine": "yes"}

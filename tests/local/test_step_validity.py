@@ -96,6 +96,13 @@ def test_a_hog_marks_the_steps_it_shared_a_cpu_with_and_no_other(tmp_path: Path)
         assert reasons(got[quiet], "interference") == [], got[quiet]
         assert got[quiet]["attempts"] == [], got[quiet]
         assert all(c["others_pct"] < 10 for c in got[quiet]["interference"]), got[quiet]
+    # provenance: what the run ran with, every option the plan set read back from the OSD
+    prov = json.loads((res / "run.json").read_text())["extra"]["provenance"]
+    osd = prov["osds"]["osd.0"]
+    assert osd["options"] and osd["differ"] == [], osd
+    assert all(o["effective"] is not None for o in osd["options"].values())
+    assert prov["fio"].startswith("fio-") and prov["kernel"].startswith("Linux ")
+    assert prov["ceph"] and osd["version"]["version"].startswith(prov["ceph"]), prov
     # the summary the run printed marks them on their rows
     rows = [ln for ln in run.output.splitlines() if ln.startswith(" | ") and "SUSPECT" in ln]
     assert [r.split("|")[1].strip() for r in rows] == ["4"], run.output[-3000:]

@@ -26,6 +26,7 @@ from crimsonbench.local.claims import CpuClaim
 from crimsonbench.local.cluster import LocalCluster
 from crimsonbench.local.disk_space import Reserve, full_disk
 from crimsonbench.local.leftovers import reap_dead_runs
+from crimsonbench.local.provenance import run_provenance
 from crimsonbench.local.results_guard import ResultsGuard, exclusive
 from crimsonbench.local.signals import Interrupted, StopOnce
 from crimsonbench.local.step_exec import StepContext, run_step
@@ -195,7 +196,8 @@ class LocalRun:
         self.store.write_spec(self._spec_json())
         self.store.write_plan(plan_summary(plan))
         # The report reads the spec from run.json: which workloads are bandwidth, the rules.
-        self.store.write_run_info(self.info(self.version()), {"spec": self._spec_json()})
+        self._info = self.info(self.version())
+        self.store.write_run_info(self._info, {"spec": self._spec_json()})
         self._write_status(plan, outcome)
 
     def _run(self, plan: RunPlan, state: SweepState, outcome: Outcome) -> None:
@@ -222,6 +224,9 @@ class LocalRun:
         ) as cluster:
             cluster.userland.share(self.dir)  # job files and outputs, same path in a root
             self._prepare(cluster, plan, outcome)
+            prov = run_provenance(plan, cluster.layout.run, sorted(cluster.osd_pids()),
+                                  cluster.userland, self.version())  # fmt: skip
+            self.store.write_run_info(self._info, {"spec": self._spec_json(), "provenance": prov})
             self._enter(outcome, Phase.RUNNING, f"{len(todo)} of {len(plan.steps)} steps to run")
             ctx = StepContext(
                 plan=plan,
