@@ -80,7 +80,7 @@ def test_a_hog_marks_the_steps_it_shared_a_cpu_with_and_no_other(tmp_path: Path)
     v = got["randread4k-qd004-r1"]
     (hit,) = reasons(v, "interference")
     assert v["verdict"] == "suspect" and hit["detail"].startswith(f"osd.0 (CPU {OSD_CPU}): ")
-    assert hit["value"] > 25, hit  # a busy loop beside a busy OSD takes a large share
+    assert hit["value"] > 15, hit  # a busy loop beside a busy OSD: ~31 % measured here
     assert f"[{osd_hog.pid}]" in hit["detail"], hit
     assert loads["randread4k-qd004-r1"]["client client-0"]["others_pct"] < 10
     assert [a["verdict"] for a in v["attempts"]] == ["suspect"], v
@@ -89,7 +89,7 @@ def test_a_hog_marks_the_steps_it_shared_a_cpu_with_and_no_other(tmp_path: Path)
     assert v["verdict"] == "valid" and v["reasons"] == [], v
     (first,) = v["attempts"]
     (hit,) = [r for r in first["reasons"] if r["code"] == "interference"]
-    assert hit["detail"].startswith(f"client client-0 (CPU {FIO_CPU}): ") and hit["value"] > 25
+    assert hit["detail"].startswith(f"client client-0 (CPU {FIO_CPU}): ") and hit["value"] > 15
     assert f"[{fio_hog.pid}]" in hit["detail"], hit
     # before and after: nothing of the kind
     for quiet in ("randread4k-qd001-r1", "randread4k-qd032-r1"):
@@ -99,8 +99,8 @@ def test_a_hog_marks_the_steps_it_shared_a_cpu_with_and_no_other(tmp_path: Path)
     # provenance: what the run ran with, every option the plan set read back from the OSD
     prov = json.loads((res / "run.json").read_text())["extra"]["provenance"]
     osd = prov["osds"]["osd.0"]
-    assert osd["options"] and osd["differ"] == [], osd
-    assert all(o["effective"] is not None for o in osd["options"].values())
+    assert osd["options"] == {} and osd["differ"] == [], osd  # classic: the plan sets none
+    assert osd["effective"]["osd_objectstore"] == "memstore", osd  # the bootstrap's, read back
     assert prov["fio"].startswith("fio-") and prov["kernel"].startswith("Linux ")
     assert prov["ceph"] and osd["version"]["version"].startswith(prov["ceph"]), prov
     # the summary the run printed marks them on their rows

@@ -127,6 +127,22 @@ def test_a_job_started_late_shortens_the_common_time() -> None:
     assert reasons[0].limit == LIMITS.min_overlap
 
 
+def test_a_last_window_left_unlogged_is_no_gap_for_a_time_based_job() -> None:
+    """Seen on a real 4 s step: one job's log lacked its last window (fio logs a window at
+    its end only if it closes before the job does), which read as the jobs 75 % together.
+    A time-based job ends runtime after its start, whatever its log shows."""
+    text = real_log()
+    lines = text.splitlines()
+    runtime_ms = len(lines) * IOPS_LOG_MSEC
+    short = "\n".join(lines[:-1]) + "\n"
+    logs = {LOG_NAME: text, "fio_test_1-p0_iops.2.log": short}
+    assert overlap_share(logs, IOPS_LOG_MSEC) == pytest.approx(0.75, abs=0.01)  # the log's end
+    assert overlap_share(logs, IOPS_LOG_MSEC, runtime_ms) == pytest.approx(1.0, abs=0.001)
+    late = {LOG_NAME: text, "fio_test_1-p0_iops.2.log": shifted(short, 1000)}
+    share = overlap_share(late, IOPS_LOG_MSEC, runtime_ms)
+    assert share == pytest.approx((runtime_ms - 1000) / (runtime_ms + 1000), abs=0.001)
+
+
 def test_a_job_that_never_logged_a_second_did_not_run_with_the_rest() -> None:
     logs = {LOG_NAME: real_log(), "fio_test_1-p0_iops.2.log": ""}
     assert overlap_share(logs, IOPS_LOG_MSEC) == 0.0

@@ -126,27 +126,18 @@ class Kube:
         return None if resp is None else dict(json.loads(resp.data))
 
     def write_configmap(self, namespace: str, body: dict[str, Any]) -> None:
-        """Create it, or replace the one there (one call when it is new, as most are). A
-        body with an owner replaces only a ConfigMap of that same owner: one of the same
-        name that is someone else's (another run's, a user's) is a refusal naming it,
-        never an adoption."""
+        """Create it, or replace one with the body's owner (another's: refused, never adopted)."""
         try:
             self.core.create_namespaced_config_map(namespace, body)
             return
         except ApiException as exc:
             if exc.status != 409:
                 raise
-        name = body["metadata"]["name"]
-        owners = {o["uid"] for o in body["metadata"].get("ownerReferences") or ()}
-        if owners:
-            there = self.core.read_namespaced_config_map(name, namespace)
-            theirs = {o.uid for o in there.metadata.owner_references or ()}
-            if not owners & theirs:
-                raise ExecutionError(
-                    f"ConfigMap {namespace}/{name} exists and is not this run's (owners: "
-                    f"{sorted(theirs) or 'none'}): the run will not overwrite it; rename or "
-                    "delete it, or give the run another name"
-                )
+        name, owners = body["metadata"]["name"], body["metadata"].get("ownerReferences") or ()
+        there = self.core.read_namespaced_config_map(name, namespace).metadata.owner_references
+        if owners and not {o["uid"] for o in owners} & {o.uid for o in there or ()}:
+            raise ExecutionError(f"ConfigMap {namespace}/{name} exists and is not this run's: "
+                                 "rename or delete it, or give the run another name")  # fmt: skip
         self.core.replace_namespaced_config_map(name, namespace, body)
 
     def ensure_configmap(self, namespace: str, body: dict[str, Any]) -> dict[str, str]:

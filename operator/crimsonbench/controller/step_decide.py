@@ -28,7 +28,7 @@ from crimsonbench.results.fio_json import JobStats, parse_fio_json
 from crimsonbench.results.resources import summarize_samples, with_reactor_log
 from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.types import ResourceSample, StepResult
-from crimsonbench.results.validity import judged
+from crimsonbench.results.validity import judged, time_based_runtime
 
 MAX_STEP_RETRIES = 2
 # A step the driver still calls running this long past its deadline lost its fio client
@@ -213,7 +213,8 @@ def _result(
     logs = step_log.iops_logs(sections)
     result = step_result(step, plan.fio.jobs, jobs, logs, resources, extra)
     # An OSD restarted during the step is a retry above (_disturbance), not a verdict.
-    return judged(result, logs, plan.sweep.validity, unjudged=(NOT_SAMPLED,))
+    return judged(result, logs, plan.sweep.validity, runtime_s=time_based_runtime(plan),
+                  unjudged=(NOT_SAMPLED,))  # fmt: skip
 
 
 NOT_SAMPLED = (

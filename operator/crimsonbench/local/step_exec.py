@@ -28,7 +28,7 @@ from crimsonbench.results.resources import summarize_samples
 from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import StepResult
-from crimsonbench.results.validity import judged
+from crimsonbench.results.validity import judged, time_based_runtime
 from crimsonbench.spec.cpuset import format_cpuset
 
 log = logging.getLogger(__name__)
@@ -133,7 +133,8 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
         extra["start_barrier"] = barrier
     result = step_result(step, ctx.plan.fio.jobs, jobs, logs, summarize_samples(samples), extra)
     faults = health_faults(log_lines.read_new()) if log_lines else ()
-    return judged(result, logs, plan.sweep.validity, interference=loads, faults=faults)
+    return judged(result, logs, plan.sweep.validity, runtime_s=time_based_runtime(plan),
+                  interference=loads, faults=faults)  # fmt: skip
 
 
 def interference_meter(ctx: StepContext, fio: FioGroup) -> InterferenceMeter:

@@ -8,6 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 _SECTIONS = ("global", "osd")  # then "osd.<id>": later ones win, as in Ceph
+# What a reader of a figure asks first, whoever set it (the plan, the local bootstrap's
+# ceph.conf, Rook, a default): recorded as the daemon reports it.
+KEY_OPTIONS = (
+    "osd_objectstore", "memstore_device_bytes", "osd_memory_target", "bluestore_cache_size",
+    "osd_op_num_shards", "osd_op_num_threads_per_shard", "ms_async_op_threads",
+    "crimson_seastar_num_threads", "crimson_seastar_cpu_cores", "crimson_alien_op_num_threads",
+    "crimson_alien_thread_cpu_cores", "osd_pool_default_size", "debug_osd", "debug_ms",
+)  # fmt: skip
 
 
 def planned_osd_options(config: Mapping[str, Mapping[str, str]], osd_id: int) -> dict[str, str]:
@@ -39,4 +47,5 @@ def option_readback(planned: Mapping[str, str], shown: Mapping[str, Any]) -> dic
         options[key] = {"planned": want, "effective": effective}
         if effective is None or not same_value(want, effective):
             differ.append(key)
-    return {"options": options, "differ": differ}
+    key_options = {k: str(norm[k]) for k in KEY_OPTIONS if k in norm}
+    return {"options": options, "differ": differ, "effective": key_options}

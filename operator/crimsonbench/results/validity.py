@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
+from crimsonbench.plan.types import RunPlan
 from crimsonbench.results import checked_json as cj
 from crimsonbench.results.iops_log import IOPS_PER_SECOND, iops_log_job, parse_iops_log
 from crimsonbench.results.types import StepResult
@@ -154,10 +155,14 @@ def steadiness(series: Sequence[float]) -> Steadiness | None:
     return Steadiness(n, mean, sd / mean, 100.0 * slope * (n - 1) / mean)
 
 
-def overlap_share(iops_logs: Mapping[str, str], window_ms: int) -> float | None:
+def overlap_share(
+    iops_logs: Mapping[str, str], window_ms: int, runtime_ms: int | None = None
+) -> float | None:
     """Share of the step (first job start to last job end) during which every job ran,
-    from fio's per-job IOPS logs: a job starts one window before its first entry and ends
-    at its last. None when there are no logs to read."""
+    from fio's per-job IOPS logs: a job starts one window before its first entry (windows
+    start with its I/O, after the ramp). It ends runtime_ms later for a time-based job
+    (its last window may go unlogged: a log's end is only known to a window), else at its
+    last entry (steady state ends jobs when each reaches it). None: no logs to read."""
     spans = []
     for name, text in iops_logs.items():
         if iops_log_job(name) is None:
@@ -165,7 +170,8 @@ def overlap_share(iops_logs: Mapping[str, str], window_ms: int) -> float | None:
         entries = parse_iops_log(text)
         if not entries:  # a job that never completed a window: it did not run with the rest
             return 0.0
-        spans.append((entries[0][0] - window_ms, entries[-1][0]))
+        start = entries[0][0] - window_ms
+        spans.append((start, start + runtime_ms if runtime_ms else entries[-1][0]))
     if not spans:
         return None
     whole = max(e for _, e in spans) - min(s for s, _ in spans)
@@ -276,17 +282,19 @@ def judged(
     iops_logs: Mapping[str, str],
     limits: ValiditySpec,
     *,
+    runtime_s: int | None = None,
     interference: tuple[CpuSetLoad, ...] | None = None,
     faults: Iterable[str] = (),
     unjudged: Iterable[str] = (),
 ) -> StepResult:
     """result with its verdict in extra["validity"]: steadiness from its per-second IOPS,
-    overlap from fio's per-job IOPS logs, what the executor measured besides."""
+    overlap from fio's per-job IOPS logs (runtime_s: every job's, when time-based), what
+    the executor measured besides."""
     series = result.extra.get(IOPS_PER_SECOND) or ()
     evidence = Evidence(
         interference=interference,
         steadiness=steadiness(series),
-        overlap=overlap_share(iops_logs, IOPS_LOG_MSEC),
+        overlap=overlap_share(iops_logs, IOPS_LOG_MSEC, runtime_s * 1000 if runtime_s else None),
         faults=tuple(faults),
         unjudged=tuple(unjudged),
     )
@@ -335,3 +343,8 @@ def suspect_lines(results: Iterable[StepResult]) -> list[str]:
             why = "; ".join(f"{x.code}: {x.detail}" for x in v.reasons)
             out.append(f"- {r.workload} iodepth {r.iodepth}: **suspect**: {why}")
     return out
+
+
+def time_based_runtime(plan: RunPlan) -> int | None:
+    """Every job's runtime in seconds, or None when steady state may end jobs sooner."""
+    return None if plan.sweep.steady_state is not None else plan.sweep.runtime_seconds
