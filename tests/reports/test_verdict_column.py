@@ -1,7 +1,8 @@
 """The verdict on the tables, the reasons under them and in Prometheus: a copy of a real
 run (tests/fixtures/results/gate-1image) with its steps judged as a run judges them, one
 of them with a hog's share on the OSD's CPU. The run's own seqwrite64k qd1 is suspect on
-its own figures: its per-second IOPS were 1090, 1427, 1528 then 551 (fio's log)."""
+its own figures: its per-second IOPS were 1090, 1427, 1528 then 551 (fio's log): unsteady,
+though its trend does not stand out of 4 seconds' noise (no drift)."""
 
 from __future__ import annotations
 
@@ -45,10 +46,11 @@ def test_the_summary_marks_the_suspect_rows_and_says_why(tmp_path: Path) -> None
     assert "- randread4k iodepth 4: **suspect**: interference: osd.0 (CPU 0): 52.0 %" in tail
     assert "busiest others: stress[4242] 5.2 s" in tail
     assert "- seqwrite64k iodepth 1: **suspect**: unsteady: per-second IOPS vary by 0.33" in tail
-    assert "drift: per-second IOPS falling by 40 % of the mean over 4 s" in tail
+    # its fall (-40 % of the mean) is within the noise of 4 seconds: no drift
+    assert "drift" not in tail
     table = list(csv.DictReader(io.StringIO(final_table(root, "csv"))))
     assert [r["verdict"] for r in table] == ["valid", "suspect", "suspect", "valid"]
-    assert [r["suspect_reasons"] for r in table] == ["", "interference", "unsteady drift", ""]
+    assert [r["suspect_reasons"] for r in table] == ["", "interference", "unsteady", ""]
 
 
 def test_an_unjudged_run_keeps_the_published_layout(tmp_path: Path) -> None:
@@ -71,6 +73,5 @@ def test_prometheus_says_which_step_is_suspect_and_why(tmp_path: Path) -> None:
         ("000-randread4k-qd001-r1", "interference"): 1.0,
         ("001-randread4k-qd004-r1", "none"): 0.0,
         ("002-seqwrite64k-qd001-r1", "unsteady"): 1.0,
-        ("002-seqwrite64k-qd001-r1", "drift"): 1.0,
         ("003-seqwrite64k-qd004-r1", "none"): 0.0,
     }

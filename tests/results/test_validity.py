@@ -81,6 +81,22 @@ def test_a_flat_series_has_no_variation_and_a_ramp_drifts_by_its_rise() -> None:
     assert codes(Evidence(steadiness=fall)) == [UNSTEADY, DRIFT]
 
 
+def test_a_trend_counts_only_when_it_stands_out_of_the_noise() -> None:
+    """The demo's own steps (a cold run, 2026-11-29, machine quiet, no interference): a
+    seqread64k qd16 that fell from ~15k to ~8.6k IOPS for its last 3 s, and a seqwrite64k
+    qd1 warming up, both real trends; a seqwrite64k qd16 as noisy with no trend."""
+    cliff = [13945.0, 14014.0, 15024.0, 15803.0, 15419.0, 15265.0, 14460.0, 10310.0, 8576.0,
+             8702.0]  # fmt: skip
+    warm = [2265.0, 2997.0, 3588.0, 4069.0, 3907.0, 3810.0, 4581.0, 4012.0, 4087.0]
+    noisy = [5855.0, 6789.0, 8228.0, 7302.0, 8108.0, 6695.0, 6450.0, 6771.0, 5576.0, 6384.0]
+    got = {name: steadiness(s) for name, s in (("cliff", cliff), ("warm", warm), ("noisy", noisy))}
+    ts = {name: g.drift_t for name, g in got.items() if g}
+    assert ts["cliff"] <= -3.0 and ts["warm"] >= 3.0 and abs(ts["noisy"]) < 1.0, ts
+    assert [codes(Evidence(steadiness=g)) for g in got.values()] == [[DRIFT], [DRIFT], []]
+    # the same fall in only 4 seconds: within their noise
+    assert codes(Evidence(steadiness=steadiness([1090.0, 1427.0, 1528.0, 551.0]))) == [UNSTEADY]
+
+
 def test_too_short_a_series_is_not_judged_and_no_io_is_suspect() -> None:
     assert steadiness([1.0, 2.0]) is None
     dead = steadiness([0.0, 0.0, 0.0])

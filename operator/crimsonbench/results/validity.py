@@ -8,9 +8,10 @@ What is judged, and why each is a reason of its own:
   5.7k to 19.1k IOPS on 2 vCPUs) while OSD_cpu and FIO_cpu look idle.
 - steal: the hypervisor ran someone else on our vCPU.
 - unsteady / drift: fio's per-second IOPS over the measured seconds vary (coefficient of
-  variation) or trend (least-squares slope x duration, in % of the mean): a warm-up still
-  running, a write cliff, an interruption. With a fixed iodepth latency is iodepth / IOPS
-  (Little's law), so IOPS's steadiness is latency's too.
+  variation) or trend (least-squares slope x duration, in % of the mean, standing out of
+  the noise: |t| >= DRIFT_MIN_T): a warm-up still running, a write cliff, an
+  interruption. With a fixed iodepth latency is iodepth / IOPS (Little's law), so IOPS's
+  steadiness is latency's too.
 - jobs_apart: the share of the step during which every fio job ran (fio's own IOPS logs);
   below it the step's rate is a sum of rates no moment of the run saw.
 - fault: something happened to the cluster during the step (a health check raised that
@@ -47,6 +48,11 @@ FAULT = "fault"
 REASON_CODES = (INTERFERENCE, STEAL, UNSTEADY, DRIFT, JOBS_APART, FAULT)
 
 MIN_SERIES = 3  # per-second values below which steadiness is not judged (said so)
+# A trend counts only when it stands out of the seconds' noise: |slope / its standard error|
+# at least this (with 1 s samples and a CV of 0.15, a 10 s step's drift estimate alone
+# spreads by ~15 %: the limit would otherwise flag noise)
+DRIFT_MIN_T = 3.0
+_T_CAP = 1000.0  # a perfect line has no error: its t is capped (JSON has no infinity)
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ class Steadiness:
     mean: float  # IOPS
     cv: float  # pstdev / mean of the per-second IOPS
     drift_pct: float  # least-squares slope x (samples - 1), in % of the mean
+    drift_t: float = 0.0  # slope / its standard error (capped at +-_T_CAP)
 
 
 @dataclass(frozen=True)
@@ -149,10 +156,13 @@ def steadiness(series: Sequence[float]) -> Steadiness | None:
         return Steadiness(n, 0.0, 0.0, 0.0)
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in series) / n)
     xm = (n - 1) / 2
-    slope = math.fsum((i - xm) * (v - mean) for i, v in enumerate(series)) / math.fsum(
-        (i - xm) ** 2 for i in range(n)
-    )
-    return Steadiness(n, mean, sd / mean, 100.0 * slope * (n - 1) / mean)
+    sxx = math.fsum((i - xm) ** 2 for i in range(n))
+    slope = math.fsum((i - xm) * (v - mean) for i, v in enumerate(series)) / sxx
+    residual = math.fsum((v - mean - slope * (i - xm)) ** 2 for i, v in enumerate(series))
+    se = math.sqrt(residual / (n - 2) / sxx)
+    t = 0.0 if slope == 0 else _T_CAP if se == 0 else min(_T_CAP, abs(slope) / se)
+    return Steadiness(n, mean, sd / mean, 100.0 * slope * (n - 1) / mean,
+                      round(math.copysign(t, slope), 2))  # fmt: skip
 
 
 def overlap_share(
@@ -201,11 +211,10 @@ def judge(evidence: Evidence, limits: ValiditySpec) -> Validity:
         if s.cv > limits.max_iops_cv:
             detail = f"per-second IOPS vary by {s.cv:.2f} (stdev/mean) over {s.samples} s"
             add(UNSTEADY, detail, s.cv, limits.max_iops_cv)
-        if abs(s.drift_pct) > limits.max_drift_percent:
+        if abs(s.drift_pct) > limits.max_drift_percent and abs(s.drift_t) >= DRIFT_MIN_T:
             way = "rising" if s.drift_pct > 0 else "falling"
-            detail = (
-                f"per-second IOPS {way} by {abs(s.drift_pct):.0f} % of the mean over {s.samples} s"
-            )
+            detail = (f"per-second IOPS {way} by {abs(s.drift_pct):.0f} % of the mean over "
+                      f"{s.samples} s (t = {s.drift_t:.1f})")  # fmt: skip
             add(DRIFT, detail, s.drift_pct, limits.max_drift_percent)
     if evidence.overlap is not None and evidence.overlap < limits.min_overlap:
         detail = f"every fio job ran together for {evidence.overlap:.0%} of the step"
