@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
-from crimsonbench.results.checked_json import ResultFormatError
+from crimsonbench.results.checked_json import ResultFormatError, one_line
 from crimsonbench.results.health_log import health_faults
 from crimsonbench.results.iops_log import per_second_series
 from crimsonbench.results.types import StepResult
@@ -276,3 +276,17 @@ def test_a_check_raised_is_a_fault_once_per_code_and_a_storm_is_cut() -> None:
     assert len(faults) == 1 and faults[0].startswith("health check OSD_DOWN: ")
     many = [f"x cluster [WRN] Health check failed: it (CODE_{i})" for i in range(9)]
     assert len(health_faults(many)) == 6 and health_faults(many)[-1].startswith("and 4 more")
+
+
+def test_hostile_text_from_the_log_or_a_process_name_reads_back() -> None:
+    """A cluster log line with a tab and another user's process named with a newline end up
+    in a verdict's detail: written on one line, the result file still reads back."""
+    lines = ["x cluster [WRN] Health check failed: evil\tcheck [..] (OSD_DOWN)",
+             "y cluster [ERR] " + "z" * 10_000_000]  # fmt: skip
+    faults = health_faults(lines)
+    assert faults[0] == "health check OSD_DOWN: evil?check [..]" and len(faults[1]) < 300
+    hog = CpuSetLoad("osd.0", (0,), 10.0, 5.0, 0.0, (one_line("ev\nil[1] 5.0 s"),))
+    after = judged(real_result(), {}, LIMITS, interference=(hog,), faults=faults)
+    back = StepResult.from_json_dict(json.loads(json.dumps(after.to_json_dict())))
+    v = stored_verdict(back.extra)
+    assert v is not None and "ev?il[1] 5.0 s" in v.reasons[0].detail

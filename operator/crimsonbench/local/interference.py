@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psutil
 
+from crimsonbench.results.checked_json import one_line
 from crimsonbench.results.validity import CpuSetLoad
 
 PROC_STAT = Path("/proc/stat")
@@ -59,7 +60,8 @@ def _all_processes() -> dict[int, tuple[str, float, int]]:
         t = p.info["cpu_times"]
         if t is not None:
             secs = t.user + t.system + t.children_user + t.children_system
-            out[p.pid] = (p.info["name"] or "?", secs, p.info["ppid"] or 0)
+            # anyone's process name, written into result.json: one line, as read back
+            out[p.pid] = (one_line(p.info["name"] or "?"), secs, p.info["ppid"] or 0)
     return out
 
 

@@ -112,6 +112,16 @@ def boolean(value: Any, where: str) -> bool:
     return value
 
 
+def _control(c: str) -> bool:
+    return ord(c) < 32 or ord(c) == 127
+
+
+def one_line(value: str) -> str:
+    """value as text() will read it back: each control character (a tab in a log line, a
+    newline in another user's process name) written as "?"."""
+    return "".join("?" if _control(c) else c for c in value)
+
+
 def text(value: Any, where: str, *, max_len: int = 256) -> str:
     """A string of at most max_len characters without control characters (a newline in a
     label would break every markdown table it lands in)."""
@@ -119,6 +129,6 @@ def text(value: Any, where: str, *, max_len: int = 256) -> str:
         raise ResultFormatError(f"{where} is {_kind(value)}, not a string")
     if len(value) > max_len:
         raise ResultFormatError(f"{where} is {len(value)} characters long, more than {max_len}")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+    if any(_control(c) for c in value):
         raise ResultFormatError(f"{where} is {_show(value)}: control characters are not allowed")
     return value

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from crimsonbench.results.checked_json import one_line
+
 BENIGN_CHECKS = frozenset({"OSDMAP_FLAGS", "POOL_NO_REDUNDANCY", "POOL_APP_NOT_ENABLED"})
 _CHECK = re.compile(r"Health check (?:failed|update): (?P<text>.*) \((?P<code>[A-Z0-9_]+)\)\s*$")
 _ERROR = re.compile(r"cluster \[ERR\] (?P<text>.*)$")
@@ -20,7 +22,7 @@ MAX_FAULTS = 5  # a storm of lines is one reason, not a page
 def health_faults(lines: Iterable[str]) -> tuple[str, ...]:
     """One line per check raised (by code, last text kept) or error logged."""
     found: dict[str, str] = {}
-    for line in lines:
+    for line in map(one_line, lines):  # the log's text is written into result.json
         m = _CHECK.search(line)
         if m and m["code"] not in BENIGN_CHECKS:
             found[m["code"]] = f"health check {m['code']}: {m['text'][:200]}"
