@@ -43,13 +43,12 @@ def cpu_times_by_cpu(text: str) -> dict[int, tuple[float, float]]:
     return out
 
 
-def _cpu_seconds(pid: int, children: bool = False) -> float | None:
+def _cpu_seconds(pid: int) -> float | None:
     try:
         t = psutil.Process(pid).cpu_times()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return None
-    own = t.user + t.system
-    return own + t.children_user + t.children_system if children else own
+    return t.user + t.system
 
 
 def _all_processes() -> dict[int, tuple[str, float, int]]:
@@ -106,8 +105,9 @@ class InterferenceMeter:
         cpus = cpu_times_by_cpu(self._proc_stat.read_text())
         pinned = {n: frozenset(p) for n, p in self._pinned().items()}
         unpinned = frozenset(self._unpinned())
-        self._run_pids |= unpinned.union(*pinned.values()) if pinned else set(unpinned)
-        times = {pid: _cpu_seconds(pid) for pid in unpinned.union(*pinned.values())}
+        run = unpinned.union(*pinned.values())
+        self._run_pids |= run
+        times = {pid: _cpu_seconds(pid) for pid in run}
         first = not self._cpu_last
         wall = now - self._t_last
         un_delta = sum(self._delta(pid, times) for pid in unpinned)

@@ -225,7 +225,7 @@ class LocalRun:
             cluster.userland.share(self.dir)  # job files and outputs, same path in a root
             self._prepare(cluster, plan, outcome)
             prov = run_provenance(plan, cluster.layout.run, sorted(cluster.osd_pids()),
-                                  cluster.userland, self.version())  # fmt: skip
+                                  cluster.userland, self._info.ceph_version)  # fmt: skip
             self.store.write_run_info(self._info, {"spec": self._spec_json(), "provenance": prov})
             self._enter(outcome, Phase.RUNNING, f"{len(todo)} of {len(plan.steps)} steps to run")
             ctx = StepContext(

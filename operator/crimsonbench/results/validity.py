@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
@@ -117,7 +117,6 @@ class Validity:
     verdict: str
     reasons: tuple[Reason, ...]
     evidence: Evidence
-    attempts: tuple[dict[str, Any], ...] = field(default=())  # earlier suspect attempts
 
     @property
     def suspect(self) -> bool:
@@ -142,7 +141,7 @@ class Validity:
             "overlap": ev.overlap,
             "faults": list(ev.faults),
             "unjudged": list(ev.unjudged),
-            "attempts": list(self.attempts),
+            "attempts": [],  # earlier suspect attempts: with_earlier_attempts
         }
 
 
