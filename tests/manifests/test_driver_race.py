@@ -1,7 +1,10 @@
 """The fio driver under polls that never stop: hundreds of polls, by several pollers at
 once, while many steps start, run and end (the real script, real fio with its null engine,
 no fio server needed). Every reply must be one the operator parses; a step is `missing`,
-then `running` (its `started` 0 until it has begun), then `done`, never back.
+then `running` (its `started` 0 until it has begun), then `done`, never back: a poll that
+returned before another began never saw a later state than it (the reply's `now` cannot
+order concurrent polls: a poller descheduled between its `date` and its look at the
+directory reports an earlier `now` for a later state).
 
 The window is held open on purpose: `date`, when the step's own shell (`fio-driver.sh run`)
 calls it, waits at a gate the test opens, as a descheduled process on a busy node would
@@ -12,11 +15,14 @@ polled while its writer is held at the gate, so the old script fails every time.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import os
 import shutil
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -51,6 +57,37 @@ POLLERS = 3
 ORDER = {"missing": 0, "running": 1, "done": 2}
 
 
+@dataclass(frozen=True)
+class Poll:
+    began: float  # the test's monotonic clock, around the whole exec
+    returned: float
+    report: fio_driver.StepReport
+
+
+def went_back(polls: list[Poll]) -> list[tuple[str, str]]:
+    """(earlier state, later state) of polls that were not concurrent, where the later poll
+    saw an earlier state."""
+    by_return = sorted(polls, key=lambda p: p.returned)
+    ends = [p.returned for p in by_return]
+    highest = list(itertools.accumulate((ORDER[p.report.state] for p in by_return), max))
+    names = {v: k for k, v in ORDER.items()}
+    back = []
+    for q in polls:
+        n = bisect.bisect_left(ends, q.began)  # polls that returned before q began
+        if n and highest[n - 1] > ORDER[q.report.state]:
+            back.append((names[highest[n - 1]], q.report.state))
+    return back
+
+
+def test_went_back_orders_only_polls_that_did_not_overlap() -> None:
+    def poll(began: float, returned: float, state: str) -> Poll:
+        return Poll(began, returned, fio_driver.StepReport(state=state, now=began))
+
+    overlapping = [poll(0, 3, "running"), poll(1, 2, "missing"), poll(4, 5, "done")]
+    assert went_back(overlapping) == []
+    assert went_back([poll(0, 1, "running"), poll(2, 3, "missing")]) == [("running", "missing")]
+
+
 @pytest.fixture()
 def gated(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """(an environment whose `date` waits at the gate in the step's shell, the gates)."""
@@ -83,15 +120,17 @@ def test_polls_during_many_starts_and_ends_always_parse(
     env, gates = gated
     root = tmp_path / "steps"
     keys = [f"randread4k-qd{i:03d}-r1" for i in range(STEPS)]
-    replies: list[tuple[str, fio_driver.StepReport]] = []
+    replies: list[tuple[str, Poll]] = []
     errors: list[str] = []
     stop = threading.Event()
 
     def poller() -> None:  # every step, without pause, while steps start and end
         while not stop.is_set():
             for key in keys:
+                began = time.monotonic()
                 try:
-                    replies.append((key, _poll(root, key, env)))
+                    report = _poll(root, key, env)
+                    replies.append((key, Poll(began, time.monotonic(), report)))
                 except ParseError as exc:
                     errors.append(f"{key}: {exc}")
 
@@ -134,12 +173,11 @@ def test_polls_during_many_starts_and_ends_always_parse(
     # inside the window: "not yet", never a protocol error
     assert held and all(r.state == "running" and r.started == 0 for r in held), held
     assert len(replies) >= 100, f"only {len(replies)} polls: the test proves little"
-    by_key: dict[str, list[fio_driver.StepReport]] = {k: [] for k in keys}
-    for key, report in replies:
-        by_key[key].append(report)
-    for key, reports in by_key.items():
-        reports.sort(key=lambda r: r.now)
-        states = [ORDER[r.state] for r in reports]
-        assert states == sorted(states), f"{key} went back: {[r.state for r in reports]}"
-        done = [r for r in reports if r.state == "done"]
+    by_key: dict[str, list[Poll]] = {k: [] for k in keys}
+    for key, p in replies:
+        by_key[key].append(p)
+    for key, polls in by_key.items():
+        back = went_back(polls)
+        assert not back, f"{key} went back: {back}"
+        done = [p.report for p in polls if p.report.state == "done"]
         assert done and all(r.rc == 0 and r.started > 0 and r.ended >= r.started for r in done)
