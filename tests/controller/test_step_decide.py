@@ -125,6 +125,12 @@ def test_an_osd_restarted_mid_step_drops_the_attempt(now: list[OsdPod], why: str
     assert next_step_actions(again) == [
         ExecutionError(f"step 1/1 {STEP.id} failed {times} times; last: {why}")
     ]
+    # the attempt that then ran undisturbed is stored with the dropped one in its verdict
+    (store,) = next_step_actions(view(DONE, retries=[why]))
+    assert isinstance(store, Store)
+    (dropped,) = store.result.extra["validity"]["attempts"]
+    assert dropped["verdict"] == "dropped" and dropped["reasons"][0]["code"] == "fault"
+    assert dropped["reasons"][0]["detail"] == why
 
 
 def test_a_failed_step_says_what_fio_said_and_a_disturbed_one_runs_again() -> None:
@@ -204,3 +210,39 @@ def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
     up["c"] = PodState("Failed", reason="Evicted")
     with pytest.raises(ExecutionError, match="fio server of c ended"):
         server_addresses(plan, up, 8765)
+
+
+def _client_log(fixture: str, end: float) -> str:
+    """A real CPU log (tests/fixtures/driver/cpu-sampler-*.log: the sampler beside a fio
+    pinned to CPU 1, the plan's client's CPU here too) moved in time to end at `end`."""
+    lines = (DRIVER / fixture).read_text().splitlines()
+    shift = end - float(lines[-1].split()[0])
+    return "\n".join(f"{float(t) + shift:.3f} {rest}" for t, rest in
+                     (ln.split(" ", 1) for ln in lines))  # fmt: skip
+
+
+def test_a_step_is_judged_on_its_client_nodes_cpu_logs() -> None:
+    # a hog on the client's CPU during the step's window: suspect, the client named
+    # (the hog ran from 2.7 s to 5.7 s of a 7.2 s log: that is the step's last 3 s)
+    logs = {"here": _client_log("cpu-sampler-hog.log", DONE.ended + 1.5)}
+    (store,) = next_step_actions(view(DONE, node_cpu=logs))
+    assert isinstance(store, Store)
+    validity = store.result.extra["validity"]
+    found = [r for r in validity["reasons"] if r["code"] == "interference"]
+    assert found and "client here (CPU 1)" in found[0]["detail"], validity
+    assert any("OSD nodes" in n for n in validity["unjudged"])
+    # the same node quiet: no interference reason, the load kept as evidence
+    logs = {"here": _client_log("cpu-sampler-quiet.log", DONE.ended)}
+    (store,) = next_step_actions(view(DONE, node_cpu=logs))
+    validity = store.result.extra["validity"]
+    assert "interference" not in {r["code"] for r in validity["reasons"]}, validity
+    assert validity["interference"][0]["name"] == "client here"
+
+
+def test_a_client_log_that_cannot_be_read_is_said_not_judged_valid() -> None:
+    for logs, said in (({"here": None}, "could not be read"), ({"here": ""}, "fewer than two"),
+                       (None, "were not read")):  # fmt: skip
+        (store,) = next_step_actions(view(DONE, node_cpu=logs))
+        validity = store.result.extra["validity"]
+        assert validity["interference"] is None
+        assert any(said in n for n in validity["unjudged"]), validity

@@ -25,6 +25,8 @@ from polling import poll_until
 
 from crimsonbench.manifests.naming import child_name, label_value, owner_tag
 from crimsonbench.manifests.rbac import ALL_RULES
+from crimsonbench.manifests.results import read_stored, results_selector
+from crimsonbench.results.types import StepResult
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
 
 LABEL_RUN, LABEL_ROLE = f"{GROUP}/run", f"{GROUP}/role"
@@ -97,6 +99,15 @@ class RunBench:
 
     def status(self, name: str) -> dict[str, Any]:
         return dict((self.run(name) or {}).get("status") or {})
+
+    def stored_results(self, name: str) -> dict[str, StepResult]:
+        """step id -> the result the run stored (its results ConfigMaps, as fetch reads
+        them); every page readable."""
+        sel = results_selector(name)
+        cms = self.core.list_namespaced_config_map(RUN_NS, label_selector=sel).items
+        stored = read_stored([self.api.sanitize_for_serialization(c) for c in cms])
+        assert stored.unreadable == [], stored.unreadable
+        return {r.step_id: r for r in stored.results}
 
     def conditions(self, name: str) -> dict[str, dict[str, Any]]:
         return {c["type"]: c for c in self.status(name).get("conditions") or []}

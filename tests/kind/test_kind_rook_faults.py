@@ -1,7 +1,9 @@
 """Our operator against live Rook on kind (e2e/harness/kind_bench.py: one bluestore OSD on
 each worker), when things go wrong, watched from outside:
 - a crimson spec on classic OSDs is refused at preflight, touching nothing;
-- an OSD pod deleted mid-step: that step is dropped, the reason is in status, it runs again;
+- an OSD pod deleted mid-step: that step is dropped, the reason is in status and in the
+  verdict of the attempt kept, it runs again;
+- a CPU hog on the fio client's planned CPU: the steps it ran beside are suspect;
 - a run deleted mid-sweep: the cluster is restored and nothing of the run is left; its fio
   user is limited to its own pool (checked while it runs);
 - Rook's operator restarted while it rolls the OSDs out: the run completes, restored.
@@ -11,12 +13,14 @@ the one test_kind_rook_run.py uses next (tests/kind/conftest.py, OneStack).
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from harness.kind_bench import BenchStack, crimson_run_manifest, run_manifest
+from harness.kind_bench import CLIENT_CPUS, BenchStack, crimson_run_manifest, run_manifest
 from harness.kind_rook import NAMESPACE as ROOK_NS
 from harness.waiting import pod_ready
 from rook_runs import PodWatch, RunBench, osd_resources_of, toolbox
@@ -114,9 +118,57 @@ def test_osd_pod_deleted_mid_step_runs_the_step_again(bench: RunBench) -> None:
     runs = watch.fio.runs_per_step()
     assert runs == {"prefill": 1, **{s["id"]: 1 + (s["id"] == step) for s in st["steps"]}}, runs
     assert st["stepsDone"] == 4 and len({s["id"] for s in st["steps"]}) == 4
+    # the attempt kept says, in its verdict, that one before it was dropped, and why
+    (dropped,) = bench.stored_results(name)[step].extra["validity"]["attempts"]
+    assert dropped["verdict"] == "dropped", dropped
+    assert [r["code"] for r in dropped["reasons"]] == ["fault"], dropped
+    assert "osd.0 restarted during the step" in dropped["reasons"][0]["detail"], dropped
     conds = bench.conditions(name)
     for kind in ("ClusterPatched", "RolledOut", "RolledBack", "ConfigRestored", "ClusterRestored"):
         assert conds[kind]["status"] == "True", conds[kind]
+    bench.assert_restored(before, name, pool, tuple(KEYS))
+    bench.delete_and_wait(name)
+
+
+def test_a_cpu_hog_on_the_fio_clients_cpu_makes_its_steps_suspect(bench: RunBench) -> None:
+    """A process that is not the run's, pinned by taskset to the client's planned CPU (on
+    the host: kind's nodes share its CPUs) from the end of the first step on: the steps it
+    ran beside are suspect for interference, naming the client, its CPU and the share the
+    hog took (the client node's CPU log, manifests/cpu-sampler.sh); the first step, before
+    it, shows far less."""
+    name, pool = "hogged", "bench-hogged"
+    before = bench.snapshot()
+    client = sorted(bench.s.kind.workers)[0]
+    sweep = {"iodepths": [1, 4], "runtimeSeconds": 6, "rampSeconds": 1}
+    manifest = body(bench, name, pool, sweep=sweep, workloads=[{"preset": "randread4k"}])
+    manifest["spec"]["client"].update(nodes=[client], images=2)
+    bench.create(manifest)
+    bench.wait("the first step done", lambda: bench.status(name).get("stepsDone", 0) >= 1,
+               1200, name)  # fmt: skip
+    hog = subprocess.Popen(["taskset", "-c", CLIENT_CPUS, "sh", "-c", "while :; do :; done"])
+    try:
+        st = bench.wait_finished(name, timeout=900)
+    finally:
+        hog.kill()
+        _, _, usage = os.wait4(hog.pid, 0)
+    assert st["phase"] == "Completed", st.get("message")
+    results = bench.stored_results(name)
+    quiet, hogged = sorted(results.values(), key=lambda r: r.iodepth)
+    share = {}
+    for r in (quiet, hogged):
+        (load,) = r.extra["validity"]["interference"]
+        assert load["name"] == f"client {client}" and load["cpus"] == [int(CLIENT_CPUS)], load
+        share[r.iodepth] = load["others_pct"]
+    print(f"\nothers' share of the client's CPU: {share} (the hog ran {usage.ru_utime:.1f} s)")
+    v = hogged.extra["validity"]
+    assert v["verdict"] == "suspect", v
+    (reason,) = [r for r in v["reasons"] if r["code"] == "interference"]
+    assert f"client {client} (CPU {CLIENT_CPUS})" in reason["detail"], reason
+    assert share[4] >= 25 and share[4] >= share[1] + 15, share
+    # what kubectl get br and the steps in status say
+    summary = {s["id"]: s for s in st["steps"]}[hogged.step_id]
+    assert summary["verdict"] == "suspect" and "interference" in summary["suspectReasons"]
+    assert st["suspectSteps"] >= 1, st
     bench.assert_restored(before, name, pool, tuple(KEYS))
     bench.delete_and_wait(name)
 

@@ -131,3 +131,26 @@ def test_an_osd_killed_mid_step_ends_the_run_naming_it(tmp_path: Path) -> None:
     assert status["phase"] == "Failed", status
     assert f"osd.0 (pid {osd.pid}) died" in status["message"], status
     assert not (res / "steps" / "randread4k-qd001-r1" / "result.json").exists()
+
+
+def test_reads_of_images_never_written_are_suspect_and_writes_are_not(tmp_path: Path) -> None:
+    """Prefill off: `rbd du` finds the images empty, so the read step read extents never
+    written (answered without the store) and is suspect saying so; the write step is not."""
+    spec = quick_spec("memstore", iodepths=[4])
+    spec["client"]["prefill"] = False
+    spec["target"]["local"]["workDir"] = str(tmp_path / "cluster")
+    res = tmp_path / "res"
+    try:
+        run = Run(write_spec(tmp_path / "unfilled.yaml", "unfilled", spec), res)
+        assert run.finish() == 0, run.output[-3000:]
+    finally:
+        clean_up(tmp_path / "cluster", res)
+    got = verdicts(res)
+    print(json.dumps(got, indent=1))
+    (fault,) = [r for r in reasons(got["randread4k-qd004-r1"], "fault") if "rbd du" in r["detail"]]
+    assert got["randread4k-qd004-r1"]["verdict"] == "suspect"
+    assert "not fully written" in fault["detail"] and " 0 %" in fault["detail"], fault
+    assert not [r for r in reasons(got["seqwrite64k-qd004-r1"], "fault") if "rbd du" in r["detail"]]
+    prov = json.loads((res / "run.json").read_text())["extra"]["provenance"]
+    assert prov["images_not_fully_written"] and set(
+        prov["images_not_fully_written"].values()) == {0.0}, prov  # fmt: skip

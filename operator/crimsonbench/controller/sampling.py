@@ -3,6 +3,9 @@ served by metrics-server) once per reconcile tick while a step's Job runs.
 
 The source used is recorded per step (extra.metrics_source) and in the MetricsSource
 condition: "metrics.k8s.io", or "none" when the API is not served (the columns are n/a).
+
+And once a step is done, each fio server's CPU log (manifests/cpu-sampler.sh): what else
+ran on the client nodes' planned CPUs, for the step's verdict (results/node_cpu.py).
 """
 
 from __future__ import annotations
@@ -10,14 +13,19 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from kubernetes.client.exceptions import ApiException
+
 from crimsonbench.controller.observed import quantity
 from crimsonbench.controller.run_context import RunContext
+from crimsonbench.errors import CrimsonBenchError
+from crimsonbench.manifests import fio
 from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.results.types import ResourceSample
 from crimsonbench.spec.status import StepSample
 
 MAX_SAMPLES = 720  # an hour of 5 s ticks; status stays small
+CPU_LOG_EXEC_TIMEOUT_S = 30
 
 
 def _pod_usage(ctx: RunContext, namespace: str, selector: str) -> tuple[float, float] | None:
@@ -63,3 +71,24 @@ def samples_of(recorded: Sequence[StepSample]) -> tuple[ResourceSample, ...]:
     """The samples status keeps, as the results' type."""
     return tuple(ResourceSample(t=s.t, osd_cpu=s.osd_cpu, osd_mem_mib=s.osd_mem_mib,
                                 fio_cpu=s.fio_cpu) for s in recorded)  # fmt: skip
+
+
+def client_cpu_logs(
+    ctx: RunContext, namespace: str, plan: RunPlan, seconds: int
+) -> dict[str, str | None]:
+    """client -> the newest `seconds` lines of its fio server's CPU log (one a second),
+    None where it could not be read (the step's verdict says so: unjudged, not valid)."""
+    logs: dict[str, str | None] = {}
+    for c in plan.clients:
+        try:
+            pod = ctx.kube.job_pod(namespace, fio.server_job_name(ctx.child, c.name))
+            if not pod.name:
+                logs[c.name] = None
+                continue
+            argv = fio.cpu_log_command(seconds)
+            rc, out, _ = ctx.kube.exec_in_pod(namespace, pod.name, argv, CPU_LOG_EXEC_TIMEOUT_S)
+            logs[c.name] = out if rc == 0 else None
+        except (ApiException, CrimsonBenchError, OSError) as exc:
+            ctx.logger.warning("the CPU log of client %s: %s", c.name, str(exc)[:300])
+            logs[c.name] = None
+    return logs

@@ -25,10 +25,16 @@ from crimsonbench.results import step_log
 from crimsonbench.results.barrier_log import barrier_summary
 from crimsonbench.results.fio_doc import find_json_document
 from crimsonbench.results.fio_json import JobStats, parse_fio_json
+from crimsonbench.results.node_cpu import load_in_window
 from crimsonbench.results.resources import summarize_samples, with_reactor_log
 from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.types import ResourceSample, StepResult
-from crimsonbench.results.validity import judged, time_based_runtime
+from crimsonbench.results.validity import (
+    CpuSetLoad,
+    judged,
+    time_based_runtime,
+    with_dropped_attempts,
+)
 
 MAX_STEP_RETRIES = 2
 # A step the driver still calls running this long past its deadline lost its fio client
@@ -107,6 +113,8 @@ class StepView:
     samples: Sequence[ResourceSample] = ()  # the running step's usage samples so far
     metrics_source: str = "none"
     tick_s: float = 2.0
+    # a step done: client -> its fio server's CPU log (None: unreadable); None: not read
+    node_cpu: Mapping[str, str | None] | None = None
 
     @property
     def deadline_s(self) -> int:
@@ -213,14 +221,39 @@ def _result(
     logs = step_log.iops_logs(sections)
     result = step_result(step, plan.fio.jobs, jobs, logs, resources, extra)
     # An OSD restarted during the step is a retry above (_disturbance), not a verdict.
-    return judged(result, logs, plan.sweep.validity, runtime_s=time_based_runtime(plan),
-                  unjudged=(NOT_SAMPLED,))  # fmt: skip
+    loads, notes = client_loads(v, r)
+    result = judged(result, logs, plan.sweep.validity, runtime_s=time_based_runtime(plan),
+                    interference=loads, unjudged=(OSD_NODES_NOT_SAMPLED, *notes))  # fmt: skip
+    return with_dropped_attempts(result, v.retries)
 
 
-NOT_SAMPLED = (
-    "interference and steal: not measured by the operator (its nodes' /proc/stat is not "
-    "sampled yet; local mode measures them)"
+OSD_NODES_NOT_SAMPLED = (
+    "interference and steal on the OSD nodes: not measured by the operator (no sampler "
+    "runs beside Rook's OSDs; local mode measures them); the client nodes' are"
 )
+
+
+def client_loads(v: StepView, r: StepReport) -> tuple[tuple[CpuSetLoad, ...] | None, list[str]]:
+    """What else ran on each client node's planned CPUs while the step was measured (its
+    last `runtime` seconds before the driver saw fio end, when time-based), from the fio
+    servers' CPU logs; and why, where it cannot be said. The node's clock is taken as the
+    driver's (a cluster's nodes keep time together)."""
+    if v.node_cpu is None:
+        return None, ["interference on the client nodes: their CPU logs were not read"]
+    runtime = time_based_runtime(v.plan)
+    start = r.ended - runtime if runtime else r.started
+    loads, notes = [], []
+    for c in v.plan.clients:
+        text = v.node_cpu.get(c.name)
+        if text is None:
+            notes.append(f"client {c.name}: its fio server's CPU log could not be read")
+            continue
+        got = load_in_window(f"client {c.name}", c.cpus, text, start, r.ended)
+        if isinstance(got, str):
+            notes.append(got)
+        else:
+            loads.append(got)
+    return (tuple(loads) if loads else None), notes
 
 
 def failure_text(sections: Mapping[str, str], output: str) -> str:

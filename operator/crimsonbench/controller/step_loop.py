@@ -18,7 +18,7 @@ from crimsonbench.controller import driver as fio_driver_exec
 from crimsonbench.controller.fio_setup import fio_access, jobs_namespace
 from crimsonbench.controller.observed import PodState
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.controller.sampling import sample_step, samples_of
+from crimsonbench.controller.sampling import client_cpu_logs, sample_step, samples_of
 from crimsonbench.controller.step_decide import (
     MAX_STEP_RETRIES,
     PREFILL,
@@ -92,7 +92,12 @@ def _driver_key(ctx: RunContext, step: Step) -> str:
 
 
 def _observed(ctx: RunContext, view: StepView, report: StepReport) -> StepView:
-    """The view with the driver's answer, and Rook's OSD pods when a decision reads them."""
+    """The view with the driver's answer, and Rook's OSD pods when a decision reads them;
+    a step done: the client nodes' CPU logs over it, for its verdict."""
+    if view.step is not None and report.state == "done" and view.node_cpu is None:
+        seconds = view.deadline_s + 30  # a line a second: the whole step and then some
+        logs = client_cpu_logs(ctx, fio_access(ctx).namespace, view.plan, seconds)
+        view = replace(view, node_cpu=logs)
     rook_ns = ctx.target.rook_namespace
     if view.step is None or rook_ns is None or report.state == "running":
         return replace(view, report=report, osds=None)

@@ -37,6 +37,7 @@ from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.capacity import check_capacity
 from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan, Step
+from crimsonbench.results.prefill_check import written_shares
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import RunInfo, StepResult
@@ -223,9 +224,10 @@ class LocalRun:
             owner={"run": self.name, "results": str(self.store.root)},
         ) as cluster:
             cluster.userland.share(self.dir)  # job files and outputs, same path in a root
-            self._prepare(cluster, plan, outcome)
+            unwritten = self._prepare(cluster, plan, outcome)
             prov = run_provenance(plan, cluster.layout.run, sorted(cluster.osd_pids()),
                                   cluster.userland, self._info.ceph_version)  # fmt: skip
+            prov["images_not_fully_written"] = unwritten  # rbd du after the prefill
             self.store.write_run_info(self._info, {"spec": self._spec_json(), "provenance": prov})
             self._enter(outcome, Phase.RUNNING, f"{len(todo)} of {len(plan.steps)} steps to run")
             ctx = StepContext(
@@ -239,6 +241,7 @@ class LocalRun:
                 crimson_threads=cluster.crimson_threads if cluster.crimson else None,
                 other_pids=lambda: [p for n, p in cluster.pids().items() if n[:4] != "osd."],
                 cluster_log=cluster.cluster_log,
+                unwritten=unwritten,
             )
             while (step := state.next_step(plan.steps)) is not None:
                 self._one_step(step, ctx, state, outcome, len(plan.steps))
@@ -248,7 +251,9 @@ class LocalRun:
                     self.events.step_finished(step, None, state.skip_reason(step) or _KNEE)
             self._enter(outcome, Phase.RESTORING, "tearing the cluster down")
 
-    def _prepare(self, cluster: LocalCluster, plan: RunPlan, outcome: Outcome) -> None:
+    def _prepare(self, cluster: LocalCluster, plan: RunPlan, outcome: Outcome) -> dict[str, float]:
+        """The pool and its images, prefilled; returns the images left not fully written
+        (image -> share written, from rbd du): read steps over them are suspect."""
         pool = plan.pool
         cluster.create_pool(pool.name, pool.pg_num, plan.client_options)
         cluster.create_images(pool.images, pool.image_size_bytes)
@@ -260,6 +265,8 @@ class LocalRun:
                 plan.prefill.deadline_s,
                 plan.prefill.block_size_bytes,
             )
+        used = cluster.rbd_du(pool.name)
+        return written_shares(used, pool.images, pool.image_size_bytes)
 
     def _one_step(
         self, step: Step, ctx: StepContext, state: SweepState, outcome: Outcome, total: int

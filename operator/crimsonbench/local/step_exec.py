@@ -24,6 +24,7 @@ from crimsonbench.results.barrier_log import barrier_summary
 from crimsonbench.results.fio_eta import total_live_iops
 from crimsonbench.results.fio_json import parse_fio_json
 from crimsonbench.results.health_log import health_faults
+from crimsonbench.results.prefill_check import prefill_faults
 from crimsonbench.results.resources import summarize_samples
 from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.store import ResultStore
@@ -48,6 +49,9 @@ class StepContext:
     # the run's processes on no planned CPU (mon, mgr): not interference
     other_pids: Callable[[], Iterable[int]] = lambda: ()
     cluster_log: Path | None = None  # the mons' cluster log: health raised during a step
+    # image -> share written, of the images the prefill left short (rbd du): read steps
+    # over them are suspect (results/prefill_check.py)
+    unwritten: Mapping[str, float] = field(default_factory=dict)
 
 
 def _affinity_violations(
@@ -133,6 +137,7 @@ def run_step(step: Step, store: ResultStore, ctx: StepContext) -> StepResult:
         extra["start_barrier"] = barrier
     result = step_result(step, ctx.plan.fio.jobs, jobs, logs, summarize_samples(samples), extra)
     faults = health_faults(log_lines.read_new()) if log_lines else ()
+    faults = (*faults, *prefill_faults(plan, step, ctx.unwritten))
     return judged(result, logs, plan.sweep.validity, runtime_s=time_based_runtime(plan),
                   interference=loads, faults=faults)  # fmt: skip
 

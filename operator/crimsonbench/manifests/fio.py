@@ -2,7 +2,9 @@
 
 - One fio server per client node (a Job that lives for the run): `fio --server` pinned with
   taskset to the client's CPUs, with /etc/ceph for the rbd engine. Its jobs fork from it,
-  so they inherit the pinning; the job files' cpus_allowed pins them again.
+  so they inherit the pinning; the job files' cpus_allowed pins them again. Beside it a
+  sampler logs the node's planned CPUs once a second, so a step's verdict can say what else
+  ran on them (results/node_cpu.py).
 - One `fio --client` per step (and one for the prefill), run by exec in the run's fio
   driver pod (manifests/fio_driver.py): it sends every server its one job file
   (`--client=ip:ADDR,PORT a.fio --client=...`), so every server starts at once, and every
@@ -13,8 +15,10 @@ Long-lived servers and driver: no pod starts per step.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
+from importlib import resources
 from typing import Any
 
 from crimsonbench.manifests.ceph_access import CephAccess, ceph_config_script
@@ -29,6 +33,8 @@ FIO_OUTPUT = "fio.json"
 FIO_MEMORY_BASE_MIB = 128
 FIO_MEMORY_PER_JOB_MIB = 256  # librbd + fio buffers of one job
 ROLE_SERVER = "fio-server"
+CPU_SAMPLER = "cpu-sampler.sh"  # beside this file, sourced into the server's script
+CPU_LOG = "/tmp/crimsonbench-cpu.log"  # in the server pod (results/node_cpu.py reads it)
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")  # ConfigMap keys; also safe in the sh script
 
@@ -48,11 +54,30 @@ def checked_name(name: str) -> str:
 # After ceph_config_script. taskset pins the server: every job it forks inherits the set.
 # in /tmp: a step's start barrier (exec_prerun) writes <job>.prerun.txt where fio runs
 # It listens on the pod's own address only (CB_POD_IP, from the API), not 0.0.0.0.
-SERVER_SCRIPT = """\
+# The CPU sampler (cpu-sampler.sh) logs the node's planned CPUs for the step's verdict.
+SERVER_START = f"""\
 cd /tmp
+cpu_sampler {CPU_LOG} "$CB_CPU_LIST" < /dev/null > /dev/null 2>&1 &
 case "$CB_POD_IP" in *:*) proto=ip6 ;; *) proto=ip ;; esac
 exec taskset -c "$CB_CPUS" fio --server="$proto:$CB_POD_IP,$CB_PORT"
 """
+
+
+@functools.cache
+def cpu_sampler_script() -> str:
+    """The sampler's shell function, `cpu_sampler LOG "CPU CPU ..."`, without the file's
+    header (the pod spec carries the code, the file explains it)."""
+    text = resources.files("crimsonbench.manifests").joinpath(CPU_SAMPLER).read_text()
+    return "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("#"))
+
+
+def server_script() -> str:
+    return cpu_sampler_script() + SERVER_START
+
+
+def cpu_log_command(lines: int) -> list[str]:
+    """What reads a server's CPU log: its newest `lines` lines (the rotated log first)."""
+    return ["sh", "-c", f"cat {CPU_LOG}.1 {CPU_LOG} 2>/dev/null | tail -n {int(lines)}"]
 
 
 def run_deadline_s(plan: RunPlan) -> int:
@@ -80,7 +105,7 @@ def fio_server_job(
             name=server_job_name(run, client.name),
             namespace=access.namespace,
             labels=labels(run, ROLE_SERVER, None, client.node),
-            script=ceph_config_script(plan.client_options) + SERVER_SCRIPT,
+            script=ceph_config_script(plan.client_options) + server_script(),
             access=access,
             cpu=str(len(client.cpus)),
             memory=f"{FIO_MEMORY_BASE_MIB + FIO_MEMORY_PER_JOB_MIB * jobs}Mi",
@@ -88,6 +113,7 @@ def fio_server_job(
             node=client.node,
             env=(
                 {"name": "CB_CPUS", "value": client.cpuset},
+                {"name": "CB_CPU_LIST", "value": " ".join(map(str, client.cpus))},
                 {"name": "CB_PORT", "value": str(port)},
                 {"name": "CB_POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
             ),

@@ -242,6 +242,26 @@ def with_earlier_attempts(result: StepResult, earlier: Sequence[StepResult]) -> 
     return replace(result, extra={**result.extra, VALIDITY: v})
 
 
+def with_dropped_attempts(result: StepResult, why: Sequence[str]) -> StepResult:
+    """result, recording the attempts of its step dropped unmeasured (on Kubernetes: an
+    OSD restarted during them), each with why, as a fault; the attempts already recorded
+    stay first."""
+    if not why:
+        return result
+    dropped = [
+        {
+            "iops": None,
+            "bw_mib_s": None,
+            "verdict": "dropped",
+            "reasons": [asdict(Reason(FAULT, cj.one_line(w)[:500], 1.0, 0.0))],
+        }  # fmt: skip
+        for w in why
+    ]
+    v = dict(result.extra.get(VALIDITY) or {})
+    v["attempts"] = [*v.get("attempts", []), *dropped]
+    return replace(result, extra={**result.extra, VALIDITY: v})
+
+
 @dataclass(frozen=True)
 class StepVerdict:
     """What a reader of a stored step needs: the verdict and its reasons (untrusted input,
