@@ -53,10 +53,25 @@ def caches() -> list[Path]:
     return [p for p in found if p is not None]
 
 
+def _mounts_under(path: Path) -> list[str]:
+    """Mount points under path, deepest first (an interrupted podman build leaves its
+    storage's overlays mounted: rmtree cannot remove them, and the restore would fail)."""
+    inside = str(path.resolve()) + "/"
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        point = line.split()[4].replace("\\040", " ")
+        if point.startswith(inside):
+            points.append(point)
+    return sorted(points, key=len, reverse=True)
+
+
 def _remove(path: Path) -> None:
     """Go's module cache is read-only by design: make it writable first."""
     if not path.exists():
         return
+    for point in _mounts_under(path):
+        if subprocess.run(["umount", point], check=False).returncode != 0:
+            subprocess.run(["umount", "-l", point], check=False)
     subprocess.run(["chmod", "-R", "u+w", str(path)], check=False)
     shutil.rmtree(path, ignore_errors=True)
 

@@ -36,10 +36,10 @@ HOG_S = 3.0
 
 def _namespaced_run(tmp: Path, cpu: int, hog: bool) -> tuple[CpuSetLoad, float, str]:
     """(the load the log shows over the whole run, the hog's CPU seconds, the log)."""
+    tmp.mkdir()
     log = tmp / "cpu.log"
     job = tmp / "busy.fio"
     job.write_text(NULL_JOB.format(runtime=int(HOG_S + 3)))
-    tmp.mkdir()
     sampler = fio.cpu_sampler_script()  # the function the server pod's script runs
     script = (f'{sampler}cpu_sampler {log} "{cpu}" < /dev/null > /dev/null 2>&1 &\n'
               f"sleep 1.2\nexec taskset -c {cpu} fio --output=/dev/null {job}\n")  # fmt: skip
