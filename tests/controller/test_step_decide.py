@@ -37,6 +37,7 @@ from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.results.types import ResourceSample
+from crimsonbench.results.validity import is_suspect_attempt
 from crimsonbench.spec.models import validate_spec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -246,3 +247,35 @@ def test_a_client_log_that_cannot_be_read_is_said_not_judged_valid() -> None:
         validity = store.result.extra["validity"]
         assert validity["interference"] is None
         assert any(said in n for n in validity["unjudged"]), validity
+
+
+RERUN = replace(PLAN, sweep=PLAN.sweep.model_copy(update={"rerun_suspect": 1}))
+
+
+def test_a_suspect_step_runs_again_once_and_every_attempt_is_recorded() -> None:
+    """sweep.rerunSuspect on Kubernetes: the suspect attempt is dropped, its figure and
+    reasons kept in the run's record (one bounded line), and the attempt after it is
+    stored with it, suspect or not (the hog stayed here)."""
+    hogged = {"here": _client_log("cpu-sampler-hog.log", DONE.ended + 1.5)}
+    (retry,) = next_step_actions(view(DONE, plan=RERUN, node_cpu=hogged))
+    assert isinstance(retry, Retry) and is_suspect_attempt(retry.why) and len(retry.why) < 1000
+    (store,) = next_step_actions(view(DONE, plan=RERUN, node_cpu=hogged, retries=[retry.why]))
+    assert isinstance(store, Store)
+    v = store.result.extra["validity"]
+    (earlier,) = v["attempts"]
+    assert earlier["verdict"] == "suspect" and earlier["iops"] == round(store.result.fio.iops, 1)
+    assert [r["code"] for r in earlier["reasons"]] == [r["code"] for r in v["reasons"]]
+    # an OSD restart before it: both attempts recorded in the order they ran
+    fault = "osd.0 restarted during the step (pod/restarts uid-a/0 -> uid-b/0)"
+    (store,) = next_step_actions(view(DONE, plan=RERUN, node_cpu=hogged,
+                                      retries=[fault, retry.why]))  # fmt: skip
+    assert isinstance(store, Store)
+    attempts = store.result.extra["validity"]["attempts"]
+    assert [a["verdict"] for a in attempts] == ["dropped", "suspect"], attempts
+    # suspect reruns do not count against the OSD restarts a step may take
+    disturbed = OsdView([0], [osd("uid-b")])
+    assert isinstance(next_step_actions(view(DONE, plan=RERUN, osds=disturbed,
+                                             retries=[retry.why, fault]))[0], Retry)  # fmt: skip
+    # without rerunSuspect: stored at once, suspect
+    (store,) = next_step_actions(view(DONE, node_cpu=hogged))
+    assert isinstance(store, Store) and store.result.extra["validity"]["verdict"] == "suspect"

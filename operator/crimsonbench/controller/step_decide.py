@@ -31,7 +31,10 @@ from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.types import ResourceSample, StepResult
 from crimsonbench.results.validity import (
     CpuSetLoad,
+    is_suspect_attempt,
     judged,
+    stored_verdict,
+    suspect_attempt,
     time_based_runtime,
     with_dropped_attempts,
 )
@@ -170,8 +173,9 @@ def _finished(v: StepView, r: StepReport) -> list[Action]:
     disturbed = _disturbance(v, sections)
     if disturbed:
         why = disturbed + (f"; the step failed: {v.what}: {failure}" if failure else "")
-        if len(v.retries) >= MAX_STEP_RETRIES:
-            return [ExecutionError(f"{v.what} failed {len(v.retries) + 1} times; last: {why}")]
+        faults = [w for w in v.retries if not is_suspect_attempt(w)]
+        if len(faults) >= MAX_STEP_RETRIES:
+            return [ExecutionError(f"{v.what} failed {len(faults) + 1} times; last: {why}")]
         return [Retry(why[:1000])]
     if failure:
         return [ExecutionError(f"{v.what}: {failure}")]
@@ -180,9 +184,16 @@ def _finished(v: StepView, r: StepReport) -> list[Action]:
         if v.step is None:
             check_job_counts(PREFILL, v.plan.prefill.jobs, jobs, 1)
             return [Prefilled()]
-        return [Store(_result(v, v.step, r, sections, jobs))]
+        result = _result(v, v.step, r, sections, jobs)
     except CrimsonBenchError as exc:
         return [exc if isinstance(exc, ExecutionError) else ExecutionError(str(exc))]
+    # sweep.rerunSuspect: a suspect attempt is dropped, what it measured kept in the
+    # record, until a valid one or the reruns allowed (the last attempt is stored)
+    suspect = stored_verdict(result.extra)
+    reruns = sum(is_suspect_attempt(w) for w in v.retries)
+    if suspect is not None and suspect.suspect and reruns < v.plan.sweep.rerun_suspect:
+        return [Retry(suspect_attempt(result))]
+    return [Store(result)]
 
 
 def _unparsable(output: str) -> str:

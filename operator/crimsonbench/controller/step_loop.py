@@ -38,6 +38,7 @@ from crimsonbench.manifests import fio, fio_driver
 from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.plan.types import BarrierAddress, RunPlan, Step
 from crimsonbench.results.sweep_state import SweepState
+from crimsonbench.results.validity import dropped_attempt, is_suspect_attempt
 
 _MISSING = StepReport("missing", now=0.0)  # a key the driver cannot hold (just stored)
 # Decisions in one step's tick: a few polls and a start; more means the driver's answers
@@ -154,10 +155,21 @@ def _retry(ctx: RunContext, view: StepView, key: str, pod: str, why: str) -> Non
     ctx.record.book.step_retries = {**retries, view.step.id: reasons}
     fio_driver_exec.end(ctx, jobs_namespace(ctx), pod, key, stored=False)
     ctx.record.status.step_samples = []
-    message = f"{view.what} runs again ({len(reasons)}/{MAX_STEP_RETRIES}): {why}"
-    ctx.record.condition("StepRetried", True, "OsdRestarted", message)
+    if is_suspect_attempt(why):
+        allowed, cause = view.plan.sweep.rerun_suspect, "Suspect"
+        said = f"suspect ({', '.join(sorted(_codes(why)))}; sweep.rerunSuspect)"
+    else:
+        allowed, cause, said = MAX_STEP_RETRIES, "OsdRestarted", why
+    tries = sum(is_suspect_attempt(w) == (cause == "Suspect") for w in reasons)
+    message = f"{view.what} runs again ({tries}/{allowed}): {said}"
+    ctx.record.condition("StepRetried", True, cause, message)
     ctx.logger.warning("%s", message)
     raise NotReady(message)
+
+
+def _codes(suspect_line: str) -> set[str]:
+    """The reason codes of a suspect attempt's record line (results.validity)."""
+    return {str(r.get("code", "")) for r in dropped_attempt(suspect_line)["reasons"]}
 
 
 def _start_files(

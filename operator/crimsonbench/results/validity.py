@@ -22,6 +22,7 @@ The reason codes are a closed set (Prometheus labels them: bounded cardinality).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -242,24 +243,51 @@ def with_earlier_attempts(result: StepResult, earlier: Sequence[StepResult]) -> 
     return replace(result, extra={**result.extra, VALIDITY: v})
 
 
+# On Kubernetes a dropped attempt is one line of text in the run's record (status
+# record.stepRetries: bounded strings); a suspect one carries what it measured as JSON.
+SUSPECT_ATTEMPT = "suspect "
+_ATTEMPT_REASONS = 4
+_ATTEMPT_DETAIL = 160  # characters of each reason's detail: the line stays under 1000
+
+
+def suspect_attempt(result: StepResult) -> str:
+    """The record's line for a suspect attempt dropped to run the step again."""
+    raw = result.extra.get(VALIDITY) or {}
+    reasons = [
+        {**r, "detail": cj.one_line(str(r.get("detail", "")))[:_ATTEMPT_DETAIL]}
+        for r in raw.get("reasons", [])[:_ATTEMPT_REASONS]
+    ]
+    slim = {"iops": round(result.fio.iops, 1), "bw_mib_s": round(result.fio.bw_mib_s, 2),
+            "reasons": reasons}  # fmt: skip
+    return SUSPECT_ATTEMPT + json.dumps(slim, separators=(",", ":"))
+
+
+def is_suspect_attempt(line: str) -> bool:
+    return line.startswith(SUSPECT_ATTEMPT)
+
+
 def with_dropped_attempts(result: StepResult, why: Sequence[str]) -> StepResult:
-    """result, recording the attempts of its step dropped unmeasured (on Kubernetes: an
-    OSD restarted during them), each with why, as a fault; the attempts already recorded
-    stay first."""
+    """result, recording the attempts of its step dropped before it (on Kubernetes): a
+    suspect one (sweep.rerunSuspect) with what it measured and its reasons, one dropped
+    unmeasured (an OSD restarted during it) as a fault saying why; in the order they ran,
+    after any attempts already recorded."""
     if not why:
         return result
-    dropped = [
-        {
-            "iops": None,
-            "bw_mib_s": None,
-            "verdict": "dropped",
-            "reasons": [asdict(Reason(FAULT, cj.one_line(w)[:500], 1.0, 0.0))],
-        }  # fmt: skip
-        for w in why
-    ]
     v = dict(result.extra.get(VALIDITY) or {})
-    v["attempts"] = [*v.get("attempts", []), *dropped]
+    v["attempts"] = [*v.get("attempts", []), *(dropped_attempt(w) for w in why)]
     return replace(result, extra={**result.extra, VALIDITY: v})
+
+
+def dropped_attempt(line: str) -> dict[str, Any]:
+    if is_suspect_attempt(line):
+        try:
+            slim = json.loads(line[len(SUSPECT_ATTEMPT) :])
+            return {"iops": float(slim["iops"]), "bw_mib_s": float(slim["bw_mib_s"]),
+                    "verdict": SUSPECT, "reasons": list(slim["reasons"])}  # fmt: skip
+        except (ValueError, KeyError, TypeError):
+            pass  # a record edited by hand, or cut: said as it is below
+    return {"iops": None, "bw_mib_s": None, "verdict": "dropped",
+            "reasons": [asdict(Reason(FAULT, cj.one_line(line)[:500], 1.0, 0.0))]}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,9 @@ def _newest(limit: int) -> Callable[[Any], Any]:
 MESSAGE_CHARS = 8192  # a status message, a condition's message, a failure
 ERROR_CHARS = 2000  # an error as the record keeps it
 RETRIED_STEPS = 64  # steps whose dropped attempts the record keeps (the newest)
-RETRY_REASONS = 4  # reasons kept per step (MAX_STEP_RETRIES + 1 at most are written)
+# reasons kept per step: MAX_STEP_RETRIES + 1 for OSD restarts, and sweep.rerunSuspect's
+# 5 suspect attempts (step_decide counts them here: none may be forgotten)
+RETRY_REASONS = 8
 MAX_NODES = 1024  # spec.client.nodes, spec.target.rook.osdNodes
 MAX_OSDS = 4096  # spec.target.rook.osdIds
 PLANNED_SPEC_CHARS = 1 << 20  # never cut (it is JSON): the spec's own bounds keep it below

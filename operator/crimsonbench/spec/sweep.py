@@ -183,7 +183,7 @@ class SweepSpec(RuledModel):
         ge=0,
         le=5,
         description="Run a suspect step again up to this many times and keep the first "
-        "valid attempt (every attempt is recorded; local mode).",
+        "valid attempt (every attempt is recorded).",
     )
 
     @field_validator("iodepths")
