@@ -13,18 +13,11 @@ from pydantic import ValidationError
 
 from crimsonbench.reports.compare import Run, comparison_markdown, labels, overlay_figures
 from crimsonbench.reports.definitions import definitions_markdown
+from crimsonbench.reports.notes import workload_notes
 from crimsonbench.reports.plots import cpu_per_step, png, response_curve
 from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
 from crimsonbench.reports.verdicts import run_verdicts, verdict_markdown
-from crimsonbench.results.rules import (
-    average_repeats,
-    best_under_target,
-    by_workload,
-    is_bandwidth_workload,
-    knee,
-    peak,
-    should_stop,
-)
+from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload
 from crimsonbench.results.store import (
     CorruptResults,
     ResultStore,
@@ -259,17 +252,7 @@ def _header(info: RunInfo, results: Sequence[StepResult], unfinished: Sequence[s
 def _workload_section(
     workload: str, rows: Sequence[StepResult], bw: bool, sweep: SweepSpec | None
 ) -> str:
-    avg = average_repeats(rows)
-    unit = "MiB/s" if bw else "IOPS"
-    top = peak(avg, bandwidth=bw)
-    value = top.fio.bw_mib_s if bw else top.fio.iops
-    notes = [
-        f"- peak: {value:.2f} {unit} at iodepth {top.iodepth} (clat {top.fio.clat_mean_ms:.2f} ms)"
-    ]
-    failed = [f"{r.iodepth} ({r.fio.errors})" for r in avg if r.fio.errors]
-    if failed:
-        notes.append("- fio jobs failed at iodepth (jobs): " + ", ".join(failed))
-    notes += _rule_notes(avg, bw, unit, sweep)
+    notes = workload_notes(rows, bw, sweep)
     notes += suspect_lines(sorted(rows, key=lambda r: (r.iodepth, r.repeat)))
     kind = "bw" if bw else "iops"
     return "\n".join(
@@ -277,46 +260,8 @@ def _workload_section(
             f"## {workload}\n",
             *notes,
             "",
-            markdown_table(avg, bandwidth=bw, percentiles=True),
+            markdown_table(average_repeats(rows), bandwidth=bw, percentiles=True),
             f"![{workload} response curve]({workload}_{kind}_vs_lat.png)",
             f"![{workload} CPU]({workload}_cpu.png)\n",
         ]
     )
-
-
-def _rule_notes(
-    avg: Sequence[StepResult], bw: bool, unit: str, sweep: SweepSpec | None
-) -> list[str]:
-    if sweep is None:
-        return []
-    notes: list[str] = []
-    ee = sweep.early_exit
-    if ee.enabled:
-        for r in sorted(avg, key=lambda r: r.iodepth):
-            reason = should_stop(r.fio, ee.clat_cv_limit, ee.mean_latency_ms_limit)
-            if reason:
-                notes.append(f"- early exit at iodepth {r.iodepth}: {reason}")
-                break
-    if ee.mean_latency_ms_limit is not None:
-        k = knee(avg, ee.mean_latency_ms_limit, bandwidth=bw)
-        notes.append(
-            f"- knee (mean clat ≤ {ee.mean_latency_ms_limit:g} ms): "
-            + (_at(k, bw, unit) if k else "no step")
-        )
-    lt = sweep.latency_target
-    if lt is not None:
-        try:
-            best = best_under_target(avg, lt.percentile, lt.latency_ms, bandwidth=bw)
-        except ValueError as exc:  # the spec accepts percentiles fio was not asked for
-            notes.append(f"- latency target: {exc}")
-        else:
-            notes.append(
-                f"- best with p{lt.percentile:g} clat ≤ {lt.latency_ms:g} ms: "
-                + (_at(best, bw, unit) if best else "no step")
-            )
-    return notes
-
-
-def _at(r: StepResult, bw: bool, unit: str) -> str:
-    value = r.fio.bw_mib_s if bw else r.fio.iops
-    return f"{value:.2f} {unit} at iodepth {r.iodepth}"

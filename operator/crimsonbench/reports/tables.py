@@ -8,7 +8,7 @@ import io
 import json
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from crimsonbench.reports.definitions import PUBLISHED_BW_PER_MIB
@@ -56,11 +56,36 @@ ROW_FIELDS: tuple[str, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table as text cells (headers with markdown's escaped underscores): markdown here,
+    HTML in reports.html_page, so both show the same figures."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
 def markdown_table(
     results: Sequence[StepResult], bandwidth: bool | None = None, percentiles: bool = False
 ) -> str:
     """One workload's rows, repeats averaged, by iodepth. The first figure column is
     `bw` (MiB/s) for bandwidth workloads and `iops` otherwise."""
+    return to_markdown(step_table(results, bandwidth, percentiles))
+
+
+def to_markdown(table: Table) -> str:
+    lines = [
+        "| " + "| ".join(table.header) + "|",
+        "| " + "| ".join("---" for _ in table.header) + "|",
+    ]
+    lines += [" | " + "  | ".join(cells) + "  |" for cells in table.rows]
+    return "\n".join(lines) + "\n"
+
+
+def step_table(
+    results: Sequence[StepResult], bandwidth: bool | None = None, percentiles: bool = False
+) -> Table:
+    """markdown_table's header and cells."""
     rows = average_repeats(results)
     if bandwidth is None:
         bandwidth = bool(rows) and is_bandwidth_workload(rows[0].workload)
@@ -87,10 +112,7 @@ def markdown_table(
     judged = any(VALIDITY in r.extra for r in rows)
     if judged:
         header.append(VERDICT_COLUMN)
-    lines = [
-        "| " + "| ".join(header) + "|",
-        "| " + "| ".join("---" for _ in header) + "|",
-    ]
+    table = Table(header, [])
     for r in sorted(rows, key=lambda r: r.iodepth):
         cells = _cells(r, bandwidth, percentiles)
         if reactors:
@@ -100,8 +122,8 @@ def markdown_table(
             cells += _spread_cells(spread.get((r.workload, r.iodepth)))
         if judged:
             cells.append(verdict_cell(r.extra))
-        lines.append(" | " + "  | ".join(cells) + "  |")
-    return "\n".join(lines) + "\n"
+        table.rows.append(cells)
+    return table
 
 
 def _spread_cells(s: RepeatSpread | None) -> list[str]:
