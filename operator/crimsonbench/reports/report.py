@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from crimsonbench.reports.compare import Run, comparison_markdown, labels, overlay_figures
 from crimsonbench.reports.definitions import definitions_markdown
+from crimsonbench.reports.html import RunView, VerdictView, comparison_html, run_report_html
 from crimsonbench.reports.notes import workload_notes
 from crimsonbench.reports.plots import cpu_per_step, png, response_curve
 from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
@@ -34,7 +35,8 @@ log = logging.getLogger(__name__)
 
 
 def write_report(store_dir: Path) -> list[Path]:
-    """summary.md, results.csv, results.json and PNGs in <store_dir>/report/.
+    """summary.md, results.csv, results.json, PNGs and report.html (the same in one
+    self-contained page, reports.html) in <store_dir>/report/.
 
     The run's spec, when the executor saved it as run.json's extra["spec"], tells which
     workloads are read as bandwidth and the early-exit, knee and latency-target settings.
@@ -65,6 +67,8 @@ def write_report(store_dir: Path) -> list[Path]:
         parts.append(_workload_section(workload, rows, is_bw, sweep))
     parts.append("## Columns\n\n" + definitions_markdown())
     files.insert(0, ("summary.md", "\n".join(parts)))
+    view = RunView(info, results, bw, extra, store.read_plan(), sweep, scan.unfinished)
+    files.append(("report.html", run_report_html(view)))
     store.check_report_writable(name for name, _ in files)
     written = [store.write_report_file(name, data) for name, data in files]
     log.info("report of %d steps in %s", len(results), store.report_dir())
@@ -117,8 +121,9 @@ def write_comparison(
     allow_untested: bool = False,
     allow_suspect: bool = False,
 ) -> Comparison:
-    """comparison.md (peaks side by side, regression verdicts, the gate) and overlaid
-    PNGs of 2+ results directories, the first as baseline. Every input is read and every
+    """comparison.md (peaks side by side, regression verdicts, the gate), overlaid
+    PNGs and comparison.html (all of it in one page) of 2+ results directories, the
+    first as baseline. Every input is read and every
     output rendered before the first file is written to OUT; file names come from
     workload names the store has checked, and each lands directly in OUT."""
     runs: list[Run] = []
@@ -133,6 +138,7 @@ def write_comparison(
     verdicts, bad = [], 0
     failures: list[tuple[str, GateFailure]] = []
     allowed: list[tuple[str, GateFailure]] = []
+    views: list[VerdictView] = []
     for new, name in zip(runs[1:], names[1:], strict=True):
         rows = run_verdicts(runs[0], new, bw, alpha, allow_suspect)
         bad += len(regressions(rows, threshold_pct, alpha))
@@ -140,6 +146,7 @@ def write_comparison(
         failures += [(name, f) for f in fail]
         allowed += [(name, f) for f in ok]
         verdicts.append(verdict_markdown(names[0], name, rows, threshold_pct, alpha, fail, ok))
+        views.append(VerdictView(name, rows, fail, ok))
     text = comparison_markdown(runs, bw) + "\n## Verdicts\n\n" + "\n".join(verdicts)
     files: list[tuple[str, bytes | str]] = []
     sections = []
@@ -151,6 +158,7 @@ def write_comparison(
         sections.append(f"![{workload}]({curve_name})\n![{workload} CPU]({cpu_name})\n")
     text += "\n## Plots\n\n" + "\n".join(sections)
     files.insert(0, ("comparison.md", text))
+    files.append(("comparison.html", comparison_html(runs, bw, views, threshold_pct, alpha)))
     # a comparison is not a results directory: its files go straight into OUT
     targets = [_out_file(out, name) for name, _ in files]
     out.mkdir(parents=True, exist_ok=True)
