@@ -2,14 +2,15 @@
 # Install what crimsonbench needs on a fresh Debian machine, idempotently:
 # Ceph (mon, mgr, osd, client tools) and fio from Debian, prometheus (dashboard tests),
 # containerd + runc (under the kind tests' own dockerd), podman + debootstrap (our images),
-# then the Python package in .venv.
+# chromium (the HTML reports' browser test), then the Python package in .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 for cmd in ceph-mon:ceph-mon ceph-mgr:ceph-mgr ceph-osd:ceph-osd ceph:ceph-common rbd:ceph-common \
            fio:fio lscpu:util-linux losetup:mount promtool:prometheus \
-           containerd:containerd runc:runc podman:podman debootstrap:debootstrap; do
+           containerd:containerd runc:runc podman:podman debootstrap:debootstrap \
+           chromium:chromium; do
   command -v "${cmd%%:*}" >/dev/null 2>&1 || need+=("${cmd##*:}")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -19,7 +20,7 @@ if [ "${#need[@]}" -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=900 update -q
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get -o DPkg::Lock::Timeout=900 \
     install -y -q ceph-mon ceph-mgr ceph-osd ceph-common ceph-base fio util-linux mount prometheus \
-    containerd runc podman debootstrap >/dev/null
+    containerd runc podman debootstrap chromium >/dev/null
 fi
 
 python=${PYTHON:-python3}

@@ -232,6 +232,7 @@ def test_compare_writes_only_into_out_and_never_through_a_link(tmp_path: Path) -
     code, _ = compare(base, new, out=out)
     assert code == 0
     assert sorted(p.name for p in out.iterdir()) == [
+        "comparison.html",
         "comparison.md",
         "randread4k_cpu.png",
         "randread4k_iops_vs_lat.png",

@@ -72,6 +72,7 @@ def test_report_files(tmp_path: Path) -> None:
             "seqread64k_cpu.png",
             "mix_bw_vs_lat.png",
             "mix_cpu.png",
+            "report.html",
         ]
     )
     assert all(p.parent == tmp_path / "report" and p.stat().st_size > 0 for p in paths)
@@ -149,6 +150,7 @@ def test_comparison_of_two_runs(tmp_path: Path) -> None:
         "seqread64k_cpu.png",
         "mix_bw_vs_lat.png",
         "mix_cpu.png",
+        "comparison.html",
     }
     md = paths[0].read_text()
     assert "## randread4k" in md and "![randread4k](randread4k_iops_vs_lat.png)" in md

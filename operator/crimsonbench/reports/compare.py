@@ -9,6 +9,7 @@ from collections.abc import Collection, Sequence
 from matplotlib.figure import Figure
 
 from crimsonbench.reports.plots import cpu_per_step, response_curve
+from crimsonbench.reports.tables import Table, to_markdown
 from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload, peak
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.results.validity import verdict_cell
@@ -45,17 +46,22 @@ def comparison_table(
     runs: Sequence[Run], workload: str, bandwidth_workloads: Collection[str] | None = None
 ) -> str:
     """Markdown: one row per run with its peak, the latency there, and peak / baseline peak."""
+    return to_markdown(comparison_rows(runs, workload, bandwidth_workloads))
+
+
+def comparison_rows(
+    runs: Sequence[Run], workload: str, bandwidth_workloads: Collection[str] | None = None
+) -> Table:
+    """comparison_table's header and cells."""
     bw = _is_bw(workload, bandwidth_workloads)
     unit = "bw (MiB/s)" if bw else "iops"
-    lines = [
-        f"| run| peak {unit}| iodepth| clat\\_ms| clat\\_stdev| clat\\_p99\\_ms| ratio|",
-        "| ---| ---| ---| ---| ---| ---| ---|",
-    ]
+    header = ["run", f"peak {unit}", "iodepth", "clat\\_ms", "clat\\_stdev", "clat\\_p99\\_ms"]
+    table = Table([*header, "ratio"], [])
     base: float | None = None
     for i, ((_, results), label) in enumerate(zip(runs, labels(runs), strict=True)):
         rows = average_repeats(r for r in results if r.workload == workload)
         if not rows:
-            lines.append(f" | {label}  | n/a  | n/a  | n/a  | n/a  | n/a  | n/a  |")
+            table.rows.append([label] + ["n/a"] * 6)
             continue
         top = peak(rows, bandwidth=bw)
         value = top.fio.bw_mib_s if bw else top.fio.iops
@@ -65,12 +71,18 @@ def comparison_table(
         if verdict_cell(top.extra).startswith("SUSPECT"):  # results.validity
             ratio += " (suspect)"
         cells = [top.fio.clat_mean_ms, top.fio.clat_stdev_ms, top.fio.clat_p99_ms]
-        lines.append(
-            f" | {label}  | {value:.2f}  | {top.iodepth}  | "
-            + "  | ".join("n/a" if math.isnan(c) else f"{c:.2f}" for c in cells)
-            + f"  | {ratio}  |"
+        table.rows.append(
+            [label, f"{value:.2f}", str(top.iodepth)]
+            + ["n/a" if math.isnan(c) else f"{c:.2f}" for c in cells]
+            + [ratio]
         )
-    return "\n".join(lines) + "\n"
+    return table
+
+
+BASELINE_NOTE = (
+    "Peak = the step with the most IOPS (MiB/s for sequential workloads); repeats of a "
+    "step are averaged."
+)
 
 
 def comparison_markdown(
@@ -81,8 +93,7 @@ def comparison_markdown(
     names = labels(runs)
     parts = [
         "# Comparison\n",
-        f"Baseline (ratio 1.00): **{names[0]}**. Peak = the step with the most IOPS "
-        "(MiB/s for sequential workloads); repeats of a step are averaged.\n",
+        f"Baseline (ratio 1.00): **{names[0]}**. {BASELINE_NOTE}\n",
     ]
     for workload in workloads(runs):
         parts.append(f"## {workload}\n")

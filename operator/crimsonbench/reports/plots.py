@@ -26,21 +26,31 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _new_figure(width: float = 8.0, height: float = 5.5) -> Figure:
+def new_figure(width: float = 8.0, height: float = 5.5) -> Figure:
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
 
+def curve_rows(results: Sequence[StepResult]) -> list[StepResult]:
+    """The points of a response curve: repeats averaged, by iodepth."""
+    return sorted(average_repeats(results), key=lambda r: r.iodepth)
+
+
+def curve_x(r: StepResult, bandwidth: bool) -> float:
+    """A point's throughput: MiB/s for bandwidth workloads, else IOPS (y: mean clat)."""
+    return r.fio.bw_mib_s if bandwidth else r.fio.iops
+
+
 def response_curve(series: Sequence[Series], workload: str, bandwidth: bool) -> Figure:
     """Throughput (IOPS, or MiB/s) vs mean clat with stddev bars, points named by iodepth.
     With repeats, horizontal bars are the 95 % interval of the throughput over them."""
-    fig = _new_figure()
+    fig = new_figure()
     ax = fig.add_subplot()
     any_repeats = False
     for label, results in series:
-        rows = sorted(average_repeats(results), key=lambda r: r.iodepth)
-        x = [r.fio.bw_mib_s if bandwidth else r.fio.iops for r in rows]
+        rows = curve_rows(results)
+        x = [curve_x(r, bandwidth) for r in rows]
         y = [r.fio.clat_mean_ms for r in rows]
         # clat stddev often exceeds the mean (a long tail); a bar below 0 ms means nothing
         low = [min(r.fio.clat_stdev_ms, r.fio.clat_mean_ms) for r in rows]
@@ -68,23 +78,31 @@ def response_curve(series: Sequence[Series], workload: str, bandwidth: bool) -> 
     return fig
 
 
-def cpu_per_step(series: Sequence[Series], workload: str) -> Figure:
-    """OSD CPU and fio CPU (% of one core) vs iodepth; separate axes, as their scales
-    differ by orders of magnitude."""
-    fig = _new_figure(11.0, 4.5)
-    osd_ax, fio_ax = fig.subplots(1, 2, sharex=True)
+def cpu_per_step(series: Sequence[Series], workload: str, memory: bool = False) -> Figure:
+    """OSD CPU and fio CPU (% of one core) vs iodepth, and with memory the OSDs' RSS;
+    separate axes, as their scales differ by orders of magnitude."""
+    panels = [("OSD CPU (% of one core)", "OSD CPU"), ("fio CPU (% of one core)", "fio CPU")]
+    if memory:
+        panels.append(("OSD memory (RSS, MiB)", "OSD memory"))
+    fig = new_figure(11.0 if len(panels) == 2 else 12.0, 4.5 if len(panels) == 2 else 3.8)
+    axes = fig.subplots(1, len(panels), sharex=True)
     for label, results in series:
-        rows = sorted(average_repeats(results), key=lambda r: r.iodepth)
+        rows = curve_rows(results)
         qd = [r.iodepth for r in rows]
-        osd_ax.plot(qd, [r.resources.osd_cpu for r in rows], marker="o", label=_plain(label))
-        fio_ax.plot(qd, [r.resources.fio_cpu for r in rows], marker="o", label=_plain(label))
-    for ax, what in ((osd_ax, "OSD"), (fio_ax, "fio")):
+        values = [
+            [r.resources.osd_cpu for r in rows],
+            [r.resources.fio_cpu for r in rows],
+            [r.resources.osd_mem_mib for r in rows],
+        ]
+        for ax, ys in zip(axes, values, strict=False):
+            ax.plot(qd, ys, marker="o", label=_plain(label))
+    for ax, (ylabel, what) in zip(axes, panels, strict=True):
         ax.set_xlabel("iodepth")
-        ax.set_ylabel(f"{what} CPU (% of one core)")
-        ax.set_title(f"{workload}: {what} CPU")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{workload}: {what}")
         ax.grid(True, alpha=0.3)
     if series:
-        osd_ax.legend(fontsize=8)
+        axes[0].legend(fontsize=8)
     return fig
 
 

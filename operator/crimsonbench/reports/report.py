@@ -13,18 +13,12 @@ from pydantic import ValidationError
 
 from crimsonbench.reports.compare import Run, comparison_markdown, labels, overlay_figures
 from crimsonbench.reports.definitions import definitions_markdown
+from crimsonbench.reports.html import RunView, VerdictView, comparison_html, run_report_html
+from crimsonbench.reports.notes import workload_notes
 from crimsonbench.reports.plots import cpu_per_step, png, response_curve
 from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
 from crimsonbench.reports.verdicts import run_verdicts, verdict_markdown
-from crimsonbench.results.rules import (
-    average_repeats,
-    best_under_target,
-    by_workload,
-    is_bandwidth_workload,
-    knee,
-    peak,
-    should_stop,
-)
+from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload
 from crimsonbench.results.store import (
     CorruptResults,
     ResultStore,
@@ -41,7 +35,8 @@ log = logging.getLogger(__name__)
 
 
 def write_report(store_dir: Path) -> list[Path]:
-    """summary.md, results.csv, results.json and PNGs in <store_dir>/report/.
+    """summary.md, results.csv, results.json, PNGs and report.html (the same in one
+    self-contained page, reports.html) in <store_dir>/report/.
 
     The run's spec, when the executor saved it as run.json's extra["spec"], tells which
     workloads are read as bandwidth and the early-exit, knee and latency-target settings.
@@ -72,6 +67,8 @@ def write_report(store_dir: Path) -> list[Path]:
         parts.append(_workload_section(workload, rows, is_bw, sweep))
     parts.append("## Columns\n\n" + definitions_markdown())
     files.insert(0, ("summary.md", "\n".join(parts)))
+    view = RunView(info, results, bw, extra, store.read_plan(), sweep, scan.unfinished)
+    files.append(("report.html", run_report_html(view)))
     store.check_report_writable(name for name, _ in files)
     written = [store.write_report_file(name, data) for name, data in files]
     log.info("report of %d steps in %s", len(results), store.report_dir())
@@ -124,8 +121,9 @@ def write_comparison(
     allow_untested: bool = False,
     allow_suspect: bool = False,
 ) -> Comparison:
-    """comparison.md (peaks side by side, regression verdicts, the gate) and overlaid
-    PNGs of 2+ results directories, the first as baseline. Every input is read and every
+    """comparison.md (peaks side by side, regression verdicts, the gate), overlaid
+    PNGs and comparison.html (all of it in one page) of 2+ results directories, the
+    first as baseline. Every input is read and every
     output rendered before the first file is written to OUT; file names come from
     workload names the store has checked, and each lands directly in OUT."""
     runs: list[Run] = []
@@ -140,6 +138,7 @@ def write_comparison(
     verdicts, bad = [], 0
     failures: list[tuple[str, GateFailure]] = []
     allowed: list[tuple[str, GateFailure]] = []
+    views: list[VerdictView] = []
     for new, name in zip(runs[1:], names[1:], strict=True):
         rows = run_verdicts(runs[0], new, bw, alpha, allow_suspect)
         bad += len(regressions(rows, threshold_pct, alpha))
@@ -147,6 +146,7 @@ def write_comparison(
         failures += [(name, f) for f in fail]
         allowed += [(name, f) for f in ok]
         verdicts.append(verdict_markdown(names[0], name, rows, threshold_pct, alpha, fail, ok))
+        views.append(VerdictView(name, rows, fail, ok))
     text = comparison_markdown(runs, bw) + "\n## Verdicts\n\n" + "\n".join(verdicts)
     files: list[tuple[str, bytes | str]] = []
     sections = []
@@ -158,6 +158,7 @@ def write_comparison(
         sections.append(f"![{workload}]({curve_name})\n![{workload} CPU]({cpu_name})\n")
     text += "\n## Plots\n\n" + "\n".join(sections)
     files.insert(0, ("comparison.md", text))
+    files.append(("comparison.html", comparison_html(runs, bw, views, threshold_pct, alpha)))
     # a comparison is not a results directory: its files go straight into OUT
     targets = [_out_file(out, name) for name, _ in files]
     out.mkdir(parents=True, exist_ok=True)
@@ -259,17 +260,7 @@ def _header(info: RunInfo, results: Sequence[StepResult], unfinished: Sequence[s
 def _workload_section(
     workload: str, rows: Sequence[StepResult], bw: bool, sweep: SweepSpec | None
 ) -> str:
-    avg = average_repeats(rows)
-    unit = "MiB/s" if bw else "IOPS"
-    top = peak(avg, bandwidth=bw)
-    value = top.fio.bw_mib_s if bw else top.fio.iops
-    notes = [
-        f"- peak: {value:.2f} {unit} at iodepth {top.iodepth} (clat {top.fio.clat_mean_ms:.2f} ms)"
-    ]
-    failed = [f"{r.iodepth} ({r.fio.errors})" for r in avg if r.fio.errors]
-    if failed:
-        notes.append("- fio jobs failed at iodepth (jobs): " + ", ".join(failed))
-    notes += _rule_notes(avg, bw, unit, sweep)
+    notes = workload_notes(rows, bw, sweep)
     notes += suspect_lines(sorted(rows, key=lambda r: (r.iodepth, r.repeat)))
     kind = "bw" if bw else "iops"
     return "\n".join(
@@ -277,46 +268,8 @@ def _workload_section(
             f"## {workload}\n",
             *notes,
             "",
-            markdown_table(avg, bandwidth=bw, percentiles=True),
+            markdown_table(average_repeats(rows), bandwidth=bw, percentiles=True),
             f"![{workload} response curve]({workload}_{kind}_vs_lat.png)",
             f"![{workload} CPU]({workload}_cpu.png)\n",
         ]
     )
-
-
-def _rule_notes(
-    avg: Sequence[StepResult], bw: bool, unit: str, sweep: SweepSpec | None
-) -> list[str]:
-    if sweep is None:
-        return []
-    notes: list[str] = []
-    ee = sweep.early_exit
-    if ee.enabled:
-        for r in sorted(avg, key=lambda r: r.iodepth):
-            reason = should_stop(r.fio, ee.clat_cv_limit, ee.mean_latency_ms_limit)
-            if reason:
-                notes.append(f"- early exit at iodepth {r.iodepth}: {reason}")
-                break
-    if ee.mean_latency_ms_limit is not None:
-        k = knee(avg, ee.mean_latency_ms_limit, bandwidth=bw)
-        notes.append(
-            f"- knee (mean clat ≤ {ee.mean_latency_ms_limit:g} ms): "
-            + (_at(k, bw, unit) if k else "no step")
-        )
-    lt = sweep.latency_target
-    if lt is not None:
-        try:
-            best = best_under_target(avg, lt.percentile, lt.latency_ms, bandwidth=bw)
-        except ValueError as exc:  # the spec accepts percentiles fio was not asked for
-            notes.append(f"- latency target: {exc}")
-        else:
-            notes.append(
-                f"- best with p{lt.percentile:g} clat ≤ {lt.latency_ms:g} ms: "
-                + (_at(best, bw, unit) if best else "no step")
-            )
-    return notes
-
-
-def _at(r: StepResult, bw: bool, unit: str) -> str:
-    value = r.fio.bw_mib_s if bw else r.fio.iops
-    return f"{value:.2f} {unit} at iodepth {r.iodepth}"

@@ -8,7 +8,7 @@ import io
 import json
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from crimsonbench.reports.definitions import PUBLISHED_BW_PER_MIB
@@ -56,11 +56,36 @@ ROW_FIELDS: tuple[str, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table as text cells (headers with markdown's escaped underscores): markdown here,
+    HTML in reports.html_page, so both show the same figures."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
 def markdown_table(
     results: Sequence[StepResult], bandwidth: bool | None = None, percentiles: bool = False
 ) -> str:
     """One workload's rows, repeats averaged, by iodepth. The first figure column is
     `bw` (MiB/s) for bandwidth workloads and `iops` otherwise."""
+    return to_markdown(step_table(results, bandwidth, percentiles))
+
+
+def to_markdown(table: Table) -> str:
+    lines = [
+        "| " + "| ".join(table.header) + "|",
+        "| " + "| ".join("---" for _ in table.header) + "|",
+    ]
+    lines += [" | " + "  | ".join(cells) + "  |" for cells in table.rows]
+    return "\n".join(lines) + "\n"
+
+
+def step_table(
+    results: Sequence[StepResult], bandwidth: bool | None = None, percentiles: bool = False
+) -> Table:
+    """markdown_table's header and cells."""
     rows = average_repeats(results)
     if bandwidth is None:
         bandwidth = bool(rows) and is_bandwidth_workload(rows[0].workload)
@@ -87,10 +112,7 @@ def markdown_table(
     judged = any(VALIDITY in r.extra for r in rows)
     if judged:
         header.append(VERDICT_COLUMN)
-    lines = [
-        "| " + "| ".join(header) + "|",
-        "| " + "| ".join("---" for _ in header) + "|",
-    ]
+    table = Table(header, [])
     for r in sorted(rows, key=lambda r: r.iodepth):
         cells = _cells(r, bandwidth, percentiles)
         if reactors:
@@ -100,15 +122,20 @@ def markdown_table(
             cells += _spread_cells(spread.get((r.workload, r.iodepth)))
         if judged:
             cells.append(verdict_cell(r.extra))
-        lines.append(" | " + "  | ".join(cells) + "  |")
-    return "\n".join(lines) + "\n"
+        table.rows.append(cells)
+    return table
 
 
 def _spread_cells(s: RepeatSpread | None) -> list[str]:
     if s is None:
         return ["n/a", "n/a", "n/a", "n/a", "1"]
-    return [_fmt(s.throughput_stdev), f"±{_fmt(s.throughput.half_width)}",
-            _fmt(s.latency_stdev), f"±{_fmt(s.latency.half_width)}", str(s.n)]  # fmt: skip
+    return [
+        fmt_figure(s.throughput_stdev),
+        f"±{fmt_figure(s.throughput.half_width)}",
+        fmt_figure(s.latency_stdev),
+        f"±{fmt_figure(s.latency.half_width)}",
+        str(s.n),
+    ]
 
 
 def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
@@ -121,13 +148,13 @@ def _cells(r: StepResult, bandwidth: bool, percentiles: bool) -> list[str]:
         f.clat_stdev_ms,
         usr_sum,
         sys_sum,
-        *_sampled(res),
+        *sampled(res),
     ]
-    cells = [str(r.iodepth)] + [_fmt(v) for v in values]
+    cells = [str(r.iodepth)] + [fmt_figure(v) for v in values]
     if percentiles:
         # an approximate percentile (plain JSON, no histogram) is marked with ~
         mark = "" if f.percentiles_exact else "~"
-        cells += [mark + _fmt(v) for v in (f.clat_p99_ms, f.clat_p999_ms)]
+        cells += [mark + fmt_figure(v) for v in (f.clat_p99_ms, f.clat_p999_ms)]
     return cells
 
 
@@ -142,7 +169,7 @@ def published_bw(f: FioSummary) -> float:
     return f.bw_mib_s * PUBLISHED_BW_PER_MIB
 
 
-def _sampled(res: ResourceSummary) -> tuple[float, float, float]:
+def sampled(res: ResourceSummary) -> tuple[float, float, float]:
     """OSD_cpu, OSD_mem, FIO_cpu; NaN (n/a, an empty CSV cell, JSON null) when nothing was
     sampled: a step shorter than one interval, or a run whose executor does not sample
     (the operator) — never a 0.00 that reads as measured."""
@@ -151,12 +178,12 @@ def _sampled(res: ResourceSummary) -> tuple[float, float, float]:
     return res.osd_cpu, res.osd_mem_mib, res.fio_cpu
 
 
-def _fmt(value: float) -> str:
+def fmt_figure(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:.2f}"
 
 
 def _fmt_opt(value: float | None) -> str:
-    return "n/a" if value is None else _fmt(value)
+    return "n/a" if value is None else fmt_figure(value)
 
 
 def workload_tables(
@@ -188,7 +215,7 @@ def flat_rows(results: Sequence[StepResult]) -> list[dict[str, Any]]:
             "repeat": r.repeat,
         }
         row.update({f.name: getattr(r.fio, f.name) for f in fields(FioSummary)})
-        osd_cpu, osd_mem_mib, fio_cpu = _sampled(r.resources)
+        osd_cpu, osd_mem_mib, fio_cpu = sampled(r.resources)
         row.update(
             osd_cpu=osd_cpu,
             osd_mem_mib=osd_mem_mib,
