@@ -135,14 +135,14 @@ class Tier:
 # Run order = priority: what tells most about the product per minute first. minutes: the
 # tests alone, measured cold beside the background builds (bench/RESULTS.md), rounded up.
 TIERS = (
-    Tier("quick", 3, ()),
-    Tier("ceph", 11, ()),
+    Tier("quick", 4, ()),
+    Tier("ceph", 13, ()),
     # the real API server, and the chart through the real helm
     Tier("k8s", 4, ("k8s control plane", "helm")),
     # Rook in kind with our chart: what Rook does with a CephCluster, our operator's faults
     # and a BenchmarkRun across two nodes, on one shared stack (took over the real-node
     # tiers "node" and "rook")
-    Tier("kind", 22, ("k8s control plane", "kubelet", "helm", "our images", "rook",
+    Tier("kind", 25, ("k8s control plane", "kubelet", "helm", "our images", "rook",
                       "rook image", "monitoring images", "kube-network-policies",
                       "kind node image")),
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs

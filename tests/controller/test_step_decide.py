@@ -216,10 +216,9 @@ def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
 def _client_log(fixture: str, end: float) -> str:
     """A real CPU log (tests/fixtures/driver/cpu-sampler-*.log: the sampler beside a fio
     pinned to CPU 1, the plan's client's CPU here too) moved in time to end at `end`."""
-    lines = (DRIVER / fixture).read_text().splitlines()
-    shift = end - float(lines[-1].split()[0])
-    return "\n".join(f"{float(t) + shift:.3f} {rest}" for t, rest in
-                     (ln.split(" ", 1) for ln in lines))  # fmt: skip
+    rows = [ln.split(" ", 2) for ln in (DRIVER / fixture).read_text().splitlines()]
+    shift = end - float(rows[-1][1])
+    return "\n".join(f"{mark} {float(t) + shift:.3f} {rest}" for mark, t, rest in rows)
 
 
 def test_a_step_is_judged_on_its_client_nodes_cpu_logs() -> None:

@@ -135,11 +135,12 @@ def test_a_cpu_hog_on_the_fio_clients_cpu_makes_its_steps_suspect(bench: RunBenc
     the host: kind's nodes share its CPUs) from the end of the first step on: the steps it
     ran beside are suspect for interference, naming the client, its CPU and the share the
     hog took (the client node's CPU log, manifests/cpu-sampler.sh); the first step, before
-    it, shows far less."""
+    it, shows far less. With sweep.rerunSuspect the hogged step runs again (the hog stays:
+    suspect again), the first attempt's figure and reasons kept in the one stored."""
     name, pool = "hogged", "bench-hogged"
     before = bench.snapshot()
     client = sorted(bench.s.kind.workers)[0]
-    sweep = {"iodepths": [1, 4], "runtimeSeconds": 6, "rampSeconds": 1}
+    sweep = {"iodepths": [1, 4], "runtimeSeconds": 6, "rampSeconds": 1, "rerunSuspect": 1}
     manifest = body(bench, name, pool, sweep=sweep, workloads=[{"preset": "randread4k"}])
     manifest["spec"]["client"].update(nodes=[client], images=2)
     bench.create(manifest)
@@ -156,7 +157,9 @@ def test_a_cpu_hog_on_the_fio_clients_cpu_makes_its_steps_suspect(bench: RunBenc
     quiet, hogged = sorted(results.values(), key=lambda r: r.iodepth)
     share = {}
     for r in (quiet, hogged):
-        (load,) = r.extra["validity"]["interference"]
+        loads = r.extra["validity"]["interference"] or []
+        assert len(loads) == 1, (r.step_id, r.extra["validity"]["unjudged"])
+        (load,) = loads
         assert load["name"] == f"client {client}" and load["cpus"] == [int(CLIENT_CPUS)], load
         share[r.iodepth] = load["others_pct"]
     print(f"\nothers' share of the client's CPU: {share} (the hog ran {usage.ru_utime:.1f} s)")
@@ -165,6 +168,12 @@ def test_a_cpu_hog_on_the_fio_clients_cpu_makes_its_steps_suspect(bench: RunBenc
     (reason,) = [r for r in v["reasons"] if r["code"] == "interference"]
     assert f"client {client} (CPU {CLIENT_CPUS})" in reason["detail"], reason
     assert share[4] >= 25 and share[4] >= share[1] + 15, share
+    # sweep.rerunSuspect: 1: it ran again beside the hog, and the first attempt is recorded
+    (earlier,) = v["attempts"]
+    assert earlier["verdict"] == "suspect" and earlier["iops"] > 0, earlier
+    assert "interference" in {r["code"] for r in earlier["reasons"]}, earlier
+    retried = bench.conditions(name)["StepRetried"]
+    assert retried["reason"] == "Suspect" and "sweep.rerunSuspect" in retried["message"]
     # what kubectl get br and the steps in status say
     summary = {s["id"]: s for s in st["steps"]}[hogged.step_id]
     assert summary["verdict"] == "suspect" and "interference" in summary["suspectReasons"]

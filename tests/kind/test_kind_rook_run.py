@@ -299,7 +299,7 @@ def test_a_run_across_two_nodes(kind_rook: BenchStack, tmp_path: Path) -> None:
     for step in steps:
         v = results[step].extra["validity"]
         loads = {c["name"]: c for c in v["interference"] or ()}
-        assert sorted(loads) == [f"client {w}" for w in workers], (step, v)
+        assert sorted(loads) == [f"client {w}" for w in workers], (step, v["unjudged"], v)
         assert all(c["cpus"] == [int(CLIENT_CPUS)] and c["wall_s"] >= 0.9 for c in loads.values())
         assert any("OSD nodes" in n for n in v["unjudged"]), v["unjudged"]
         others[step] = [round(c["others_pct"]) for c in loads.values()]

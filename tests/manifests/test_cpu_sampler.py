@@ -41,7 +41,7 @@ def _namespaced_run(tmp: Path, cpu: int, hog: bool) -> tuple[CpuSetLoad, float, 
     job = tmp / "busy.fio"
     job.write_text(NULL_JOB.format(runtime=int(HOG_S + 3)))
     sampler = fio.cpu_sampler_script()  # the function the server pod's script runs
-    script = (f'{sampler}cpu_sampler {log} "{cpu}" < /dev/null > /dev/null 2>&1 &\n'
+    script = (f'{sampler}cpu_sampler "{cpu}" < /dev/null >> {log} 2>&1 &\n'
               f"sleep 1.2\nexec taskset -c {cpu} fio --output=/dev/null {job}\n")  # fmt: skip
     run = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script])
     hog_s = 0.0
@@ -92,5 +92,5 @@ if __name__ == "__main__":  # the fixtures of tests/results/test_node_cpu.py, ca
     out = Path(sys.argv[1])
     with tempfile.TemporaryDirectory() as tmp:
         for name, hog in (("quiet", False), ("hog", True)):
-            _, _, log = _namespaced_run(Path(tmp) / name, 1, hog=hog)
+            log = _namespaced_run(Path(tmp) / name, 1, hog=hog)[2]
             (out / f"cpu-sampler-{name}.log").write_text(log)

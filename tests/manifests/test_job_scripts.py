@@ -34,11 +34,12 @@ from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.plan.types import OsdCpus
-from crimsonbench.results import step_log
+from crimsonbench.results import node_cpu, step_log
 from crimsonbench.results.fio_json import parse_fio_json
 from crimsonbench.results.resources import summarize_samples, with_reactor_log
 from crimsonbench.results.seastar_metrics import parse_reactor_log
 from crimsonbench.results.step_result import check_job_counts
+from crimsonbench.results.validity import CpuSetLoad
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec, validate_spec
 
 pytestmark = pytest.mark.ceph
@@ -97,8 +98,14 @@ class Pod:
         return proc.stderr
 
     def start(self, job: dict[str, Any]) -> subprocess.Popen[str]:
+        """The Job's container, its stdout in log(job) as a container's log is kept."""
         argv, env = self.argv_env(job)
-        return subprocess.Popen(argv, env=env, text=True, start_new_session=True)
+        with self.log(job).open("ab") as out:
+            return subprocess.Popen(argv, env=env, text=True, start_new_session=True,
+                                    stdout=out)  # fmt: skip
+
+    def log(self, job: dict[str, Any]) -> Path:
+        return self.root / f"{job['metadata']['name']}.log"
 
     def exec(self, argv: list[str], timeout: float = 120) -> str:
         """What the operator's exec runs in the pod's container (with its environment,
@@ -258,6 +265,15 @@ def test_the_job_scripts_run_a_step_against_a_real_cluster(tmp_path: Path) -> No
             assert report.state == "done" and report.rc == 0, report.output[-2000:]
             assert 3 <= report.wall_s < 30, report  # 3 s runtime + 1 s ramp + setup
             assert not fio_client.is_running()
+            # the server's CPU sampler logged the client's CPU once a second all along on
+            # its container's log, as the operator reads it after a step: a load over the
+            # step's window
+            cpu_log = pod.log(server_job).read_text()
+            logged = node_cpu.samples(cpu_log)
+            assert len(logged) >= 4 and all(CPUS[1] in s.cpus for s in logged), cpu_log
+            load = node_cpu.load_in_window("client here", [CPUS[1]], cpu_log,
+                                           report.ended - 3, report.ended)  # fmt: skip
+            assert isinstance(load, CpuSetLoad) and load.wall_s >= 0.9, load
             # the sampler and its `ceph tell` ended with the step
             assert sampler, "no `ceph tell` ran while fio ran"
             assert not [p for p in sampler if p.is_running() and p.status() != "zombie"]

@@ -51,11 +51,15 @@ def test_the_hog_is_others_and_the_quiet_run_is_not() -> None:
 
 def test_a_torn_or_foreign_line_is_skipped_not_trusted() -> None:
     whole = _whole(HOG)
-    torn = HOG + HOG.splitlines()[-1][:7]  # a poll that read the line being appended
+    # fio's own lines in the same container log, a line torn by a reader mid-write
+    fio_said = "fio: server listening on ip:10.244.1.7,8765\n"
+    torn = fio_said + HOG + HOG.splitlines()[-1][:24]
     assert _whole(torn) == whole
-    junk = "\n".join(["x y z", "1 0 5 1:2:3", "nan 100 0 1:1:1", "1.0 100 -4 1:1:1", "1 2"])
-    assert samples(junk) == []
-    assert parse_line("17.5 100 40 1:900:3 2:a:b") is None
+    junk = ["x y z", "1 0 5 1:2:3", "cpu-sample nan 100 0 1:1:1", "cpu-sample 1.0 100 -4 1:1:1",
+            "cpu-sample 1 2", "cpu-sample 1.0 0 4 1:1:1"]  # fmt: skip
+    assert samples("\n".join(junk)) == []
+    assert parse_line("cpu-sample 17.5 100 40 1:900:3 2:a:b") is None
+    assert parse_line("cpu-sample 17.5 100 40 1:900:3") is not None
 
 
 def test_a_rotated_log_read_in_any_order_gives_the_same_load() -> None:
@@ -71,8 +75,8 @@ def test_what_cannot_be_said_is_a_sentence_not_a_figure() -> None:
     other_cpu = load_in_window("client c", [1, 5], HOG, got[0].t, got[-1].t)
     assert isinstance(other_cpu, str) and "CPU 5" in other_cpu
     first, *rest = HOG.splitlines()
-    t, hz, own, *cpus = first.split()
-    ahead = " ".join([t, hz, str(int(own) + 10**6), *cpus])  # the pod restarted since
+    mark, t, hz, own, *cpus = first.split()
+    ahead = " ".join([mark, t, hz, str(int(own) + 10**6), *cpus])  # the pod restarted since
     back = load_in_window("client c", [1], "\n".join([ahead, *rest]), got[0].t, got[-1].t)
     assert isinstance(back, str) and "went back" in back
 

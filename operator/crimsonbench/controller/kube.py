@@ -227,6 +227,11 @@ class Kube:
             return ""
         return str(self.core.read_namespaced_pod_log(pod.metadata.name, namespace))
 
+    def pod_log_tail(self, namespace: str, pod: str, lines: int) -> str:
+        """The newest `lines` lines of a pod's (first) container log."""
+        return str(self.core.read_namespaced_pod_log(pod, namespace, tail_lines=lines,
+                                                     _request_timeout=30))  # fmt: skip
+
     def failed_job_text(self, namespace: str, name: str, tail_chars: int = 1500) -> str:
         """What to tell of a failed Job: its log's tail, or when there is none, why its pod
         never ran (failed_job_cause). A pod that never ran has no log to read: no error."""

@@ -25,7 +25,6 @@ from crimsonbench.results.types import ResourceSample
 from crimsonbench.spec.status import StepSample
 
 MAX_SAMPLES = 720  # an hour of 5 s ticks; status stays small
-CPU_LOG_EXEC_TIMEOUT_S = 30
 
 
 def _pod_usage(ctx: RunContext, namespace: str, selector: str) -> tuple[float, float] | None:
@@ -76,18 +75,14 @@ def samples_of(recorded: Sequence[StepSample]) -> tuple[ResourceSample, ...]:
 def client_cpu_logs(
     ctx: RunContext, namespace: str, plan: RunPlan, seconds: int
 ) -> dict[str, str | None]:
-    """client -> the newest `seconds` lines of its fio server's CPU log (one a second),
-    None where it could not be read (the step's verdict says so: unjudged, not valid)."""
+    """client -> the newest lines of its fio server's container log, where its CPU sampler
+    writes a line a second (`seconds` of them and fio's few); None where it could not be
+    read (the step's verdict says so: unjudged, not valid)."""
     logs: dict[str, str | None] = {}
     for c in plan.clients:
         try:
             pod = ctx.kube.job_pod(namespace, fio.server_job_name(ctx.child, c.name))
-            if not pod.name:
-                logs[c.name] = None
-                continue
-            argv = fio.cpu_log_command(seconds)
-            rc, out, _ = ctx.kube.exec_in_pod(namespace, pod.name, argv, CPU_LOG_EXEC_TIMEOUT_S)
-            logs[c.name] = out if rc == 0 else None
+            logs[c.name] = ctx.kube.pod_log_tail(namespace, pod.name, seconds) if pod.name else None
         except (ApiException, CrimsonBenchError, OSError) as exc:
             ctx.logger.warning("the CPU log of client %s: %s", c.name, str(exc)[:300])
             logs[c.name] = None

@@ -34,7 +34,6 @@ FIO_MEMORY_BASE_MIB = 128
 FIO_MEMORY_PER_JOB_MIB = 256  # librbd + fio buffers of one job
 ROLE_SERVER = "fio-server"
 CPU_SAMPLER = "cpu-sampler.sh"  # beside this file, sourced into the server's script
-CPU_LOG = "/tmp/crimsonbench-cpu.log"  # in the server pod (results/node_cpu.py reads it)
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")  # ConfigMap keys; also safe in the sh script
 
@@ -54,10 +53,11 @@ def checked_name(name: str) -> str:
 # After ceph_config_script. taskset pins the server: every job it forks inherits the set.
 # in /tmp: a step's start barrier (exec_prerun) writes <job>.prerun.txt where fio runs
 # It listens on the pod's own address only (CB_POD_IP, from the API), not 0.0.0.0.
-# The CPU sampler (cpu-sampler.sh) logs the node's planned CPUs for the step's verdict.
-SERVER_START = f"""\
+# The CPU sampler (cpu-sampler.sh) logs the node's planned CPUs for the step's verdict on
+# the container's log (the operator reads it with pods/log: exec only reaches the driver).
+SERVER_START = """\
 cd /tmp
-cpu_sampler {CPU_LOG} "$CB_CPU_LIST" < /dev/null > /dev/null 2>&1 &
+cpu_sampler "$CB_CPU_LIST" < /dev/null 2> /dev/null &
 case "$CB_POD_IP" in *:*) proto=ip6 ;; *) proto=ip ;; esac
 exec taskset -c "$CB_CPUS" fio --server="$proto:$CB_POD_IP,$CB_PORT"
 """
@@ -65,7 +65,7 @@ exec taskset -c "$CB_CPUS" fio --server="$proto:$CB_POD_IP,$CB_PORT"
 
 @functools.cache
 def cpu_sampler_script() -> str:
-    """The sampler's shell function, `cpu_sampler LOG "CPU CPU ..."`, without the file's
+    """The sampler's shell function, `cpu_sampler "CPU CPU ..."`, without the file's
     header (the pod spec carries the code, the file explains it)."""
     text = resources.files("crimsonbench.manifests").joinpath(CPU_SAMPLER).read_text()
     return "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("#"))
@@ -73,11 +73,6 @@ def cpu_sampler_script() -> str:
 
 def server_script() -> str:
     return cpu_sampler_script() + SERVER_START
-
-
-def cpu_log_command(lines: int) -> list[str]:
-    """What reads a server's CPU log: its newest `lines` lines (the rotated log first)."""
-    return ["sh", "-c", f"cat {CPU_LOG}.1 {CPU_LOG} 2>/dev/null | tail -n {int(lines)}"]
 
 
 def run_deadline_s(plan: RunPlan) -> int:

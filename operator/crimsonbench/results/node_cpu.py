@@ -1,7 +1,7 @@
-"""A fio server pod's CPU log (manifests/cpu-sampler.sh: one line a second, the node's
-planned CPUs' busy and steal ticks and the pod's own) read into what ran on those CPUs
-during a step: the CpuSetLoad results/validity judges, as local mode measures it from
-/proc/stat itself (local/interference.py).
+"""A fio server pod's CPU log (manifests/cpu-sampler.sh: a line a second in its container's
+log, the node's planned CPUs' busy and steal ticks and the pod's own) read into what ran
+on those CPUs during a step: the CpuSetLoad results/validity judges, as local mode
+measures it from /proc/stat itself (local/interference.py).
 
 The log comes from a pod on a node we share with others: every line is checked, a line
 that does not parse is skipped, never trusted."""
@@ -27,10 +27,14 @@ class CpuSample:
     cpus: dict[int, tuple[int, int]]  # cpu -> (busy ticks, steal ticks) since boot
 
 
+MARK = "cpu-sample"  # what starts a sampler's line among fio's own output
+
+
 def parse_line(line: str) -> CpuSample | None:
     parts = line.split()
-    if len(parts) < 3:
+    if len(parts) < 4 or parts[0] != MARK:
         return None
+    parts = parts[1:]
     try:
         t, hz, own = float(parts[0]), int(parts[1]), int(float(parts[2]))
         cpus = {}
