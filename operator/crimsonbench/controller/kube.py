@@ -27,9 +27,8 @@ def _missing(exc: ApiException) -> bool:
 
 
 def api_message(exc: ApiException) -> str:
-    """What the API server said when it refused a request: the Status's message (an
-    exec's refused websocket handshake carries it at the end of its reason), else the
-    reason."""
+    """What the API server said when it refused a request: the Status's message (a refused
+    exec handshake carries it at the end of its reason), else the reason."""
     raw = exc.body or str(exc.reason or "").rpartition("-+-+-")[2]
     try:
         status = json.loads(raw)
@@ -221,16 +220,12 @@ class Kube:
         pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={name}").items
         return max(pods, key=lambda p: p.metadata.creation_timestamp) if pods else None
 
-    def job_log(self, namespace: str, name: str) -> str:
+    def job_log(self, namespace: str, name: str, tail_lines: int | None = None) -> str:
+        """The log of the Job's newest pod ('' when none): its last tail_lines lines."""
         pod = self._newest_job_pod(namespace, name)
-        if pod is None:
-            return ""
-        return str(self.core.read_namespaced_pod_log(pod.metadata.name, namespace))
-
-    def pod_log_tail(self, namespace: str, pod: str, lines: int) -> str:
-        """The newest `lines` lines of a pod's (first) container log."""
-        return str(self.core.read_namespaced_pod_log(pod, namespace, tail_lines=lines,
-                                                     _request_timeout=30))  # fmt: skip
+        log = pod and self.core.read_namespaced_pod_log(pod.metadata.name, namespace,
+                                                         tail_lines=tail_lines)  # fmt: skip
+        return str(log or "")
 
     def failed_job_text(self, namespace: str, name: str, tail_chars: int = 1500) -> str:
         """What to tell of a failed Job: its log's tail, or when there is none, why its pod

@@ -81,8 +81,8 @@ def client_cpu_logs(
     logs: dict[str, str | None] = {}
     for c in plan.clients:
         try:
-            pod = ctx.kube.job_pod(namespace, fio.server_job_name(ctx.child, c.name))
-            logs[c.name] = ctx.kube.pod_log_tail(namespace, pod.name, seconds) if pod.name else None
+            job = fio.server_job_name(ctx.child, c.name)
+            logs[c.name] = ctx.kube.job_log(namespace, job, tail_lines=seconds) or None
         except (ApiException, CrimsonBenchError, OSError) as exc:
             ctx.logger.warning("the CPU log of client %s: %s", c.name, str(exc)[:300])
             logs[c.name] = None

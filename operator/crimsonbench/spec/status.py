@@ -48,7 +48,8 @@ def _newest(limit: int) -> Callable[[Any], Any]:
 
 MESSAGE_CHARS = 8192  # a status message, a condition's message, a failure
 ERROR_CHARS = 2000  # an error as the record keeps it
-RETRIED_STEPS = 64  # steps whose dropped attempts the record keeps (the newest)
+# steps whose dropped attempts the record keeps (the newest; the running step's decide)
+RETRIED_STEPS = 32
 # reasons kept per step: MAX_STEP_RETRIES + 1 for OSD restarts, and sweep.rerunSuspect's
 # 5 suspect attempts (step_decide counts them here: none may be forgotten)
 RETRY_REASONS = 8
