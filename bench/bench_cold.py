@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TIER_ROW = re.compile(r"^\s{3}(\w+)\s+(.+?)\s{2,}([\d.]+ min)?\s*$")
+TIER_ROW = re.compile(r"^\s{3}(\w+)\s+(.+?)(?:\s+([\d.]+ min))?\s*$")
 PREFETCH = re.compile(r"^== (prefetch|done) (.+?)(?:: (\d+))?$")
 
 
