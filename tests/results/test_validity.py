@@ -290,3 +290,16 @@ def test_hostile_text_from_the_log_or_a_process_name_reads_back() -> None:
     back = StepResult.from_json_dict(json.loads(json.dumps(after.to_json_dict())))
     v = stored_verdict(back.extra)
     assert v is not None and "ev?il[1] 5.0 s" in v.reasons[0].detail
+
+
+def test_a_hand_edited_suspect_record_line_is_said_as_text_never_trusted() -> None:
+    from crimsonbench.results.validity import SUSPECT_ATTEMPT, dropped_attempt
+
+    for body in ('{"iops": NaN, "bw_mib_s": 1, "reasons": []}',
+                 '{"iops": 1, "bw_mib_s": 1, "reasons": ["x"]}', "[1]", "{"):  # fmt: skip
+        got = dropped_attempt(SUSPECT_ATTEMPT + body)
+        assert got["verdict"] == "dropped" and got["reasons"][0]["code"] == "fault", got
+    good = dropped_attempt(
+        SUSPECT_ATTEMPT + '{"iops": 5, "bw_mib_s": 1, "reasons": [{"code": "steal"}]}'
+    )
+    assert good["verdict"] == "suspect" and good["iops"] == 5.0

@@ -282,8 +282,12 @@ def dropped_attempt(line: str) -> dict[str, Any]:
     if is_suspect_attempt(line):
         try:
             slim = json.loads(line[len(SUSPECT_ATTEMPT) :])
-            return {"iops": float(slim["iops"]), "bw_mib_s": float(slim["bw_mib_s"]),
-                    "verdict": SUSPECT, "reasons": list(slim["reasons"])}  # fmt: skip
+            iops, bw, reasons = float(slim["iops"]), float(slim["bw_mib_s"]), slim["reasons"]
+            if not (math.isfinite(iops) and math.isfinite(bw)) or not all(
+                isinstance(r, dict) for r in reasons
+            ):
+                raise ValueError("not what suspect_attempt writes")
+            return {"iops": iops, "bw_mib_s": bw, "verdict": SUSPECT, "reasons": list(reasons)}
         except (ValueError, KeyError, TypeError):
             pass  # a record edited by hand, or cut: said as it is below
     return {"iops": None, "bw_mib_s": None, "verdict": "dropped",
