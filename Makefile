@@ -17,4 +17,5 @@ golden:  ## rewrite tests/manifests/golden/ from the code, then review `git diff
 
 manifests:  ## regenerate files derived from others (CRD, chart RBAC, plain manifests)
 	.venv/bin/python -m crimsonbench.spec.crd > crds/benchmarkrun.yaml
+	.venv/bin/python -m crimsonbench.spec.study_crd > crds/benchmarkstudy.yaml
 	e2e/render-manifests.sh

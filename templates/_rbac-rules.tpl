@@ -16,6 +16,18 @@ regenerate (tests/chart fails when this file drifts).
 - apiGroups: ["bench.crimson.ceph.io"]
   resources: ["benchmarkruns/finalizers"]
   verbs: ["update"]
+# bench.crimson.ceph.io/benchmarkruns: a study's runs, one at a time, owned by the study (the targets admission policy judges each as it would a user's)
+- apiGroups: ["bench.crimson.ceph.io"]
+  resources: ["benchmarkruns"]
+  verbs: ["create"]
+# bench.crimson.ceph.io/benchmarkstudies: the studies, in any namespace: watch them, kopf's finalizer
+- apiGroups: ["bench.crimson.ceph.io"]
+  resources: ["benchmarkstudies"]
+  verbs: ["get", "list", "watch", "patch", "update"]
+# bench.crimson.ceph.io/benchmarkstudies/status: a study's progress and its runs
+- apiGroups: ["bench.crimson.ceph.io"]
+  resources: ["benchmarkstudies/status"]
+  verbs: ["get", "patch", "update"]
 # core/events: events on runs (kopf, refusals)
 - apiGroups: [""]
   resources: ["events"]

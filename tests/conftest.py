@@ -30,6 +30,7 @@ from harness import (
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_PATH = ROOT / "crds" / "benchmarkrun.yaml"
+STUDY_CRD_PATH = ROOT / "crds" / "benchmarkstudy.yaml"
 
 
 SUMMARY: dict[str, Any] = {}
@@ -85,12 +86,15 @@ def control_plane() -> Iterator[ControlPlane]:
         rook = rook_crds_yaml(ROOK_VERSION)
         t1 = time.monotonic()
         rejected = ""
-        try:
-            ours = cp.apply_yaml(CRD_PATH)
-        except kubernetes.client.ApiException as exc:
-            # The real API server refused our CRD (schema, defaults, CEL cost): say exactly why.
-            rejected = f"kube-apiserver rejects {CRD_PATH.relative_to(ROOT)} (HTTP {exc.status}):"
-            rejected += "\n" + _causes(exc)
+        ours = []
+        for path in (CRD_PATH, STUDY_CRD_PATH):
+            try:
+                ours += cp.apply_yaml(path)
+            except kubernetes.client.ApiException as exc:
+                # The real API server refused our CRD (schema, defaults, CEL cost): say why.
+                rejected = f"kube-apiserver rejects {path.relative_to(ROOT)} (HTTP {exc.status}):"
+                rejected += "\n" + _causes(exc)
+                break
         if rejected:
             pytest.fail(rejected, pytrace=False)
         theirs = cp.apply_yaml(rook)

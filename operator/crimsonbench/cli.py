@@ -12,17 +12,20 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import StrEnum
 from pathlib import Path
-from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from crimsonbench import cli_inputs as given
+from crimsonbench.cli_common import EXIT_BAD_INPUT, Output, console
+from crimsonbench.cli_common import guard as _guard
+from crimsonbench.cli_common import literal_error as _literal_error
+from crimsonbench.cli_common import stdout as _stdout
 from crimsonbench.cli_inputs import BadInput
-from crimsonbench.errors import CrimsonBenchError, ExecutionError, InvalidSpec
+from crimsonbench.cli_study import fetch_study, study
+from crimsonbench.errors import ExecutionError
 from crimsonbench.plan.build import build_plan
 from crimsonbench.progress import ceph_lines, plan_table
 from crimsonbench.results.store import NotAResultsDirectory, ResultStore
@@ -34,45 +37,8 @@ app = typer.Typer(
     no_args_is_help=True,
     help="CPU-pinned fio sweeps against Ceph Crimson and classic OSDs.",
 )
-# Not a terminal (CI logs, a pipe): one message, one line, never wrapped at 80 characters.
-console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
-EXIT_BAD_INPUT = 2
-
-
-class Output(StrEnum):
-    """What `report`/`run` print on stdout: the files written, or the final table."""
-
-    PATHS = "paths"
-    MARKDOWN = "markdown"
-    CSV = "csv"
-    JSON = "json"
-
-
-@contextmanager
-def _guard() -> Iterator[None]:
-    """Map every expected failure to a message and an exit code."""
-    try:
-        yield
-    except InvalidSpec as exc:
-        _error(str(exc), EXIT_BAD_INPUT)
-    except (BadInput, NotAResultsDirectory) as exc:
-        _error(str(exc), EXIT_BAD_INPUT)
-    except CrimsonBenchError as exc:
-        _error(str(exc), 1)
-
-
-def _error(message: str, code: int) -> None:
-    # The message quotes the user's own text (a name, a value, a path): printed literally,
-    # never read as rich markup ("[/bold]" in a value, brackets in a mon_host).
-    for i, line in enumerate(message.splitlines() or [message]):
-        prefix = Text("error:", style="bold red") + " " if i == 0 else Text("       ")
-        console.print(prefix + Text(line), highlight=False, soft_wrap=True)
-    raise typer.Exit(code)
-
-
-def _stdout() -> Console:
-    # Not a terminal (CI logs, `| tee`): never wrap or cut a column at 80 characters.
-    return Console() if sys.stdout.isatty() else Console(width=400, soft_wrap=True)
+app.command()(study)
+app.command(name="fetch-study")(fetch_study)
 
 
 @app.command()
@@ -218,14 +184,6 @@ def _report_of_run(results_dir: Path, output: Output) -> None:
             raise ExecutionError(f"the report was not written ({exc}); {later}") from exc
         console.print(f"report: {results_dir / 'report'} ({len(paths)} files)", markup=False)
         _print_table(ResultStore(results_dir), output, paths)
-
-
-def _literal_error(message: str, code: int) -> NoReturn:
-    """_error for messages that quote file contents: no markup is read in them."""
-    for i, line in enumerate(message.splitlines() or [message]):
-        console.print(("error: " if i == 0 else "       ") + line, markup=False,
-                      highlight=False, soft_wrap=True)  # fmt: skip
-    raise typer.Exit(code)
 
 
 @app.command()

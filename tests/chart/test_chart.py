@@ -403,7 +403,8 @@ def test_checked_in_manifests_are_a_fresh_render(helm: Path, tmp_path: Path) -> 
     assert docs[0] == {"apiVersion": "v1", "kind": "Namespace",
                        "metadata": {"name": "crimsonbench"}}  # fmt: skip
     crds = {d["metadata"]["name"] for d in by_kind(docs, "CustomResourceDefinition")}
-    assert crds == {"benchmarkruns.bench.crimson.ceph.io", "clusterkopfpeerings.kopf.dev",
+    assert crds == {"benchmarkruns.bench.crimson.ceph.io",
+                    "benchmarkstudies.bench.crimson.ceph.io", "clusterkopfpeerings.kopf.dev",
                     "kopfpeerings.kopf.dev"}  # fmt: skip
     assert {d["kind"] for d in docs} == OUR_KINDS | {"Namespace", "CustomResourceDefinition"}
 

@@ -67,16 +67,22 @@ def test_least_privilege_scoped_by_the_targets() -> None:
     by_ns = grants(objects)
     assert set(by_ns) == {None, "ops", "rook-ceph", "storage", "bench", "ext"}
     cluster = by_ns[None]
-    # cluster-wide: the runs (any namespace), events, nodes, listing pods (preflight: what
-    # the pods on a node request) and kopf's needs, nothing else
+    # cluster-wide: the runs and studies (any namespace), events, nodes, listing pods
+    # (preflight: what the pods on a node request) and kopf's needs, nothing else
     assert set(cluster) == {
         ("bench.crimson.ceph.io", "benchmarkruns"), ("bench.crimson.ceph.io",
         "benchmarkruns/status"), ("bench.crimson.ceph.io", "benchmarkruns/finalizers"),
+        ("bench.crimson.ceph.io", "benchmarkstudies"),
+        ("bench.crimson.ceph.io", "benchmarkstudies/status"),
         ("", "events"), ("", "nodes"), ("", "namespaces"), ("", "pods"),
         ("apiextensions.k8s.io", "customresourcedefinitions"),
         ("kopf.dev", "clusterkopfpeerings"), ("kopf.dev", "kopfpeerings"),
     }  # fmt: skip
     assert cluster[("", "nodes")] == {"get", "list"}
+    # a study creates its runs; it deletes none (the garbage collector does, by owner)
+    assert "create" in cluster[("bench.crimson.ceph.io", "benchmarkruns")]
+    assert "delete" not in cluster[("bench.crimson.ceph.io", "benchmarkruns")]
+    assert not {"create", "delete"} & cluster[("bench.crimson.ceph.io", "benchmarkstudies")]
     assert cluster[("", "pods")] == {"list"}  # neither get, watch, nor any write
     assert not cluster[("", "namespaces")] & WRITE
     # no Secrets anywhere (Jobs mount them; nothing reads one), no RBAC, no impersonation

@@ -24,6 +24,7 @@ from crimsonbench.reports.html import (
     comparison_anchor,
     workload_anchor,
 )
+from crimsonbench.reports.study import STUDY_SECTIONS
 
 # A report's first 2000 px are tables, text and a plot: ~10 % ink here. A blank or
 # unstyled-error page has next to none.
@@ -84,6 +85,18 @@ def test_the_comparison_in_a_browser(
     size = fixture_reports.comparison.stat().st_size
     print(f"\ncomparison.html {size / 1024:.0f} KiB, chromium {r.seconds:.1f} s")
     keep_screenshot(r, "comparison.png")
+
+
+def test_the_study_comparison_in_a_browser(
+    fixture_reports: FixtureReports, binary: str, tmp_path: Path
+) -> None:
+    r = render(fixture_reports.study, tmp_path, binary)
+    sections = [*STUDY_SECTIONS, *COMPARISON_SECTIONS,
+                *(comparison_anchor(w) for w in workloads())]  # fmt: skip
+    assert problems(r, sections) == []
+    size = fixture_reports.study.stat().st_size
+    print(f"\nstudy comparison.html {size / 1024:.0f} KiB, chromium {r.seconds:.1f} s")
+    keep_screenshot(r, "study.png")
 
 
 def test_each_check_fires_on_a_broken_page(binary: str, tmp_path: Path) -> None:

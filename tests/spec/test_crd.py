@@ -29,6 +29,25 @@ def test_checked_in_crd_matches_models() -> None:
     )
 
 
+def test_checked_in_study_crd_matches_models() -> None:
+    from crimsonbench.spec.study_crd import build_study_crd, render_study_crd
+
+    checked_in = (ROOT / "crds" / "benchmarkstudy.yaml").read_text()
+    assert checked_in == render_study_crd(), (
+        "crds/benchmarkstudy.yaml drifted from the models: run "
+        "`python -m crimsonbench.spec.study_crd > crds/benchmarkstudy.yaml`"
+    )
+    schema = build_study_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for node in _walk(schema):  # structural: every node typed, or open by declaration
+        for bad in ("$ref", "anyOf", "$defs", "title", "const"):
+            assert bad not in node, f"{bad} is not allowed in a structural schema: {node}"
+    base = schema["properties"]["spec"]["properties"]["base"]
+    run = build_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    # the base is a whole BenchmarkRun spec, with every one of its rules
+    assert base["x-kubernetes-validations"] == run["x-kubernetes-validations"]
+    assert base["properties"] == run["properties"]
+
+
 def _walk(node: Any):  # type: ignore[no-untyped-def]
     if isinstance(node, dict):
         yield node

@@ -27,10 +27,11 @@ from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.controller.settings import Settings
 from crimsonbench.controller.step_index import StepIndex
 from crimsonbench.controller.stuck import error_text
+from crimsonbench.controller.study import tick_study
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
 from crimsonbench.metrics import RunCollector, new_registry
 from crimsonbench.plan.meaning import effective_spec
-from crimsonbench.spec.api import GROUP, PLURAL, VERSION
+from crimsonbench.spec.api import GROUP, PLURAL, STUDY_PLURAL, VERSION
 from crimsonbench.spec.names import validate_name
 from crimsonbench.spec.status import Phase
 
@@ -89,6 +90,8 @@ def _register_reconcile(tick_seconds: float) -> None:
     has not begun watching; kopf fixes a timer's interval when it is registered). Once per
     process: the registry is the process's."""
     kopf.timer(GROUP, VERSION, PLURAL, interval=tick_seconds, initial_delay=0.5, idle=0)(reconcile)
+    kopf.timer(GROUP, VERSION, STUDY_PLURAL, interval=tick_seconds, initial_delay=0.5,
+               idle=0)(reconcile_study)  # fmt: skip
 
 
 def _context(
@@ -177,6 +180,21 @@ def reconcile(
         except Exception:  # metrics must never break reconciling
             logger.exception("could not update the metrics view")
     _apply(ctx, before, patch, body, logger)
+
+
+def reconcile_study(
+    body: Any, meta: Any, spec: Any, status: Any, patch: kopf.Patch, memo: kopf.Memo, **_: Any
+) -> None:
+    """A study's tick (controller/study.py): its next run created, its status written."""
+    if (status or {}).get("phase") in (Phase.COMPLETED.value, Phase.FAILED.value):
+        return
+    tick = tick_study(memo.kube.api, meta["name"], meta.get("namespace") or "default",
+                      meta["uid"], dict(spec), dict(status or {}),
+                      int(meta.get("generation") or 0))  # fmt: skip
+    patch.status.update(tick.status.model_dump(mode="json", by_alias=True, exclude_none=True))
+    for reason, text in tick.events:
+        event = kopf.warn if reason in ("Failed", "EditRefused") else kopf.info
+        event(body, reason=reason, message=text[:1000])
 
 
 @kopf.on.cleanup()

@@ -30,7 +30,7 @@ import yaml
 
 from crimsonbench.manifests.naming import APP, LABEL_NAME
 from crimsonbench.manifests.targets import TargetPolicy
-from crimsonbench.spec.api import GROUP, PLURAL
+from crimsonbench.spec.api import GROUP, PLURAL, STUDY_PLURAL
 
 DEFAULT_NAMESPACE = "crimsonbench"
 DEFAULT_NAME = "crimsonbench-operator"
@@ -54,6 +54,13 @@ CLUSTER_RULES = (
          "progress, results and conditions"),
     Rule(GROUP, (f"{PLURAL}/finalizers",), ("update",),
          "owner references with blockOwnerDeletion on children"),
+    Rule(GROUP, (PLURAL,), ("create",),
+         "a study's runs, one at a time, owned by the study (the targets admission policy "
+         "judges each as it would a user's)"),
+    Rule(GROUP, (STUDY_PLURAL,), ("get", "list", "watch", "patch", "update"),
+         "the studies, in any namespace: watch them, kopf's finalizer"),
+    Rule(GROUP, (f"{STUDY_PLURAL}/status",), ("get", "patch", "update"),
+         "a study's progress and its runs"),
     Rule("", ("events",), ("create", "patch"), "events on runs (kopf, refusals)"),
     Rule("", ("nodes",), ("get", "list"), "client and OSD nodes exist and are ready"),
     Rule("", ("pods",), ("list",),

@@ -261,11 +261,19 @@ def comparison_html(
     verdicts: Sequence[VerdictView],
     threshold_pct: float,
     alpha: float,
+    *,
+    title: str = "",
+    leading: Sequence[tuple[str, str, str]] = (),
 ) -> str:
+    """The comparison page; a study puts its own sections first (leading: anchor, title,
+    body html) and names the page (title)."""
     svg = _Svgs()
     names = labels(runs)
     baseline = note(f"Baseline (ratio 1.00): **{names[0]}**. {BASELINE_NOTE}")
-    body = [section("runs", "Runs", table_html(_runs_table(runs, names), css="text") + baseline)]
+    body = [section(a, t, html) for a, t, html in leading]
+    body.append(
+        section("runs", "Runs", table_html(_runs_table(runs, names), css="text") + baseline)
+    )
     for workload in workloads(runs):
         bw = workload in bandwidth
         series: list[Series] = [
@@ -288,9 +296,10 @@ def comparison_html(
     body.append(
         section("verdicts", "Verdicts", _verdicts(names[0], verdicts, threshold_pct, alpha))
     )
-    nav = [("runs", "Runs")] + [(comparison_anchor(w), w) for w in workloads(runs)]
+    nav = [(a, t) for a, t, _ in leading] + [("runs", "Runs")]
+    nav += [(comparison_anchor(w), w) for w in workloads(runs)]
     nav.append(("verdicts", "Verdicts"))
-    return page("Comparison: " + " vs ".join(names), nav, body)
+    return page(title or "Comparison: " + " vs ".join(names), nav, body)
 
 
 def _runs_table(runs: Sequence[Run], names: Sequence[str]) -> Table:

@@ -16,6 +16,7 @@ from crimsonbench.reports.definitions import definitions_markdown
 from crimsonbench.reports.html import RunView, VerdictView, comparison_html, run_report_html
 from crimsonbench.reports.notes import workload_notes
 from crimsonbench.reports.plots import cpu_per_step, png, response_curve
+from crimsonbench.reports.study import StudyView, best_versus, study_markdown, study_sections
 from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
 from crimsonbench.reports.verdicts import run_verdicts, verdict_markdown
 from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload
@@ -113,6 +114,14 @@ def read_run(path: Path) -> Run:
     return info, store.read_results()
 
 
+def read_compared(path: Path) -> tuple[Run, set[str]]:
+    """read_run, and the run's workloads read as MiB/s (from its saved spec)."""
+    store = ResultStore(path)
+    info, extra = _run_info(store)
+    results = store.read_results()
+    return (info, results), _bandwidth_workloads(extra, {r.workload for r in results})
+
+
 def write_comparison(
     dirs: Sequence[Path],
     out: Path,
@@ -129,11 +138,24 @@ def write_comparison(
     runs: list[Run] = []
     bw: set[str] = set()
     for d in dirs:
-        store = ResultStore(d)
-        info, extra = _run_info(store)
-        results = store.read_results()
-        runs.append((info, results))
-        bw |= _bandwidth_workloads(extra, {r.workload for r in results})
+        run, run_bw = read_compared(d)
+        runs.append(run)
+        bw |= run_bw
+    return write_compared(runs, bw, out, threshold_pct, alpha, allow_untested, allow_suspect)
+
+
+def write_compared(
+    runs: Sequence[Run],
+    bw: set[str],
+    out: Path,
+    threshold_pct: float,
+    alpha: float,
+    allow_untested: bool,
+    allow_suspect: bool,
+    study: StudyView | None = None,
+) -> Comparison:
+    """write_comparison of runs already read; a study's sections (reports.study) first
+    in comparison.md and comparison.html when `study` is given."""
     names = labels(runs)
     verdicts, bad = [], 0
     failures: list[tuple[str, GateFailure]] = []
@@ -148,6 +170,12 @@ def write_comparison(
         verdicts.append(verdict_markdown(names[0], name, rows, threshold_pct, alpha, fail, ok))
         views.append(VerdictView(name, rows, fail, ok))
     text = comparison_markdown(runs, bw) + "\n## Verdicts\n\n" + "\n".join(verdicts)
+    leading: list[tuple[str, str, str]] = []
+    if study is not None:
+        by_variant = {info.name: v.rows for (info, _), v in zip(runs[1:], views, strict=True)}
+        versus = best_versus(runs, bw, study, alpha, allow_suspect)
+        text = study_markdown(study, by_variant, versus) + "\n" + text
+        leading = study_sections(study, by_variant, versus)
     files: list[tuple[str, bytes | str]] = []
     sections = []
     for workload, (curve, cpu) in overlay_figures(runs, bw).items():
@@ -158,7 +186,9 @@ def write_comparison(
         sections.append(f"![{workload}]({curve_name})\n![{workload} CPU]({cpu_name})\n")
     text += "\n## Plots\n\n" + "\n".join(sections)
     files.insert(0, ("comparison.md", text))
-    files.append(("comparison.html", comparison_html(runs, bw, views, threshold_pct, alpha)))
+    title = f"Study {study.name}" if study is not None else ""
+    files.append(("comparison.html", comparison_html(runs, bw, views, threshold_pct, alpha,
+                                                     title=title, leading=leading)))  # fmt: skip
     # a comparison is not a results directory: its files go straight into OUT
     targets = [_out_file(out, name) for name, _ in files]
     out.mkdir(parents=True, exist_ok=True)

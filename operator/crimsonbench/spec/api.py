@@ -9,3 +9,9 @@ KIND = "BenchmarkRun"
 PLURAL = "benchmarkruns"
 SINGULAR = "benchmarkrun"
 SHORT_NAMES = ("br",)
+
+# A study: a base run, the axes it varies, one BenchmarkRun per variant and repeat.
+STUDY_KIND = "BenchmarkStudy"
+STUDY_PLURAL = "benchmarkstudies"
+STUDY_SINGULAR = "benchmarkstudy"
+STUDY_SHORT_NAMES = ("bs",)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from crimsonbench.errors import InvalidSpec
-from crimsonbench.spec.api import API_VERSION, KIND
+from crimsonbench.spec.api import KIND
 from crimsonbench.spec.base import (
     BLOCK_SIZE_PATTERN,
     MAX_STEP_JOBS,
@@ -37,6 +36,7 @@ from crimsonbench.spec.base import (
 )
 from crimsonbench.spec.client import CLIENT_KEY_RULES, CLIENT_RULES, ClientSpec
 from crimsonbench.spec.cpuset import CPUSET_PATTERN, format_cpuset, parse_cpuset
+from crimsonbench.spec.manifest import read_manifest
 from crimsonbench.spec.names import MAX_RUN_NAME, NAME_RULE, validate_name
 from crimsonbench.spec.osd import (
     OSD_KEY_RULES,
@@ -76,7 +76,7 @@ from crimsonbench.spec.workload import (
     WORKLOAD_RULES,
     WorkloadSpec,
 )
-from crimsonbench.spec.yamlload import MAX_SPEC_BYTES, load_yaml
+from crimsonbench.spec.yamlload import MAX_SPEC_BYTES
 
 RUN_RULES = (
     Rule(
@@ -245,22 +245,31 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(p for p in parts if p)
 
 
+M = TypeVar("M", bound=RuledModel)
+
+
 def validate_spec(data: dict[str, Any]) -> BenchmarkRunSpec:
     """Parse a spec dict; raise InvalidSpec naming every bad camelCase field and its fix."""
+    return validate_as(BenchmarkRunSpec, data)
+
+
+def validate_as(model: type[M], data: Any, root: str = "spec") -> M:
+    """Parse `data` as `model` (a run's spec, a study's); InvalidSpec names every bad
+    field under `root` with its fix."""
     if not isinstance(data, dict):
-        raise InvalidSpec("spec", f"must be a mapping of fields, not {type(data).__name__}")
+        raise InvalidSpec(root, f"must be a mapping of fields, not {type(data).__name__}")
     try:
-        return BenchmarkRunSpec.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         problems: list[tuple[str, str]] = []
         for err in exc.errors():
             outer = _field_path(tuple(err["loc"]))
             if err["type"] == "spec_rule":
                 for inner, message in err["ctx"]["problems"]:
-                    path = ".".join(p for p in ("spec", outer, inner) if p)
+                    path = ".".join(p for p in (root, outer, inner) if p)
                     problems.append((path.replace(".[", "["), message))
             else:
-                path = ".".join(p for p in ("spec", outer) if p)
+                path = ".".join(p for p in (root, outer) if p)
                 problems.append((path.replace(".[", "["), _friendly(err)))
         (field, message), *more = problems
         raise InvalidSpec(field, message, more=tuple(more)) from None
@@ -297,71 +306,8 @@ def load_spec(path: str | Path) -> tuple[str, BenchmarkRunSpec]:
     Every problem is an InvalidSpec naming the line or the field. Bounded: a file over
     MAX_SPEC_BYTES is refused before it is parsed, and so are YAML aliases, deep nesting,
     duplicate keys and huge integers (crimsonbench.spec.yamlload)."""
-    text = _read_bounded(Path(path))
-    try:
-        doc = load_yaml(text)
-    except yaml.YAMLError as exc:
-        raise InvalidSpec(str(path), _yaml_problem(exc)) from None
-    if not isinstance(doc, dict):
-        raise InvalidSpec(
-            str(path),
-            "is not a BenchmarkRun manifest: expected a YAML mapping with kind, metadata and spec",
-        )
-    unknown = sorted(str(k) for k in doc if k not in _MANIFEST_KEYS)
-    if unknown:
-        raise InvalidSpec(
-            short(unknown[0], 40).strip("'\""),
-            f"is not a field of a BenchmarkRun manifest (it has {', '.join(_MANIFEST_KEYS)}); "
-            "check the spelling",
-        )
-    if doc.get("kind") != KIND:
-        found = f"kind {short(doc['kind'])}" if "kind" in doc else "no kind"
-        raise InvalidSpec("kind", f"{path} has {found}; a BenchmarkRun manifest says kind: {KIND}")
-    if doc.get("apiVersion") not in (None, API_VERSION):
-        raise InvalidSpec(
-            "apiVersion",
-            f"{short(doc['apiVersion'])} is not served; write apiVersion: {API_VERSION}",
-        )
-    metadata = doc.get("metadata")
-    if not isinstance(metadata, dict):
-        raise InvalidSpec("metadata.name", "give the run a name (metadata: {name: ...})")
-    name = validate_name(metadata.get("name"))
-    spec = doc.get("spec")
-    if spec is None:
-        spec = {}
-    if not isinstance(spec, dict):
-        raise InvalidSpec("spec", f"must be a mapping of fields, not {type(spec).__name__}")
+    name, spec = read_manifest(path, KIND)
     return name, validate_spec(spec)
-
-
-_MANIFEST_KEYS = ("apiVersion", "kind", "metadata", "spec", "status")
-
-
-def _read_bounded(path: Path) -> str:
-    """The file's text, refused before parsing when it is over MAX_SPEC_BYTES."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_SPEC_BYTES + 1)
-    except OSError as exc:
-        raise InvalidSpec(str(path), f"cannot read the file: {exc}") from None
-    if len(data) > MAX_SPEC_BYTES:
-        raise InvalidSpec(
-            str(path),
-            f"is larger than {MAX_SPEC_BYTES // 2**20} MiB ({MAX_SPEC_BYTES:,} bytes), the "
-            "most a BenchmarkRun spec may be; a real one is a few hundred bytes",
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidSpec(str(path), f"is not UTF-8 text: {exc}") from None
-
-
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """ "line L, column C: what is wrong", from PyYAML's marks (0-based)."""
-    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc)
-    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-    return f"{where}not valid YAML ({problem})"
 
 
 __all__ = [
@@ -413,8 +359,10 @@ __all__ = [
     "WorkloadSpec",
     "block_size_bytes",
     "load_spec",
+    "read_manifest",
     "size_bytes",
     "step_jobs",
     "validate_name",
+    "validate_as",
     "validate_spec",
 ]
