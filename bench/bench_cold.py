@@ -1,7 +1,11 @@
 """A cold `make test`, as a fresh machine runs it: every cache moved aside, a clean clone,
 `make demo` then `make test`, timed per tier and per build; the caches put back after.
 
-    sudo .venv/bin/python bench/bench_cold.py [--ref HEAD] [--keep-new] [--skip-demo]
+    .venv/bin/python bench/bench_cold.py [--ref HEAD] [--keep-new] [--skip-demo]
+
+As root run it as is; as another user, `sudo -E env PATH="$PATH" ...`: sudo's secure_path
+drops /usr/local/go/bin, and every Go build then fails with "Go is not installed" (a
+cold run of 2026-11-29 died of it in 13 minutes).
 
 What is moved aside (and restored, whatever happens): the build cache
 ($CRIMSONBENCH_CACHE, default ~/.cache/crimsonbench: Kubernetes, helm, Rook, kind, our

@@ -107,6 +107,13 @@ def test_a_suspect_peak_never_decides_the_grid_or_the_best(tmp_path: Path) -> No
     best = {b["workload"]: b for b in section_table(md, "Best variant per workload")}
     assert best["randread4k"]["best"] == "baseline"  # its trusted qd4 beats faster's qd1
     assert best["seqwrite64k"]["best"] == "faster"
+    # --allow-suspect: the suspect step counts, and is still counted as suspect
+    write_study_comparison("s", variants, tmp_path / "allowed", allow_suspect=True)
+    md = (tmp_path / "allowed" / "comparison.md").read_text()
+    grid = {(r["variant"], r["workload"]): r for r in section_table(md, "Grid")}
+    fast = grid[("faster", "randread4k")]
+    assert fast["iodepth"] == "4" and fast["suspect steps"] == "1"
+    assert "Here suspect steps count like any other (--allow-suspect)" in md
 
 
 def test_the_study_page_has_its_sections_and_title(tmp_path: Path) -> None:

@@ -35,11 +35,13 @@ class StudyView:
     runs: Sequence[Run]  # merged repeats, one per variant with a finished run, same order
     bandwidth: Collection[str]
     latency_limit_ms: float | None = None
+    allow_suspect: bool = False  # suspect steps count in the grid (`--allow-suspect`)
 
     def grid(self) -> list[Cell]:
         out: list[Cell] = []
         for info, results in self.runs:
-            out += cells(info.name, results, self.bandwidth, self.latency_limit_ms)
+            out += cells(info.name, results, self.bandwidth, self.latency_limit_ms,
+                         self.allow_suspect)  # fmt: skip
         return out
 
 
@@ -144,9 +146,10 @@ def study_markdown(
 ) -> str:
     grid = view.grid()
     baseline = view.variants[0].name if view.variants else ""
+    allowed = f" {ALLOWED_NOTE}" if view.allow_suspect else ""
     parts = [
         f"# Study {view.name}\n",
-        f"Baseline: **{baseline}**. " + GRID_NOTE + "\n",
+        f"Baseline: **{baseline}**. " + GRID_NOTE + allowed + "\n",
         "## Variants\n",
         to_markdown(variants_table(view)),
         "## Grid\n",
@@ -174,7 +177,7 @@ def study_sections(
         ("variants", "Variants",
          table_html(variants_table(view), css="text") + note(f"Baseline: **{baseline}**.")),
         ("grid", "Grid", table_html(grid_table(grid), cell_class=_na_class)
-         + note(GRID_NOTE) + note(knee)),
+         + note(GRID_NOTE + (f" {ALLOWED_NOTE}" if view.allow_suspect else "")) + note(knee)),
         ("best", "Best variant per workload", table_html(best_table(grid, versus))),
         ("against-baseline", "Against the baseline",
          table_html(verdict_summary(grid, verdicts, baseline), cell_class=_worse_class)),
@@ -220,6 +223,10 @@ GRID_NOTE = (
     "100) at the peak; per GiB = peak / OSD memory (GiB) there."
 )
 KNEE_NOTE = "Knee: {rule}."
+ALLOWED_NOTE = (
+    "Here suspect steps count like any other (--allow-suspect): the last column says how "
+    "many of a figure's steps are."
+)
 
 
 def row_at(rows: Sequence[Verdict], workload: str, iodepth: int) -> Verdict | None:

@@ -50,6 +50,7 @@ def write_study_comparison(
         runs.append(merge_repeats(v.row.name, [run for run, _ in read]))
     if len(runs) < 2:
         raise NothingToCompare("only the baseline variant has a finished run")
-    view = StudyView(name, [v.row for v in variants], runs, bw, latency_limit_ms)
+    view = StudyView(name, [v.row for v in variants], runs, bw, latency_limit_ms,
+                     allow_suspect)  # fmt: skip
     return write_compared(runs, bw, out, threshold_pct, alpha, allow_untested, allow_suspect,
                           study=view)  # fmt: skip

@@ -86,16 +86,19 @@ def cells(
     results: Sequence[StepResult],
     bandwidth_workloads: Collection[str],
     latency_limit_ms: float | None = None,
+    allow_suspect: bool = False,
 ) -> list[Cell]:
     """One Cell per workload of the run, in the run's order. The knee is the sweep's (the
     most throughput with mean clat <= latency_limit_ms) when the spec set a limit, else
-    the point of most power (throughput / mean latency)."""
+    the point of most power (throughput / mean latency). allow_suspect: suspect steps
+    count like any other (`--allow-suspect`; still counted in suspect_steps)."""
     out = []
     for workload in dict.fromkeys(r.workload for r in results):
         bw = workload in bandwidth_workloads
         rows = average_repeats(r for r in results if r.workload == workload)
         trusted = [r for r in rows if not verdict_cell(r.extra).startswith("SUSPECT")]
-        measured = [r for r in trusted if r.fio.total_ios > 0 and r.fio.errors == 0]
+        usable = rows if allow_suspect else trusted
+        measured = [r for r in usable if r.fio.total_ios > 0 and r.fio.errors == 0]
         top = _point(peak(measured, bandwidth=bw), bw) if measured else None
         if latency_limit_ms is not None:
             rule = f"most throughput with mean clat <= {latency_limit_ms:g} ms"
