@@ -136,13 +136,13 @@ class Tier:
 # tests alone, measured cold beside the background builds (bench/RESULTS.md), rounded up.
 TIERS = (
     Tier("quick", 4, ()),
-    Tier("ceph", 13, ()),
+    Tier("ceph", 14, ()),
     # the real API server, and the chart through the real helm
     Tier("k8s", 4, ("k8s control plane", "helm")),
     # Rook in kind with our chart: what Rook does with a CephCluster, our operator's faults
     # and a BenchmarkRun across two nodes, on one shared stack (took over the real-node
     # tiers "node" and "rook")
-    Tier("kind", 25, ("k8s control plane", "kubelet", "helm", "our images", "rook",
+    Tier("kind", 32, ("k8s control plane", "kubelet", "helm", "our images", "rook",
                       "rook image", "monitoring images", "kube-network-policies",
                       "kind node image")),
     # a cold crimson build alone is longer than CI: built by hand, then this tier runs

@@ -191,7 +191,8 @@ class RunBench:
         creatable = {res for r in ALL_RULES if "create" in r.verbs for res in r.resources
                      if "/" not in res}  # fmt: skip
         unchecked = creatable - {"jobs", "configmaps", "pods", "leases", "events",
-                                 "cephclients", "cephblockpools", "networkpolicies"}  # fmt: skip
+                                 "cephclients", "cephblockpools", "networkpolicies",
+                                 PLURAL}  # fmt: skip
         assert not unchecked, f"the operator may create {unchecked}: check them here too"
         # what it makes beside Rook carries the child name; its records beside the run, the
         # run's name (that namespace is the run's own)
@@ -212,6 +213,11 @@ class RunBench:
                 ),
             ):
                 found[f"{kind}/{ns}"] = [o.metadata.name for o in items]
+        # BenchmarkRuns: only a study makes them (labelled with it), none left of NAME's
+        studied = self.custom.list_namespaced_custom_object(
+            GROUP, VERSION, RUN_NS, PLURAL, label_selector=f"{GROUP}/study={label_value(name)}"
+        )["items"]
+        found["benchmarkruns"] = [o["metadata"]["name"] for o in studied]
         for plural in ("cephblockpools", "cephclients"):
             items = self.custom.list_namespaced_custom_object(
                 "ceph.rook.io", "v1", ROOK_NS, plural, label_selector=sel)["items"]  # fmt: skip
