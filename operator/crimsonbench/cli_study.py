@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.text import Text
 
+from crimsonbench import cli_inputs as given
 from crimsonbench.cli_common import console, guard, literal_error
 from crimsonbench.cli_inputs import BadInput
 from crimsonbench.results.store import NotAResultsDirectory
@@ -41,8 +42,14 @@ def study(
     gate: bool = typer.Option(
         False,
         "--gate",
-        help="Exit 1 when a variant regresses against the baseline variant (as `compare` "
-        "does: regressions, missing steps, untested rows).",
+        help="Exit 1 when a variant regresses against the baseline variant, or against "
+        "--baseline (as `compare` does: regressions, missing steps, untested rows).",
+    ),
+    baseline: Path | None = typer.Option(
+        None,
+        help="A stored baseline: a results directory (an earlier run, e.g. last release's, "
+        "or one `crimsonbench fetch` wrote) every variant is also judged against; --gate "
+        "fails on its regressions too.",
     ),
     allow_untested: bool = typer.Option(False, help="As `compare --allow-untested`."),
     allow_suspect: bool = typer.Option(False, help="As `compare --allow-suspect`."),
@@ -57,6 +64,7 @@ def study(
 
     with guard(), stop_exits(130):
         name, spec = load_study(study_file)
+        _check_stored(baseline)  # unreadable: refused now, not after hours of runs
         root = results or Path("results") / name
         runner = LocalStudy(name, spec, root, lambda: RichEvents(console), _say, fresh,
                             spec_file=study_file.absolute(), cpu_wait_s=wait_cpus)  # fmt: skip
@@ -79,7 +87,7 @@ def study(
         raise typer.Exit(130)
     for run, why in outcome.failed.items():
         console.print(Text("failed:", style="red") + f" {run}: {why}", highlight=False)
-    options = GateOptions(threshold, alpha, allow_untested, allow_suspect)
+    options = GateOptions(threshold, alpha, allow_untested, allow_suspect, baseline)
     failures = _comparison(name, runner.variants, runner.runs, runner.completed_dirs(), root,
                            options)  # fmt: skip
     if outcome.failed:
@@ -98,6 +106,12 @@ def fetch_study(
     threshold: float = typer.Option(5.0, min=0.0, help="As `study --threshold`."),
     alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level."),
     gate: bool = typer.Option(False, "--gate", help="As `study --gate`."),
+    baseline: Path | None = typer.Option(
+        None,
+        help="A stored baseline: a results directory (an earlier run, e.g. last release's, "
+        "or one `crimsonbench fetch` wrote) every variant is also judged against; --gate "
+        "fails on its regressions too.",
+    ),
     allow_untested: bool = typer.Option(False, help="As `compare --allow-untested`."),
     allow_suspect: bool = typer.Option(False, help="As `compare --allow-suspect`."),
 ) -> None:
@@ -111,6 +125,7 @@ def fetch_study(
             namespace, study_name = study_name.split("/", 1)
         validate_study_name(validate_name(study_name, field="STUDY"))
         validate_namespace(namespace, field="--namespace")
+        _check_stored(baseline)
         try:
             from kubernetes import client, config
 
@@ -139,7 +154,7 @@ def fetch_study(
                 raise BadInput(f"cannot fetch the study: {exc}") from exc
     _say(f"{len(study.fetched)} of {len(study.runs)} runs of {namespace}/{study_name} "
          f"finished, in {root / 'runs'}")  # fmt: skip
-    options = GateOptions(threshold, alpha, allow_untested, allow_suspect)
+    options = GateOptions(threshold, alpha, allow_untested, allow_suspect, baseline)
     failures = _comparison(study_name, study.variants, study.runs, dirs, root, options)
     if gate and failures:
         console.print(f"[bold red]gate failed[/] ({failures}): see {root / 'comparison'}")
@@ -175,7 +190,8 @@ def _comparison(
     with guard():
         try:
             done = write_study_comparison(name, rows, out, limit, gate.threshold, gate.alpha,
-                                          gate.allow_untested, gate.allow_suspect)  # fmt: skip
+                                          gate.allow_untested, gate.allow_suspect,
+                                          gate.stored_baseline)  # fmt: skip
         except NothingToCompare as exc:
             _say(f"no comparison: {exc}")
             return 0
@@ -195,6 +211,16 @@ class GateOptions:
     alpha: float
     allow_untested: bool
     allow_suspect: bool
+    stored_baseline: Path | None = None
+
+
+def _check_stored(baseline: Path | None) -> None:
+    if baseline is None:
+        return
+    try:
+        given.store(baseline)
+    except NotAResultsDirectory as exc:
+        raise BadInput(f"--baseline: {exc}") from exc
 
 
 def _say(line: str) -> None:

@@ -224,3 +224,17 @@ def test_fetch_refuses_names_the_api_server_would_not_have(
     for word in words:
         assert word in out, out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_study_with_an_unreadable_stored_baseline_is_refused_before_any_run(
+    tmp_path: Path,
+) -> None:
+    study = Path(__file__).resolve().parents[2] / (
+        "operator/crimsonbench/examples/studies/memstore-vs-bluestore.yaml"
+    )
+    out = tmp_path / "study"
+    result = CliRunner().invoke(app, ["study", str(study), "--results", str(out),
+                                      "--baseline", str(tmp_path / "nowhere")])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "--baseline" in result.output and "nowhere" in result.output
+    assert not out.exists()

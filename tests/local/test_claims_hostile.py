@@ -105,7 +105,7 @@ def test_a_live_runs_record_is_left_alone_and_a_dead_ones_cluster_removed(
         alive.close(keep=True)  # its run is gone (the lock with it), the record stays
         (done,) = reap_dead_runs()
         assert done.startswith(f"pid {os.getpid()}, root {cluster}")
-        assert daemon.wait(timeout=30) == -9 and not cluster.exists()
+        assert daemon.wait(timeout=120) == -9 and not cluster.exists()
         assert list(lock_dir.glob("run-*.json")) == []
     finally:
         daemon.kill()

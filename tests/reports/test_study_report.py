@@ -140,3 +140,24 @@ def test_per_core_is_nan_safe() -> None:
 
     c = Cell("v", "w", False, Point(4, 100.0, 1.0, 2.0, 0.0, 0.0), None, "", 0)
     assert math.isnan(c.per_core) and math.isnan(c.per_gib)
+
+
+def test_a_stored_baseline_judges_every_variant_and_fails_the_gate(tmp_path: Path) -> None:
+    """Last release's run, 1.5 times as fast as this study's baseline: both variants
+    regress against it (the faster one by 1.3 / 1.5 - 1 = -13 %), each named in the gate."""
+    from results_fixture import copy_run, scale_step
+
+    stored = copy_run(tmp_path / "last-release")
+    for step_id in STEP_IDS:
+        scale_step(stored, step_id, 1.5)
+    done = write_study_comparison("s", fixture_study(tmp_path), tmp_path / "out",
+                                  stored_baseline=stored)  # fmt: skip
+    md = (tmp_path / "out" / "comparison.md").read_text()
+    assert "\n## Against the stored baseline\n" in md
+    named = {name.split(" (")[0] + " " + name.rsplit(") ", 1)[1]
+             for name, f in done.failures if f.kind == "regression"}  # fmt: skip
+    assert named == {"baseline vs the stored baseline", "faster vs the stored baseline"}
+    html = (tmp_path / "out" / "comparison.html").read_text()
+    assert '<section id="stored-baseline">' in html
+    # within the study, faster is still better than its baseline: no failure of its own
+    assert not [f for name, f in done.failures if not name.endswith("the stored baseline")]

@@ -33,7 +33,9 @@ def destroy(root: Path) -> list[str]:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             continue
-    poll_until(lambda: [str(p) for p in procs.processes_mentioning(str(root))], 10, 0.2)
+    # a SIGKILLed process in uninterruptible I/O dies only once that I/O ends: on a disk
+    # loaded by builds that took more than 10 s (a cold `make test`, 2026-11-29)
+    poll_until(lambda: [str(p) for p in procs.processes_mentioning(str(root))], 30, 0.2)
     left: list[str] = []
     note = root / "ceph-root-mount"  # cluster.MOUNT_NOTE: its Ceph root's private mount
     if note.is_file():

@@ -294,7 +294,7 @@ def comparison_html(
         ]
         body.append(section(comparison_anchor(workload), workload, "".join(parts)))
     body.append(
-        section("verdicts", "Verdicts", _verdicts(names[0], verdicts, threshold_pct, alpha))
+        section("verdicts", "Verdicts", verdicts_html(names[0], verdicts, threshold_pct, alpha))
     )
     nav = [(a, t) for a, t, _ in leading] + [("runs", "Runs")]
     nav += [(comparison_anchor(w), w) for w in workloads(runs)]
@@ -327,7 +327,7 @@ def _ratio_class(cell: str) -> str:
     return "bad" if cell.endswith("(suspect)") else ""
 
 
-def _verdicts(
+def verdicts_html(
     base: str, verdicts: Sequence[VerdictView], threshold_pct: float, alpha: float
 ) -> str:
     out = [note(verdict_intro(threshold_pct, alpha))]

@@ -13,7 +13,13 @@ from pydantic import ValidationError
 
 from crimsonbench.reports.compare import Run, comparison_markdown, labels, overlay_figures
 from crimsonbench.reports.definitions import definitions_markdown
-from crimsonbench.reports.html import RunView, VerdictView, comparison_html, run_report_html
+from crimsonbench.reports.html import (
+    RunView,
+    VerdictView,
+    comparison_html,
+    run_report_html,
+    verdicts_html,
+)
 from crimsonbench.reports.notes import workload_notes
 from crimsonbench.reports.plots import cpu_per_step, png, response_curve
 from crimsonbench.reports.study import StudyView, best_versus, study_markdown, study_sections
@@ -33,6 +39,7 @@ from crimsonbench.results.verdict import GateFailure, gate, regressions
 from crimsonbench.spec.models import SweepSpec, WorkloadSpec
 
 log = logging.getLogger(__name__)
+STORED_SECTION = "stored-baseline"  # the comparison's section against a stored baseline
 
 
 def write_report(store_dir: Path) -> list[Path]:
@@ -153,9 +160,11 @@ def write_compared(
     allow_untested: bool,
     allow_suspect: bool,
     study: StudyView | None = None,
+    stored: Run | None = None,
 ) -> Comparison:
     """write_comparison of runs already read; a study's sections (reports.study) first
-    in comparison.md and comparison.html when `study` is given."""
+    in comparison.md and comparison.html when `study` is given; with `stored` (a stored
+    baseline: an earlier run), every run judged against it too, and gated alike."""
     names = labels(runs)
     verdicts, bad = [], 0
     failures: list[tuple[str, GateFailure]] = []
@@ -176,6 +185,21 @@ def write_compared(
         versus = best_versus(runs, bw, study, alpha, allow_suspect)
         text = study_markdown(study, by_variant, versus) + "\n" + text
         leading = study_sections(study, by_variant, versus)
+    if stored is not None:
+        label = f"the stored baseline {stored[0].label}"
+        stored_md, stored_views = [], []
+        for new, name in zip(runs, names, strict=True):
+            rows = run_verdicts(stored, new, bw, alpha, allow_suspect)
+            bad += len(regressions(rows, threshold_pct, alpha))
+            fail, ok = gate(rows, threshold_pct, alpha, allow_untested)
+            failures += [(f"{name} vs the stored baseline", f) for f in fail]
+            allowed += [(f"{name} vs the stored baseline", f) for f in ok]
+            stored_md.append(verdict_markdown(label, name, rows, threshold_pct, alpha, fail, ok))
+            stored_views.append(VerdictView(name, rows, fail, ok))
+        text += "\n## Against the stored baseline\n\n" + "\n".join(stored_md)
+        verdicts += stored_md
+        leading.append((STORED_SECTION, "Against the stored baseline",
+                        verdicts_html(label, stored_views, threshold_pct, alpha)))  # fmt: skip
     files: list[tuple[str, bytes | str]] = []
     sections = []
     for workload, (curve, cpu) in overlay_figures(runs, bw).items():

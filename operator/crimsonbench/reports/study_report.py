@@ -32,10 +32,12 @@ def write_study_comparison(
     alpha: float = 0.05,
     allow_untested: bool = False,
     allow_suspect: bool = False,
+    stored_baseline: Path | None = None,
 ) -> Comparison:
     """comparison.md, comparison.html and the overlaid PNGs of the study in OUT. The
     first variant is the baseline; a variant without a finished run is listed (with
-    why) but not compared."""
+    why) but not compared. stored_baseline: a results directory (an earlier run, e.g.
+    last release's) every variant is also judged against, and gated on."""
     if not variants or not variants[0].dirs:
         base = variants[0].row.name if variants else "none"
         raise NothingToCompare(f"the baseline variant {base} has no finished run")
@@ -50,7 +52,11 @@ def write_study_comparison(
         runs.append(merge_repeats(v.row.name, [run for run, _ in read]))
     if len(runs) < 2:
         raise NothingToCompare("only the baseline variant has a finished run")
+    stored: Run | None = None
+    if stored_baseline is not None:
+        stored, stored_bw = read_compared(stored_baseline)
+        bw |= stored_bw
     view = StudyView(name, [v.row for v in variants], runs, bw, latency_limit_ms,
                      allow_suspect)  # fmt: skip
     return write_compared(runs, bw, out, threshold_pct, alpha, allow_untested, allow_suspect,
-                          study=view)  # fmt: skip
+                          study=view, stored=stored)  # fmt: skip
