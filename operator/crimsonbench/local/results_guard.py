@@ -32,8 +32,15 @@ def _listing(root: Path, most: int = 5) -> str:
 @contextmanager
 def exclusive(store: ResultStore) -> Iterator[None]:
     """One run per results directory: a second run would mix its steps into the first's."""
-    results_dir = store.root
-    with store.lock_path.open("a+") as fh:
+    with held(store.lock_path, store.root, "a run"):
+        yield
+
+
+@contextmanager
+def held(lock_path: Path, root: Path, what: str) -> Iterator[None]:
+    """An exclusive lock on lock_path for this process's life in the block, its pid
+    written in it; InvalidSpec naming --results and the holder when another has it."""
+    with lock_path.open("a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -41,7 +48,7 @@ def exclusive(store: ResultStore) -> Iterator[None]:
             holder = fh.read().strip() or "another process"
             raise InvalidSpec(
                 "--results",
-                f"{results_dir} is in use by a run still going ({holder}); "
+                f"{root} is in use by {what} still going ({holder}); "
                 "wait for it or pick another --results directory",
             ) from None
         fh.seek(0)

@@ -11,17 +11,16 @@ study killed at any point goes on from where it was when the same command runs a
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import json
-import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crimsonbench.errors import InvalidSpec
+from crimsonbench.local.results_guard import held
 from crimsonbench.local.runner import Events, LocalRun, Outcome
 from crimsonbench.plan.study import StudyRun, Variant, expand_study, study_fingerprint, study_runs
 from crimsonbench.plan.types import RunPlan
@@ -130,7 +129,7 @@ class LocalStudy:
     def execute(self, planned: list[PlannedRun]) -> StudyOutcome:
         self.root.mkdir(parents=True, exist_ok=True)
         outcome = StudyOutcome()
-        with self._lock():
+        with held(self.root / LOCK_FILE, self.root, "a study"):
             record = self._new_record(planned)
             self._write_record(record)
             for i, p in enumerate(planned):
@@ -230,24 +229,6 @@ class LocalStudy:
 
     def _write_record(self, record: dict[str, Any]) -> None:
         write_atomic(self.root / STUDY_FILE, json.dumps(record, indent=2) + "\n")
-
-    @contextmanager
-    def _lock(self) -> Iterator[None]:
-        with (self.root / LOCK_FILE).open("a+") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                fh.seek(0)
-                raise InvalidSpec(
-                    "--results",
-                    f"{self.root} is in use by a study still going "
-                    f"({fh.read().strip() or 'another process'}); wait for it",
-                ) from None
-            fh.seek(0)
-            fh.truncate()
-            fh.write(f"pid {os.getpid()}")
-            fh.flush()
-            yield
 
     def completed_dirs(self) -> dict[str, list[Path]]:
         """variant -> the results directories of its completed runs (study order)."""
