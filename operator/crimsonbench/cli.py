@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.text import Text
 
 from crimsonbench import cli_inputs as given
-from crimsonbench.cli_common import EXIT_BAD_INPUT, Output, console
+from crimsonbench.cli_common import EXIT_BAD_INPUT, Output, console, kube_api
 from crimsonbench.cli_common import guard as _guard
 from crimsonbench.cli_common import literal_error as _literal_error
 from crimsonbench.cli_common import stdout as _stdout
@@ -292,7 +292,7 @@ def fetch(
         validate_name(run_name, field="RUN")
         validate_namespace(namespace, field="--namespace")
         try:
-            from kubernetes import client, config
+            from kubernetes import client
 
             from crimsonbench.controller.fetch import FetchError, fetch_run, write_results_dir
         except ImportError as exc:
@@ -300,12 +300,7 @@ def fetch(
                 f"fetch needs the kubernetes client ({exc.name}): "
                 "pip install 'crimsonbench[operator]'"
             ) from exc
-        try:
-            api = config.new_client_from_config(
-                config_file=str(kubeconfig) if kubeconfig else None, context=context
-            )
-        except (config.ConfigException, OSError) as exc:
-            raise BadInput(f"cannot load the kubeconfig: {exc}") from exc
+        api = kube_api("fetch", kubeconfig, context)
         with api:
             try:
                 fetched = fetch_run(api, namespace, run_name)

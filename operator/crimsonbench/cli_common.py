@@ -7,7 +7,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -64,3 +65,19 @@ def literal_error(message: str, code: int) -> NoReturn:
         console.print(("error: " if i == 0 else "       ") + line, markup=False,
                       highlight=False, soft_wrap=True)  # fmt: skip
     raise typer.Exit(code)
+
+
+def kube_api(command: str, kubeconfig: Path | None, context: str | None) -> Any:
+    """A kubernetes ApiClient from the kubeconfig (default: $KUBECONFIG or ~/.kube/config);
+    BadInput naming the command when the client is not installed or the file unusable."""
+    try:
+        from kubernetes import config
+    except ImportError as exc:
+        raise BadInput(f"{command} needs the kubernetes client ({exc.name}): "
+                       "pip install 'crimsonbench[operator]'") from exc  # fmt: skip
+    try:
+        return config.new_client_from_config(
+            config_file=str(kubeconfig) if kubeconfig else None, context=context
+        )
+    except (config.ConfigException, OSError) as exc:
+        raise BadInput(f"cannot load the kubeconfig: {exc}") from exc

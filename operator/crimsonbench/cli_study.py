@@ -13,7 +13,7 @@ import typer
 from rich.text import Text
 
 from crimsonbench import cli_inputs as given
-from crimsonbench.cli_common import console, guard, literal_error
+from crimsonbench.cli_common import console, guard, kube_api, literal_error
 from crimsonbench.cli_inputs import BadInput
 from crimsonbench.results.store import NotAResultsDirectory
 from crimsonbench.spec.names import validate_name
@@ -127,7 +127,7 @@ def fetch_study(
         validate_namespace(namespace, field="--namespace")
         _check_stored(baseline)
         try:
-            from kubernetes import client, config
+            from kubernetes import client
 
             from crimsonbench.controller.fetch import FetchError
             from crimsonbench.controller.study_fetch import fetch_study as fetch
@@ -135,12 +135,7 @@ def fetch_study(
         except ImportError as exc:
             raise BadInput(f"fetch-study needs the kubernetes client ({exc.name}): "
                            "pip install 'crimsonbench[operator]'") from exc  # fmt: skip
-        try:
-            api = config.new_client_from_config(
-                config_file=str(kubeconfig) if kubeconfig else None, context=context
-            )
-        except (config.ConfigException, OSError) as exc:
-            raise BadInput(f"cannot load the kubeconfig: {exc}") from exc
+        api = kube_api("fetch-study", kubeconfig, context)
         root = results or Path("results") / study_name
         with api:
             try:
