@@ -111,20 +111,41 @@ def frozen_spec_rule() -> dict[str, str]:
 
 
 def build_crd() -> dict[str, Any]:
-    spec_schema = schema_of(BenchmarkRunSpec)
-    status_schema = schema_of(BenchmarkRunStatus)
+    return custom_resource(
+        KIND, PLURAL, SINGULAR, SHORT_NAMES, "A CPU-pinned fio sweep against Ceph OSDs.",
+        _printer_columns(),
+        # the root may read metadata.name (only it): the run's name; and both spec and
+        # status: the spec frozen once planned
+        [*cel_rules((NAME_RULE,))["x-kubernetes-validations"], frozen_spec_rule()],
+        schema_of(BenchmarkRunSpec), schema_of(BenchmarkRunStatus),
+    )  # fmt: skip
+
+
+def custom_resource(
+    kind: str,
+    plural: str,
+    singular: str,
+    short_names: tuple[str, ...],
+    description: str,
+    columns: list[dict[str, Any]],
+    root_rules: list[dict[str, str]],
+    spec_schema: dict[str, Any],
+    status_schema: dict[str, Any],
+) -> dict[str, Any]:
+    """One of our CRDs (BenchmarkRun, BenchmarkStudy): namespaced, one served version with
+    a status subresource, rules at the root (they may read metadata.name and status)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{GROUP}"},
+        "metadata": {"name": f"{plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
             "names": {
-                "kind": KIND,
-                "listKind": f"{KIND}List",
-                "plural": PLURAL,
-                "singular": SINGULAR,
-                "shortNames": list(SHORT_NAMES),
+                "kind": kind,
+                "listKind": f"{kind}List",
+                "plural": plural,
+                "singular": singular,
+                "shortNames": list(short_names),
                 "categories": ["ceph", "benchmark"],
             },
             "scope": "Namespaced",
@@ -134,22 +155,17 @@ def build_crd() -> dict[str, Any]:
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "additionalPrinterColumns": _printer_columns(),
+                    "additionalPrinterColumns": columns,
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",
-                            "description": "A CPU-pinned fio sweep against Ceph OSDs.",
+                            "description": description,
                             "required": ["spec"],
-                            # the root may read metadata.name (only it): the run's name;
-                            # and both spec and status: the spec frozen once planned
-                            "x-kubernetes-validations": [
-                                *cel_rules((NAME_RULE,))["x-kubernetes-validations"],
-                                frozen_spec_rule(),
-                            ],
+                            "x-kubernetes-validations": root_rules,
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
-                                # declared so NAME_RULE's fieldPath names it (the
+                                # declared so a name rule's fieldPath names it (the
                                 # root schema may restrict metadata's name only)
                                 "metadata": {
                                     "type": "object",

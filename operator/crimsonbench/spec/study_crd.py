@@ -13,14 +13,12 @@ from typing import Any
 import yaml
 
 from crimsonbench.spec.api import (
-    GROUP,
     STUDY_KIND,
     STUDY_PLURAL,
     STUDY_SHORT_NAMES,
     STUDY_SINGULAR,
-    VERSION,
 )
-from crimsonbench.spec.crd import schema_of
+from crimsonbench.spec.crd import custom_resource, schema_of
 from crimsonbench.spec.study import MAX_STUDY_NAME, BenchmarkStudySpec
 from crimsonbench.spec.study_status import BenchmarkStudyStatus
 
@@ -50,58 +48,13 @@ def _columns() -> list[dict[str, Any]]:
 def build_study_crd() -> dict[str, Any]:
     accepted = ("has(oldSelf.status) && has(oldSelf.status.acceptedSpec) && "
                 "size(oldSelf.status.acceptedSpec) > 0")  # fmt: skip
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{STUDY_PLURAL}.{GROUP}"},
-        "spec": {
-            "group": GROUP,
-            "names": {
-                "kind": STUDY_KIND,
-                "listKind": f"{STUDY_KIND}List",
-                "plural": STUDY_PLURAL,
-                "singular": STUDY_SINGULAR,
-                "shortNames": list(STUDY_SHORT_NAMES),
-                "categories": ["ceph", "benchmark"],
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": _columns(),
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "description": "Variants of a BenchmarkRun, run one after "
-                            "another and compared.",
-                            "required": ["spec"],
-                            "x-kubernetes-validations": [
-                                NAME_RULE,
-                                {
-                                    "rule": f"!({accepted}) || self.spec == oldSelf.spec",
-                                    "message": FROZEN_MESSAGE,
-                                    "fieldPath": ".spec",
-                                },
-                            ],  # fmt: skip
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {
-                                    "type": "object",
-                                    "properties": {"name": {"type": "string"}},
-                                },
-                                "spec": schema_of(BenchmarkStudySpec),
-                                "status": schema_of(BenchmarkStudyStatus),
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    frozen = {"rule": f"!({accepted}) || self.spec == oldSelf.spec", "message": FROZEN_MESSAGE,
+              "fieldPath": ".spec"}  # fmt: skip
+    return custom_resource(
+        STUDY_KIND, STUDY_PLURAL, STUDY_SINGULAR, STUDY_SHORT_NAMES,
+        "Variants of a BenchmarkRun, run one after another and compared.", _columns(),
+        [NAME_RULE, frozen], schema_of(BenchmarkStudySpec), schema_of(BenchmarkStudyStatus),
+    )  # fmt: skip
 
 
 def render_study_crd() -> str:
