@@ -161,3 +161,19 @@ def test_a_stored_baseline_judges_every_variant_and_fails_the_gate(tmp_path: Pat
     assert '<section id="stored-baseline">' in html
     # within the study, faster is still better than its baseline: no failure of its own
     assert not [f for name, f in done.failures if not name.endswith("the stored baseline")]
+
+
+def test_a_value_with_a_pipe_or_a_line_break_stays_in_its_cell(tmp_path: Path) -> None:
+    base, fast = fixture_study(tmp_path)
+    odd = type(fast.row)("faster", "fio.extra=a|b\nosd.note=c", 2, 2)
+    write_study_comparison("s", [base, type(fast)(odd, fast.dirs)], tmp_path / "out")
+    md = (tmp_path / "out" / "comparison.md").read_text()
+    body = md.split("\n## Variants\n", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in body.splitlines() if ln.lstrip().startswith("|")]
+    columns = rows[0].count("|")
+    # one row per variant, each with the header's cells: the pipe escaped, the break a space
+    assert len(rows) == 2 + 2
+    assert all(ln.count("|") - ln.count("\\|") == columns for ln in rows)
+    assert "fio.extra=a\\|b osd.note=c" in rows[3]
+    html = (tmp_path / "out" / "comparison.html").read_text()
+    assert "a|b" in html and "a\\|b" not in html

@@ -78,8 +78,14 @@ def to_markdown(table: Table) -> str:
         "| " + "| ".join(table.header) + "|",
         "| " + "| ".join("---" for _ in table.header) + "|",
     ]
-    lines += [" | " + "  | ".join(cells) + "  |" for cells in table.rows]
+    lines += [" | " + "  | ".join(map(markdown_cell, cells)) + "  |" for cells in table.rows]
     return "\n".join(lines) + "\n"
+
+
+def markdown_cell(text: str) -> str:
+    """A cell's text kept inside its cell: a `|` would split it and a line break end the row
+    (a study variant's value, a run's name or a verdict's reason may hold either)."""
+    return " ".join(text.replace("|", "\\|").splitlines())
 
 
 def step_table(
