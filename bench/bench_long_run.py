@@ -87,8 +87,8 @@ def step_result(step: Any, clients: list[str]) -> Any:
 def operator_process() -> None:
     """The operator, with stand-ins for the fio servers and driver (no kubelet here)."""
     from crimsonbench.controller import driver, stages, step_loop
-    from crimsonbench.controller.observed import PodState
-    from crimsonbench.controller.step_decide import Store
+    from crimsonbench.controller.decisions.observed import PodState
+    from crimsonbench.controller.decisions.step_decide import Store
     from crimsonbench.errors import NotReady
 
     started: set[str] = set()

@@ -106,11 +106,15 @@ def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
         ("controller/stages.py", "import crimsonbench.controller.main",
          "Nothing imports the operator's wiring"),
         # a decision reading the clock, or the API client
-        ("controller/step_decide.py", "import time", "The operator's decisions are pure"),
-        ("controller/rollout.py", "import crimsonbench.controller.kube",
+        ("controller/decisions/step_decide.py", "import time", "The operator's decisions are pure"),
+        ("controller/decisions/rollout.py", "import crimsonbench.controller.kube",
          "The operator's decisions are pure"),
+        # a decision module created today is held by the package-wide contracts at once
+        ("controller/decisions/new_rule.py", "import crimsonbench.controller.run_context",
+         "The operator's decisions are pure"),
+        ("controller/decisions/new_rule.py", "import os", "A decision reads no environment"),
         # the I/O layer taking its types from a decision module
-        ("controller/kube.py", "import crimsonbench.controller.rollout",
+        ("controller/kube.py", "import crimsonbench.controller.decisions.rollout",
          "The I/O layer returns observed types"),
         # the pure planner reaching the operator's targets (namespaces, RBAC)
         ("plan/build.py", "import crimsonbench.manifests.targets",
@@ -124,7 +128,8 @@ def test_the_contracts_catch_a_planted_import(
     shutil.copytree(PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
     assert _lint_imports(tmp_path).returncode == 0  # the copy as it is keeps every contract
     target = pkg / module
-    target.write_text(f"{planted}  # planted\n{target.read_text()}")
+    before = target.read_text() if target.exists() else ""  # or a module made today
+    target.write_text(f"{planted}  # planted\n{before}")
     got = _lint_imports(tmp_path)
     assert got.returncode != 0, got.stdout
     broken = got.stdout.split("Broken contracts", 1)[-1]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from crimsonbench.controller.decide import ClusterFacts, crimson_stores, preflight
+from crimsonbench.controller.decisions.decide import ClusterFacts, crimson_stores, preflight
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
 from crimsonbench.manifests.maintenance import OSD_STORES, OSD_STORES_SCRIPT
 from crimsonbench.results.step_log import parse_sections

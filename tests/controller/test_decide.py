@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from crimsonbench.controller.decide import (
+from crimsonbench.controller.decisions.decide import (
     ClusterFacts,
     preflight,
     select_client_nodes,
     select_osds,
 )
-from crimsonbench.controller.observed import NodeInfo, OsdPod
+from crimsonbench.controller.decisions.observed import NodeInfo, OsdPod
 from crimsonbench.errors import ExecutionError, InvalidSpec
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout

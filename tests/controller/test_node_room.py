@@ -1,4 +1,4 @@
-"""Preflight's capacity check, without a cluster (controller/node_room.py): Rook resizes
+"""Preflight's capacity check, without a cluster (controller/decisions/node_room.py): Rook resizes
 every OSD pod of the cluster to the run's Guaranteed size, and the run's fio pods come on
 top; a node without that room is refused by name, with its sizes and the field to change.
 The same against a real API server's nodes and pods, under the operator's RBAC:
@@ -6,8 +6,8 @@ tests/k8s/test_reach.py."""
 
 from __future__ import annotations
 
-from crimsonbench.controller.node_room import Growth, osd_growth, room_refusal
-from crimsonbench.controller.observed import NodeInfo, PodRequests, Size
+from crimsonbench.controller.decisions.node_room import Growth, osd_growth, room_refusal
+from crimsonbench.controller.decisions.observed import NodeInfo, PodRequests, Size
 
 GIB = 2**30
 ROOK = "rook-ceph"

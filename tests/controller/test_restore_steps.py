@@ -9,8 +9,8 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from crimsonbench.controller.observed import OsdPod
-from crimsonbench.controller.restore_steps import (
+from crimsonbench.controller.decisions.observed import OsdPod
+from crimsonbench.controller.decisions.restore_steps import (
     PATCHED_BY,
     UNDO_DIGEST,
     CleanConfig,

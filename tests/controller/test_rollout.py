@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from crimsonbench.controller.observed import OsdPod
-from crimsonbench.controller.rollout import (
+from crimsonbench.controller.decisions.observed import OsdPod
+from crimsonbench.controller.decisions.rollout import (
     osd_disturbance,
     osd_incarnations,
     osds_at_rest,

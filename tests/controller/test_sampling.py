@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crimsonbench.controller.observed import quantity
+from crimsonbench.controller.decisions.observed import quantity
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from crimsonbench.controller.observed import OsdPod, PodState
-from crimsonbench.controller.step_decide import (
+from crimsonbench.controller.decisions.observed import OsdPod, PodState
+from crimsonbench.controller.decisions.step_decide import (
     LOST_AFTER_S,
     MAX_STEP_RETRIES,
     WAIT_MARGIN_S,

@@ -1,4 +1,4 @@
-"""Every run ends: the decisions of controller/stuck.py, from records and clocks alone (the
+"""Every run ends: the decisions of controller/decisions/stuck.py, from records and clocks alone (the
 operator carries them out on a real API server: tests/k8s/test_run_ends.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from crimsonbench.controller import stuck
-from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
+from crimsonbench.controller.decisions import stuck
+from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
 from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, MonChange, RestoreMarks, SpecChange
 
 

@@ -1,4 +1,4 @@
-"""What a BenchmarkStudy does next (controller.study_decide), from the runs it plans and the
+"""What a BenchmarkStudy does next (controller.decisions.study_decide), from the runs it plans and the
 BenchmarkRuns it finds: runs one at a time in the interleaved order, a failed run is a
 finding and the study goes on, a run of the same name that is not the study's is never
 adopted; and the child run the operator creates (manifests.study)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from crimsonbench.controller.study_decide import (
+from crimsonbench.controller.decisions.study_decide import (
     ChildRun,
     CreateRun,
     Finish,

@@ -148,7 +148,7 @@ def test_the_operator_s_facts_script_reads_each_crimson_osd_s_store(
     """The facts Job's osd-stores loop (manifests.maintenance), run as it is against real
     crimson OSDs: it finds them crimson from their metadata and reads the store each
     daemon runs; preflight then refuses a spec asking for another store."""
-    from crimsonbench.controller.decide import ClusterFacts, preflight
+    from crimsonbench.controller.decisions.decide import ClusterFacts, preflight
     from crimsonbench.errors import InvalidSpec
     from crimsonbench.local.ceph_cli import run as run_tool
     from crimsonbench.manifests.maintenance import FACTS, OSD_STORES, OSD_STORES_SCRIPT

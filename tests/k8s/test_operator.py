@@ -302,7 +302,7 @@ def undo_of(plan: Any, **fields: Any) -> dict[str, Any]:
 def patched_by_run(api: Any, run: str, uid: str, run_patch: dict[str, Any]) -> dict[str, Any]:
     """Patch the module's CephCluster as run (uid) does, and return the undo record's
     part of it (specChanges, specDigest, clusterUid) as the patch stage records it."""
-    from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
+    from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
     from crimsonbench.manifests.cephcluster import apply_merge_patch
     from crimsonbench.manifests.cephcluster_undo import changes_digest, spec_changes
 
@@ -595,7 +595,7 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
 ) -> None:
     """Every object the operator creates passes the real API server's validation, created
     (server-side dry run) as the operator's own ServiceAccount, so RBAC is exercised too."""
-    from crimsonbench.controller.decide import ClusterFacts
+    from crimsonbench.controller.decisions.decide import ClusterFacts
     from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
     from crimsonbench.manifests.ceph_access import rook_access, rook_client_access
     from crimsonbench.manifests.pods import PodOptions
@@ -786,7 +786,7 @@ def test_cleanup_removes_the_runs_images_before_it_restores_the_cluster(
     images (and pool) first: while their removal Job is pending, the CephCluster still
     carries the run's patch and the restore has not begun."""
     from crimsonbench.controller import stages
-    from crimsonbench.controller.restore_steps import PATCHED_BY
+    from crimsonbench.controller.decisions.restore_steps import PATCHED_BY
     from crimsonbench.controller.settings import RookTargetValue, Settings
     from crimsonbench.errors import NotReady
     from crimsonbench.spec.models import validate_spec
@@ -829,8 +829,8 @@ def test_crimson_osds_restart_after_the_restore(
     only then records the restore as over (the run's marks leave the CephCluster, the saved
     original goes). Driven through restore.restore_cluster from the point the run's record
     says it reached (spec back, `config rm` done), each tick's record carried to the next."""
+    from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
     from crimsonbench.controller.restore import restore_cluster
-    from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import NotReady
     from crimsonbench.spec.models import validate_spec
@@ -1191,8 +1191,8 @@ def test_the_restore_takes_only_the_runs_record_and_only_values_still_the_runs(
     run's values and nothing else: an admin's mid-run edit, of a value the run set and of
     one it never touched, stays. Under the chart's RBAC, through the operator's token."""
     from crimsonbench.controller import rook
+    from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
     from crimsonbench.controller.restore import restore_cluster
-    from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
     from crimsonbench.controller.settings import Settings
     from crimsonbench.errors import ExecutionError, NotReady
     from crimsonbench.manifests.cephcluster import apply_merge_patch

@@ -169,7 +169,7 @@ def test_only_rook_osd_pods_are_deleted(
     """A crimson OSD's restart (osd_restarts.delete_osd_pods, as the restore does it)
     deletes an OSD pod; a mon's pod is refused, naming the policy."""
     from crimsonbench.controller import osd_restarts
-    from crimsonbench.controller.observed import OsdPod
+    from crimsonbench.controller.decisions.observed import OsdPod
     from crimsonbench.errors import ExecutionError
 
     core = kubernetes.client.CoreV1Api(admin_api)

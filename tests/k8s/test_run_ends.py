@@ -224,7 +224,7 @@ def placed_run(
 
 def _remove(api: Any, name: str, uid: str) -> None:
     """The run gone (its finalizer dropped: no operator serves it now) and what it left."""
-    from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
+    from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
     from crimsonbench.manifests.naming import child_name
 
     custom = kubernetes.client.CustomObjectsApi(api)
@@ -355,7 +355,7 @@ def test_a_restore_that_cannot_finish_ends_the_run_naming_what_is_left(
     ever, the lease held). The CephCluster keeps the run's marks, so the next run on it is
     refused until someone finishes."""
     from crimsonbench.controller import rook
-    from crimsonbench.controller.restore_steps import PATCHED_BY
+    from crimsonbench.controller.decisions.restore_steps import PATCHED_BY
     from crimsonbench.errors import ExecutionError
 
     with placed_run(control_plane, api, "stuckrestore", "restore", imagesCreated=True,
@@ -384,7 +384,7 @@ def test_a_deleted_run_whose_cleanup_cannot_finish_lets_go_in_time(
     """The same restore reached through a delete (kubectl delete mid-run): the finalizer
     waited up to kopf's 2 h before (the lease held all along); past restoreTimeoutSeconds
     the run goes, the lease is released, and the CephCluster keeps the run's marks."""
-    from crimsonbench.controller.restore_steps import PATCHED_BY
+    from crimsonbench.controller.decisions.restore_steps import PATCHED_BY
 
     custom = kubernetes.client.CustomObjectsApi(api)
     with placed_run(control_plane, api, "stuckdelete", "steps", imagesCreated=True) as uid:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crimsonbench.controller.decide import ClusterFacts
+from crimsonbench.controller.decisions.decide import ClusterFacts
 from crimsonbench.errors import ParseError
 from crimsonbench.plan.ceph_options import family_from_known_options, option_family
 from crimsonbench.plan.types import OsdCpus

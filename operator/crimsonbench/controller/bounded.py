@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import time
 
-from crimsonbench.controller import lease, stuck
+from crimsonbench.controller import lease
+from crimsonbench.controller.decisions import stuck
 from crimsonbench.controller.record import now_iso
 from crimsonbench.controller.run_context import RunBase
 from crimsonbench.spec.status import Phase

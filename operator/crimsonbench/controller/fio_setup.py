@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from crimsonbench.controller.decisions.observed import PodState
+from crimsonbench.controller.decisions.step_decide import server_addresses
 from crimsonbench.controller.jobs import job_log, serving_pod
-from crimsonbench.controller.observed import PodState
 from crimsonbench.controller.run_context import RunBase, RunContext
-from crimsonbench.controller.step_decide import server_addresses
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver, maintenance, network, rook_objects
 from crimsonbench.manifests.ceph_access import CephAccess, rook_access, rook_client_access

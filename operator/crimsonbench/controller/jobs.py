@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from crimsonbench.controller.decisions.observed import PodState
 from crimsonbench.controller.kube import Kube
-from crimsonbench.controller.observed import PodState
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.results.ceph_client_errors import explain_ceph_client_error
 

@@ -13,8 +13,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
-from crimsonbench.controller.observed import NodeInfo, OsdPod, PodRequests, PodState
-from crimsonbench.controller.pod_requests import allocatable_of, pod_requests
+from crimsonbench.controller.decisions.observed import NodeInfo, OsdPod, PodRequests, PodState
+from crimsonbench.controller.decisions.pod_requests import allocatable_of, pod_requests
 from crimsonbench.errors import ExecutionError
 
 log = logging.getLogger(__name__)

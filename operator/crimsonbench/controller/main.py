@@ -19,6 +19,7 @@ from kubernetes import client, config
 from prometheus_client import start_http_server
 
 from crimsonbench.controller import bounded, stages
+from crimsonbench.controller.decisions.stuck import error_text
 from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.metrics_view import RECONCILES, RunsView
 from crimsonbench.controller.plan_cache import PlanCache
@@ -26,7 +27,6 @@ from crimsonbench.controller.record import RunRecord
 from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.controller.settings import Settings
 from crimsonbench.controller.step_index import StepIndex
-from crimsonbench.controller.stuck import error_text
 from crimsonbench.controller.study import tick_study
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
 from crimsonbench.metrics import RunCollector, new_registry
@@ -168,7 +168,7 @@ def reconcile(
         _apply(ctx, before, patch, body, logger)
         raise kopf.PermanentError(str(exc)) from exc
     except Exception as exc:
-        # Kept in the run's record by the tick (controller/stuck.py): retried at the next
+        # Kept in the run's record by the tick (controller/decisions/stuck.py): retried at the next
         # tick, until it has lasted errorTimeoutSeconds and the run fails (and restores).
         _apply(ctx, before, patch, body, logger)
         delay = memo.settings.tick_seconds

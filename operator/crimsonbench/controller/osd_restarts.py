@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 
 from kubernetes.client.exceptions import ApiException
 
+from crimsonbench.controller.decisions.observed import OsdPod
+from crimsonbench.controller.decisions.restore_steps import osd_list
+from crimsonbench.controller.decisions.rollout import stale_after_patch
 from crimsonbench.controller.kube import api_message, denied_by_policy
-from crimsonbench.controller.observed import OsdPod
-from crimsonbench.controller.restore_steps import osd_list
-from crimsonbench.controller.rollout import stale_after_patch
 from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.errors import ExecutionError, NotReady
 

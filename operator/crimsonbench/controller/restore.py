@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from crimsonbench.controller import osd_restarts, restore_steps
+from crimsonbench.controller import osd_restarts
+from crimsonbench.controller.decisions import restore_steps
+from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
 from crimsonbench.controller.fio_setup import admin_access
 from crimsonbench.controller.jobs import job_outcome
-from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
 from crimsonbench.controller.rook import as_changes, cluster_annotations
 from crimsonbench.controller.run_context import RunBase
 from crimsonbench.errors import NotReady

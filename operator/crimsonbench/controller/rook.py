@@ -15,11 +15,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from crimsonbench.controller import osd_restarts, restore_steps
+from crimsonbench.controller import osd_restarts
+from crimsonbench.controller.decisions import restore_steps
+from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
+from crimsonbench.controller.decisions.rollout import osds_running_with, rollout
 from crimsonbench.controller.fio_setup import admin_access
 from crimsonbench.controller.jobs import job_outcome
-from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
-from crimsonbench.controller.rollout import osds_running_with, rollout
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, TargetMissing
 from crimsonbench.manifests.cephcluster import (

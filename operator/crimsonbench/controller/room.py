@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from crimsonbench.controller.decisions.node_room import Growth, osd_growth, room_refusal
+from crimsonbench.controller.decisions.observed import Size, quantity
+from crimsonbench.controller.decisions.pod_requests import size_of
 from crimsonbench.controller.fio_setup import driver_job, server_jobs
-from crimsonbench.controller.node_room import Growth, osd_growth, room_refusal
-from crimsonbench.controller.observed import Size, quantity
-from crimsonbench.controller.pod_requests import size_of
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.models import Flavor

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from kubernetes.client.exceptions import ApiException
 
-from crimsonbench.controller.observed import quantity
+from crimsonbench.controller.decisions.observed import quantity
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import CrimsonBenchError
 from crimsonbench.manifests import fio

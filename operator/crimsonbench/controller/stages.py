@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from crimsonbench.controller import bounded, decide, external, lease, rook, rook_pool, room
+from crimsonbench.controller import bounded, external, lease, rook, rook_pool, room
+from crimsonbench.controller.decisions import decide
 from crimsonbench.controller.fio_setup import (
     admin_access,
     ensure_client_user,

@@ -15,11 +15,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from crimsonbench.controller import driver as fio_driver_exec
-from crimsonbench.controller.fio_setup import fio_access, jobs_namespace
-from crimsonbench.controller.observed import PodState
-from crimsonbench.controller.run_context import RunContext
-from crimsonbench.controller.sampling import client_cpu_logs, sample_step, samples_of
-from crimsonbench.controller.step_decide import (
+from crimsonbench.controller.decisions.observed import PodState
+from crimsonbench.controller.decisions.step_decide import (
     MAX_STEP_RETRIES,
     PREFILL,
     OsdView,
@@ -32,6 +29,9 @@ from crimsonbench.controller.step_decide import (
     Store,
     next_step_actions,
 )
+from crimsonbench.controller.fio_setup import fio_access, jobs_namespace
+from crimsonbench.controller.run_context import RunContext
+from crimsonbench.controller.sampling import client_cpu_logs, sample_step, samples_of
 from crimsonbench.controller.stored_results import load_results, store_results
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver

@@ -1,5 +1,5 @@
 """A BenchmarkStudy's tick: read its accepted spec and the BenchmarkRuns of its namespace,
-ask controller.study_decide what comes next, create that run, and say where the study
+ask controller.decisions.study_decide what comes next, create that run, and say where the study
 stands. The runs themselves are ordinary BenchmarkRuns: the run machinery plans, patches,
 sweeps and restores each, and the lease keeps them one at a time per cluster.
 
@@ -16,8 +16,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from crimsonbench.controller.kube import api_message
-from crimsonbench.controller.study_decide import (
+from crimsonbench.controller.decisions.study_decide import (
     ChildRun,
     CreateRun,
     Finish,
@@ -26,6 +25,7 @@ from crimsonbench.controller.study_decide import (
     next_study_action,
     progress,
 )
+from crimsonbench.controller.kube import api_message
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.manifests.study import child_run
 from crimsonbench.plan.study import expand_study, study_runs

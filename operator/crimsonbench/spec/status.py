@@ -171,7 +171,7 @@ class OsdsRestarted(StatusModel):
 
 
 # A restarted operator goes on where the restore stopped, and never runs its cleanup Job
-# twice: controller/restore_steps.py decides from these.
+# twice: controller/decisions/restore_steps.py decides from these.
 class RestoreMarks(StatusModel):
     """How far the restore got."""
 

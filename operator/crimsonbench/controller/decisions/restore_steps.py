@@ -30,8 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from crimsonbench.controller.observed import OsdPod
-from crimsonbench.controller.rollout import original_osd_limits, osds_running_with
+from crimsonbench.controller.decisions.observed import OsdPod
+from crimsonbench.controller.decisions.rollout import original_osd_limits, osds_running_with
 from crimsonbench.errors import NotReady
 from crimsonbench.manifests.cephcluster_undo import Change, after_undo, changes_digest, undo_patch
 from crimsonbench.manifests.naming import GROUP

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from crimsonbench.controller.observed import OsdPod, quantity
+from crimsonbench.controller.decisions.observed import OsdPod, quantity
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.plan.types import RunPlan
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from crimsonbench.controller.observed import NodeInfo, OsdPod
-from crimsonbench.controller.osd_stores import crimson_stores
+from crimsonbench.controller.decisions.observed import NodeInfo, OsdPod
+from crimsonbench.controller.decisions.osd_stores import crimson_stores
 from crimsonbench.errors import ExecutionError, InvalidSpec, ParseError
 from crimsonbench.manifests.maintenance import OSD_STORES
 from crimsonbench.plan.ceph_options import family_from_known_options

@@ -21,7 +21,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crimsonbench.controller.restore_steps import PATCHED_BY, UNDO_DIGEST
+from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
 from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, MonChange, RestoreMarks, SpecChange
 
 # ---------------------------------------------------------------- unexpected errors

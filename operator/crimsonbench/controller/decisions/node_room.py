@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from crimsonbench.controller.observed import NodeInfo, PodRequests, Size, total
+from crimsonbench.controller.decisions.observed import NodeInfo, PodRequests, Size, total
 from crimsonbench.errors import InvalidSpec
 
 OSD_APP = "rook-ceph-osd"  # Rook's OSD pods' `app` label

@@ -16,8 +16,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from crimsonbench.controller.observed import OsdPod, PodState
-from crimsonbench.controller.rollout import osd_disturbance, osd_incarnations, osds_at_rest
+from crimsonbench.controller.decisions.observed import OsdPod, PodState
+from crimsonbench.controller.decisions.rollout import (
+    osd_disturbance,
+    osd_incarnations,
+    osds_at_rest,
+)
 from crimsonbench.errors import CrimsonBenchError, ExecutionError, NotReady
 from crimsonbench.manifests.fio_driver import BARRIER_LOG, OSDS_FILE, REACTOR_LOG, StepReport
 from crimsonbench.plan.types import RunPlan, Step

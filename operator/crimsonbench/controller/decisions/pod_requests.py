@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crimsonbench.controller.observed import PodRequests, Size, quantity
+from crimsonbench.controller.decisions.observed import PodRequests, Size, quantity
 
 
 def size_of(resources: dict[str, Any]) -> Size:
