@@ -1,5 +1,5 @@
-"""Every run ends: the decisions of controller/decisions/stuck.py, from records and clocks alone (the
-operator carries them out on a real API server: tests/k8s/test_run_ends.py)."""
+"""Every run ends: the decisions of controller/decisions/stuck.py, from records and clocks
+alone (the operator carries them out on a real API server: tests/k8s/test_run_ends.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What a BenchmarkStudy does next (controller.decisions.study_decide), from the runs it plans and the
-BenchmarkRuns it finds: runs one at a time in the interleaved order, a failed run is a
+"""What a BenchmarkStudy does next (controller.decisions.study_decide), from the runs it plans
+and the BenchmarkRuns it finds: runs one at a time in the interleaved order, a failed run is a
 finding and the study goes on, a run of the same name that is not the study's is never
 adopted; and the child run the operator creates (manifests.study)."""
 
