@@ -62,7 +62,8 @@ def api(admin: kubernetes.client.ApiClient) -> kubernetes.client.ApiClient:
     return admin
 
 
-def _create_run(api: kubernetes.client.ApiClient, name: str, status: dict[str, Any]) -> None:
+def _create_run(api: kubernetes.client.ApiClient, name: str, status: dict[str, Any]) -> str:
+    """The run, its status as given; its uid (its ConfigMaps are owned by it)."""
     custom = kubernetes.client.CustomObjectsApi(api)
     body = {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -70,18 +71,25 @@ def _create_run(api: kubernetes.client.ApiClient, name: str, status: dict[str, A
         "metadata": {"name": name, "namespace": NS},
         "spec": SPEC,
     }
-    custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, body)
+    made = custom.create_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, body)
     custom.patch_namespaced_custom_object_status(
         GROUP, VERSION, NS, PLURAL, name, {"status": status}
     )
+    return str(made["metadata"]["uid"])
 
 
-def _create_results(api: kubernetes.client.ApiClient, name: str, steps: list[StepResult]) -> None:
+def _create_results(
+    api: kubernetes.client.ApiClient, name: str, uid: str, steps: list[StepResult]
+) -> None:
+    """As the operator stores them: owned by the run (only its own are its results)."""
     core = kubernetes.client.CoreV1Api(api)
+    owner = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "BenchmarkRun", "name": name,
+             "uid": uid}  # fmt: skip
     plan = {"cpu": {"client": "1"}, "steps": [s.step_id for s in STEPS]}
-    core.create_namespaced_config_map(NS, run_configmap(name, INFO, plan, namespace=NS))
     # a small limit: the results must be put back together from several ConfigMaps
-    for cm in results_configmaps(name, steps, limit_bytes=2500, namespace=NS):
+    for cm in [run_configmap(name, INFO, plan, namespace=NS),
+               *results_configmaps(name, steps, limit_bytes=2500, namespace=NS)]:  # fmt: skip
+        cm["metadata"]["ownerReferences"] = [owner]
         core.create_namespaced_config_map(NS, cm)
 
 
@@ -97,8 +105,8 @@ def test_fetch_writes_a_results_directory_report_and_compare_read(
     api: kubernetes.client.ApiClient, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
     status = {"phase": "Completed", "stepsTotal": 2, "progress": "2/2", "finishedAt": "t1"}
-    _create_run(api, "fetched", status)
-    _create_results(api, "fetched", STEPS)
+    uid = _create_run(api, "fetched", status)
+    _create_results(api, "fetched", uid, STEPS)
     out = tmp_path / "k8s"
     code, text = _fetch(control_plane, tmp_path, f"{NS}/fetched", "--results", str(out))
     assert code == 0, text
@@ -135,10 +143,10 @@ def test_fetch_writes_a_results_directory_report_and_compare_read(
 def test_a_running_run_fetches_what_exists_and_says_so(
     api: kubernetes.client.ApiClient, control_plane: ControlPlane, tmp_path: Path
 ) -> None:
-    _create_run(
+    uid = _create_run(
         api, "partial", {"phase": "Running", "stepsTotal": 2, "currentStep": STEPS[1].step_id}
     )
-    _create_results(api, "partial", STEPS[:1])
+    _create_results(api, "partial", uid, STEPS[:1])
     code, text = _fetch(
         control_plane, tmp_path, "partial", "-n", NS, "--results", str(tmp_path / "p")
     )

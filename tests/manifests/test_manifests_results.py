@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from manifest_inputs import FIXTURES
@@ -15,6 +16,8 @@ from step_results import many, result
 from crimsonbench.manifests.results import (
     MAX_STEP_PARTS,
     StepTooLarge,
+    not_owned,
+    owned_by,
     part_names,
     read_results_configmaps,
     read_step,
@@ -202,3 +205,22 @@ def test_fifty_clients_by_thirty_two_images_stay_within_the_api_limits() -> None
     back = read_results_configmaps(cms)
     assert all(_same(a, b) for a, b in zip(back, steps, strict=True))
     assert back[7].clients["node-49"].iops == client_row.iops + 49
+
+
+@pytest.mark.parametrize(
+    ("refs", "owned"),
+    [
+        ([{"kind": "BenchmarkRun", "name": "r", "uid": "u-1"}], True),
+        ([{"uid": "u-0"}, {"uid": "u-1"}], True),  # among others
+        ([{"kind": "BenchmarkRun", "name": "r", "uid": "u-0"}], False),  # an earlier run's
+        (None, False),  # nobody's: not made by the operator
+        ([], False),
+        ("u-1", False),  # hostile shapes (anyone who may write ConfigMaps there)
+        ({"uid": "u-1"}, False),
+        ([["uid", "u-1"]], False),
+    ],
+)
+def test_only_configmaps_the_run_owns_are_its_own(refs: Any, owned: bool) -> None:
+    cm = {"metadata": {"name": "r-step-x", "ownerReferences": refs}}
+    assert owned_by(cm, "u-1") is owned
+    assert not_owned([cm], "u-1") == ([] if owned else ["r-step-x"])

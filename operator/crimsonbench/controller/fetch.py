@@ -17,6 +17,8 @@ from typing import Any
 
 from crimsonbench.errors import CrimsonBenchError
 from crimsonbench.manifests.results import (
+    not_owned,
+    owned_by,
     read_run_configmap,
     read_stored,
     results_selector,
@@ -71,16 +73,25 @@ def fetched_run(
     """Pure: the API objects of a run -> what the results directory needs."""
     meta = run.get("metadata") or {}
     name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+    uid = str(meta.get("uid", ""))
     spec = dict(run.get("spec") or {})
     status = dict(run.get("status") or {})
+    # found by the run's name: only the run's own are its results (an earlier run of the
+    # same name may have left its ConfigMaps behind)
+    others = not_owned([*([run_configmap] if run_configmap else []), *results_configmaps], uid)
     plan: dict[str, Any] | None = None
-    if run_configmap is not None:
+    if run_configmap is not None and owned_by(run_configmap, uid):
         info, plan = read_run_configmap(run_configmap)
     else:  # planned before this operator version, or never planned
         info = RunInfo.from_spec(name, validate_spec(spec), started=status.get("startedAt", ""))
-    stored = read_stored(results_configmaps)  # what cannot be read is named, not fatal
+    stored = read_stored([c for c in results_configmaps if owned_by(c, uid)])
+    unreadable = list(stored.unreadable)  # what cannot be read is named, not fatal
+    if others:
+        listed = ", ".join(others[:10])
+        unreadable.append(f"{len(others)} ConfigMap(s) labelled with the run's name are not "
+                          f"its own (an earlier run of that name?): {listed}")  # fmt: skip
     return FetchedRun(name, namespace, spec, status, info, plan, stored.results,
-                      tuple(stored.unreadable))  # fmt: skip
+                      tuple(unreadable))  # fmt: skip
 
 
 def write_results_dir(run: FetchedRun, store: ResultStore) -> None:

@@ -147,7 +147,7 @@ def _record_run_info(ctx: RunContext, plan: RunPlan) -> None:
     )
     cm = run_configmap(ctx.name, info, plan_summary(plan), namespace=ctx.namespace)
     cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]
-    ctx.kube.replace_configmap(ctx.namespace, cm)
+    ctx.kube.write_configmap(ctx.namespace, cm)  # another's of that name: refused, kept
 
 
 def stage_patch(ctx: RunContext) -> str:

@@ -20,6 +20,8 @@ from crimsonbench.manifests.results import (
     StoredResults,
     legacy_gaps,
     legacy_selector,
+    not_owned,
+    owned_by,
     part_names,
     read_step_json,
     read_stored,
@@ -64,8 +66,10 @@ def read_all(ctx: RunContext) -> RunSteps:
     and named in `unreadable`."""
     known = RunSteps()
     kube, ns = ctx.kube, ctx.namespace
+    others: list[str] = []  # found by the run's name, not the run's own: never its results
     for page in kube.configmap_pages(ns, step_selector(ctx.name), PAGE):
-        for head in page:
+        others += not_owned(page, ctx.uid)
+        for head in (h for h in page if owned_by(h, ctx.uid)):
             parts = {n: p for n in part_names(head) if (p := kube.read_configmap(ns, n))}
             try:
                 known.add_json(read_step_json(head, parts))
@@ -73,13 +77,20 @@ def read_all(ctx: RunContext) -> RunSteps:
                 known.unreadable.append(str(exc))
     legacy: dict[int, tuple[int, str]] = {}
     for page in kube.configmap_pages(ns, legacy_selector(ctx.name), LEGACY_PAGE):
-        older: StoredResults = read_stored(page, whole=False)
+        others += not_owned(page, ctx.uid)
+        older: StoredResults = read_stored([c for c in page if owned_by(c, ctx.uid)],
+                                           whole=False)  # fmt: skip
         known.unreadable += older.unreadable
         legacy.update(older.legacy_parts)
         for result in older.results:
             if result.key not in known.results:
                 known.add(result)
     known.unreadable += legacy_gaps(legacy)
+    if others:
+        ctx.logger.warning(
+            "%d results ConfigMap(s) labelled with this run's name are not its own (an "
+            "earlier run of that name, or another's): not read as its results: %s",
+            len(others), ", ".join(others[:10]))  # fmt: skip
     return known
 
 

@@ -63,6 +63,20 @@ def results_selector(run: str) -> str:
     return f"{LABEL_RUN}={label_value(run)},{LABEL_ROLE} in ({roles})"
 
 
+def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    """Is the object the run's own: its ownerReferences name the run's uid. ConfigMaps are
+    found by the run's name; one that is not its own (an earlier run of that name, deleted
+    and made again before the garbage collector came, or orphaned; another's object
+    labelled alike) is never read as the run's results, nor overwritten."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return any(isinstance(r, Mapping) and r.get("uid") == uid for r in refs)
+
+
+def not_owned(objs: Iterable[Mapping[str, Any]], uid: str) -> list[str]:
+    """The names of those that are not the run's (owned_by), to say they were left out."""
+    return [str((o.get("metadata") or {}).get("name")) for o in objs if not owned_by(o, uid)]
+
+
 def step_selector(run: str) -> str:
     """The heads of the run's steps (one per stored step)."""
     return f"{LABEL_RUN}={label_value(run)},{LABEL_ROLE}={ROLE_STEP}"
