@@ -292,8 +292,6 @@ def fetch(
         validate_name(run_name, field="RUN")
         validate_namespace(namespace, field="--namespace")
         try:
-            from kubernetes import client
-
             from crimsonbench.controller.fetch import FetchError, fetch_run, write_results_dir
         except ImportError as exc:
             raise BadInput(
@@ -306,8 +304,6 @@ def fetch(
                 fetched = fetch_run(api, namespace, run_name)
             except FetchError as exc:
                 raise BadInput(str(exc)) from exc
-            except client.exceptions.ApiException as exc:
-                raise BadInput(f"the API server refused: {exc.status} {exc.reason}") from exc
             except OSError as exc:  # urllib3 wraps connection errors in these
                 raise BadInput(f"cannot reach the API server: {exc}") from exc
         target = results or Path("results") / run_name

@@ -127,8 +127,6 @@ def fetch_study(
         validate_namespace(namespace, field="--namespace")
         _check_stored(baseline)
         try:
-            from kubernetes import client
-
             from crimsonbench.controller.fetch import FetchError
             from crimsonbench.controller.study_fetch import fetch_study as fetch
             from crimsonbench.controller.study_fetch import write_study_dir
@@ -143,8 +141,6 @@ def fetch_study(
                 dirs = write_study_dir(study, root)
             except FetchError as exc:
                 raise BadInput(str(exc)) from exc
-            except client.exceptions.ApiException as exc:
-                raise BadInput(f"the API server refused: {exc.status} {exc.reason}") from exc
             except OSError as exc:
                 raise BadInput(f"cannot fetch the study: {exc}") from exc
     _say(f"{len(study.fetched)} of {len(study.runs)} runs of {namespace}/{study_name} "

@@ -3,34 +3,20 @@ alone (the operator carries them out on a real API server: tests/k8s/test_run_en
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from kubernetes.client.exceptions import ApiException
 
 from crimsonbench.controller.decisions import stuck
 from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
+from crimsonbench.controller.kube_errors import Forbidden
 from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, MonChange, RestoreMarks, SpecChange
 
 
-def api_error(status: int, reason: str, message: str) -> ApiException:
-    exc = ApiException(status=status, reason=reason)
-    exc.body = json.dumps({"kind": "Status", "message": message, "code": status})
-    exc.headers = {"Audit-Id": "x" * 40}
-    return exc
-
-
 def test_an_api_refusal_is_said_by_its_status_and_the_servers_message() -> None:
-    exc = api_error(403, "Forbidden", 'jobs.batch "a" is forbidden: exceeded quota: q')
+    """As Kube raises it (controller/kube_errors.py: tests/controller/test_kube_errors.py)."""
+    exc = Forbidden(403, "Forbidden", 'jobs.batch "a" is forbidden: exceeded quota: q')
     assert stuck.error_text(exc) == (
-        'ApiException 403 Forbidden: jobs.batch "a" is forbidden: exceeded quota: q'
+        'Forbidden: 403 Forbidden: jobs.batch "a" is forbidden: exceeded quota: q'
     )
-    assert "Audit-Id" not in stuck.error_text(exc)  # not its headers
-    plain = ApiException(status=500, reason="Internal Server Error")
-    assert stuck.error_text(plain) == "ApiException 500 Internal Server Error"
-    odd = ApiException(status=429, reason="Too Many Requests")
-    odd.body = "<html>slow down</html>"
-    assert stuck.error_text(odd).endswith(": <html>slow down</html>")
 
 
 def test_any_other_error_is_its_class_and_message_cut() -> None:

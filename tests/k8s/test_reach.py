@@ -55,14 +55,12 @@ def _wait(what: str, probe: Callable[[], Any], timeout: float = 60) -> Any:
 def _exec_refusal(kube: Any, namespace: str, pod: str) -> tuple[int, str]:
     """(HTTP status, message) the API server answers an exec into pod (no kubelet here:
     an exec it lets through ends at 404, the pod does not exist)."""
-    from crimsonbench.controller.kube import api_message
+    from crimsonbench.controller.kube_errors import KubeError
 
     try:
         kube.exec_in_pod(namespace, pod, ["true"], timeout_s=10)
-    except ApiException as exc:
-        reason = str(exc.reason or "")
-        status = exc.status or int(reason.split("Handshake status ")[1].split()[0])
-        return status, api_message(exc)
+    except KubeError as exc:  # Kube's own type: the handshake's status read by kube_errors
+        return exc.status, exc.message
     raise AssertionError(f"exec into {namespace}/{pod} ran")
 
 
@@ -297,6 +295,7 @@ def test_network_policies_only_the_runs_own(
     that would select Rook's mons is refused, and so is deleting a policy not the
     operator's."""
     from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.kube_errors import Forbidden
     from crimsonbench.manifests.network import fio_network_policies
 
     kube = Kube(op)
@@ -316,16 +315,13 @@ def test_network_policies_only_the_runs_own(
         bent = {**mine[0], "metadata": {**mine[0]["metadata"], "name": "reach-mons"},
                 "spec": {**mine[0]["spec"], "podSelector": {"matchLabels": {
                     "app": "rook-ceph-mon"}}}}  # fmt: skip
-        with pytest.raises(ApiException) as err:
+        with pytest.raises(Forbidden) as err:  # Kube's own type: no status codes
             kube.ensure_network_policy(ROOK_NS, bent)
-        assert err.value.status == 403 and "selects that run's fio servers or driver only" in str(
-            err.value.body
-        )
-        with pytest.raises(ApiException) as err:
+        assert err.value.by_policy
+        assert "selects that run's fio servers or driver only" in err.value.message
+        with pytest.raises(Forbidden) as err:
             kube.net.delete_namespaced_network_policy("protect-mons", ROOK_NS)
-        assert err.value.status == 403 and "only the NetworkPolicies of its runs" in str(
-            err.value.body
-        )
+        assert "only the NetworkPolicies of its runs" in err.value.message
         assert kube.delete_network_policies(ROOK_NS, selector) == 2
         assert (
             net_admin.list_namespaced_network_policy(ROOK_NS, label_selector=selector).items == []

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kubernetes.client.exceptions import ApiException
-
-from crimsonbench.controller.kube import api_message, denied_by_policy
+from crimsonbench.controller.kube_errors import Forbidden
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError
 from crimsonbench.manifests import fio_driver
@@ -19,21 +17,17 @@ EXEC_TIMEOUT_S = 60  # one exec: start, poll or end (a poll may also wait, see p
 def _exec(ctx: RunContext, namespace: str, pod: str, argv: list[str], timeout_s: float) -> str:
     try:
         rc, out, err = ctx.kube.exec_in_pod(namespace, pod, argv, timeout_s)
-    except ApiException as exc:
-        # a refused websocket handshake comes back as status 0 with the HTTP status in
-        # its reason ("Handshake status 403 Forbidden")
-        if exc.status == 403 or "403" in str(exc.reason):
-            if denied_by_policy(exc):
-                raise ExecutionError(
-                    f"exec into {namespace}/{pod} was refused by the operator's admission "
-                    f"policy (the chart's rbac.reachPolicy): {api_message(exc)}"
-                ) from None
+    except Forbidden as exc:
+        if exc.by_policy:
             raise ExecutionError(
-                f"the operator may not exec into pods in namespace {namespace}: the "
-                "chart's targets.rook (Rook's namespace) or targets.externalNamespaces "
-                f"must name {namespace} (a Role granting pods/exec there)"
+                f"exec into {namespace}/{pod} was refused by the operator's admission "
+                f"policy (the chart's rbac.reachPolicy): {exc.message}"
             ) from None
-        raise
+        raise ExecutionError(
+            f"the operator may not exec into pods in namespace {namespace}: the "
+            "chart's targets.rook (Rook's namespace) or targets.externalNamespaces "
+            f"must name {namespace} (a Role granting pods/exec there)"
+        ) from None
     if rc != 0:
         raise ExecutionError(f"exec in fio driver {namespace}/{pod} exited {rc}: {err[-500:]}")
     return out

@@ -120,27 +120,30 @@ def write_results_dir(run: FetchedRun, store: ResultStore) -> None:
 def fetch_run(api: Any, namespace: str, name: str) -> FetchedRun:
     """Read a run through a kubernetes.client.ApiClient (the kubeconfig's user)."""
     from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
 
-    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    from crimsonbench.controller.kube_errors import Gone, KubeError, Typed
+
+    custom, core = Typed(client.CustomObjectsApi(api)), Typed(client.CoreV1Api(api))
     try:
-        run: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]
+        run: dict[str, Any] = custom.get_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, name
         )
-    except ApiException as exc:
-        if exc.status == 404:
-            raise FetchError(
-                f"no BenchmarkRun {name} in namespace {namespace} "
-                f"(kubectl get benchmarkruns -n {namespace})"
-            ) from exc
-        raise FetchError(f"cannot read BenchmarkRun {namespace}/{name}: {exc.reason}") from exc
+    except Gone as exc:
+        raise FetchError(
+            f"no BenchmarkRun {name} in namespace {namespace} "
+            f"(kubectl get benchmarkruns -n {namespace})"
+        ) from exc
+    except KubeError as exc:
+        raise FetchError(f"cannot read BenchmarkRun {namespace}/{name}: {exc}") from exc
     serialize = api.sanitize_for_serialization
     try:
-        found = core.read_namespaced_config_map(run_configmap_name(name), namespace)
-        run_cm = serialize(found)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise FetchError(f"cannot read the run's ConfigMap: {exc.reason}") from exc
+        run_cm = serialize(core.read_namespaced_config_map(run_configmap_name(name), namespace))
+    except Gone:
         run_cm = None
-    cms = core.list_namespaced_config_map(namespace, label_selector=results_selector(name)).items
-    return fetched_run(run, run_cm, [serialize(c) for c in cms])
+    except KubeError as exc:
+        raise FetchError(f"cannot read the run's ConfigMap: {exc}") from exc
+    try:
+        found = core.list_namespaced_config_map(namespace, label_selector=results_selector(name))
+    except KubeError as exc:
+        raise FetchError(f"cannot list the run's results ConfigMaps: {exc}") from exc
+    return fetched_run(run, run_cm, [serialize(c) for c in found.items])

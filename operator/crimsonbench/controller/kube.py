@@ -3,6 +3,7 @@ that exists returns the existing one, deleting a missing one is fine."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -15,6 +16,14 @@ from kubernetes.stream import stream
 
 from crimsonbench.controller.decisions.observed import NodeInfo, OsdPod, PodRequests, PodState
 from crimsonbench.controller.decisions.pod_requests import allocatable_of, pod_requests
+from crimsonbench.controller.kube_errors import (
+    Conflict,
+    Gone,
+    KubeError,
+    Typed,
+    Unavailable,
+    refusal,
+)
 from crimsonbench.errors import ExecutionError
 
 log = logging.getLogger(__name__)
@@ -22,47 +31,28 @@ log = logging.getLogger(__name__)
 ROOK_GROUP, ROOK_VERSION = "ceph.rook.io", "v1"
 
 
-def _missing(exc: ApiException) -> bool:
-    return exc.status == 404
-
-
-def api_message(exc: ApiException) -> str:
-    """What the API server said when it refused a request: the Status's message (a refused
-    exec handshake carries it at the end of its reason), else the reason."""
-    raw = exc.body or str(exc.reason or "").rpartition("-+-+-")[2]
-    try:
-        status = json.loads(raw)
-    except (TypeError, ValueError):
-        return str(exc.reason or raw)
-    return str(status.get("message") or exc.reason) if isinstance(status, dict) else raw
-
-
-def denied_by_policy(exc: ApiException) -> bool:
-    """Refused by a ValidatingAdmissionPolicy (the chart's rbac.reachPolicy), not by RBAC."""
-    return "ValidatingAdmissionPolicy" in api_message(exc)
-
-
 def _unless_gone(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any | None:
-    """call(*args, **kwargs), or None when its object is not there (404): reads of what may
-    not exist yet, deletes of what may be gone already."""
+    """call(*args, **kwargs), or None when its object is not there: reads of what may not
+    exist yet, deletes of what may be gone already."""
     try:
         return call(*args, **kwargs)
-    except ApiException as exc:
-        if _missing(exc):
-            return None
-        raise
+    except Gone:
+        return None
 
 
 class Kube:
+    """The operator's one door to the API: every call's refusal comes out as a
+    kube_errors.KubeError (Forbidden, Gone, Conflict, Invalid, Unavailable)."""
+
     def __init__(self, api: client.ApiClient) -> None:
         # Typed as Any on purpose: the client's models make every field Optional and its
         # create/replace methods accept plain dicts, which is what our builders return.
         self.api: Any = api
-        self.core: Any = client.CoreV1Api(api)
-        self.batch: Any = client.BatchV1Api(api)
-        self.custom: Any = client.CustomObjectsApi(api)
-        self.coord: Any = client.CoordinationV1Api(api)
-        self.net: Any = client.NetworkingV1Api(api)
+        self.core: Any = Typed(client.CoreV1Api(api))
+        self.batch: Any = Typed(client.BatchV1Api(api))
+        self.custom: Any = Typed(client.CustomObjectsApi(api))
+        self.coord: Any = Typed(client.CoordinationV1Api(api))
+        self.net: Any = Typed(client.NetworkingV1Api(api))
 
     # ------------------------------------------------------------ Rook
     def get_cephcluster(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -82,13 +72,10 @@ class Kube:
         return None if found is None else dict(found)
 
     def ensure_custom(self, namespace: str, plural: str, body: dict[str, Any]) -> None:
-        try:
+        with contextlib.suppress(Conflict):  # there already
             self.custom.create_namespaced_custom_object(
                 ROOK_GROUP, ROOK_VERSION, namespace, plural, body
             )
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
 
     def delete_custom(self, namespace: str, plural: str, name: str) -> None:
         _unless_gone(
@@ -129,9 +116,8 @@ class Kube:
         try:
             self.core.create_namespaced_config_map(namespace, body)
             return
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        except Conflict:
+            pass  # there already
         name, owners = body["metadata"]["name"], body["metadata"].get("ownerReferences") or ()
         there = self.core.read_namespaced_config_map(name, namespace).metadata.owner_references
         if owners and not {o["uid"] for o in owners} & {o.uid for o in there or ()}:
@@ -144,9 +130,8 @@ class Kube:
         try:
             self.core.create_namespaced_config_map(namespace, body)
             return dict(body.get("data") or {})
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        except Conflict:
+            pass  # there already
         existing = self.get_configmap(namespace, body["metadata"]["name"])
         return existing or {}
 
@@ -154,9 +139,7 @@ class Kube:
         name = body["metadata"]["name"]
         try:
             self.core.replace_namespaced_config_map(name, namespace, body)
-        except ApiException as exc:
-            if not _missing(exc):
-                raise
+        except Gone:
             self.core.create_namespaced_config_map(namespace, body)
 
     def delete_configmap(self, namespace: str, name: str) -> None:
@@ -180,11 +163,14 @@ class Kube:
         client of its own: execs of several runs (a poll may wait up to a tick in the pod)
         go on at once, and never touch the client other threads use."""
         with client.ApiClient(self.api.configuration) as own:
-            resp = stream(
-                client.CoreV1Api(own).connect_get_namespaced_pod_exec, pod, namespace,
-                command=argv, stdin=False, stdout=True, stderr=True, tty=False,
-                _preload_content=False, _request_timeout=timeout_s,
-            )  # fmt: skip
+            try:
+                resp = stream(
+                    client.CoreV1Api(own).connect_get_namespaced_pod_exec, pod, namespace,
+                    command=argv, stdin=False, stdout=True, stderr=True, tty=False,
+                    _preload_content=False, _request_timeout=timeout_s,
+                )  # fmt: skip
+            except ApiException as exc:  # a refused handshake: status 0, reason "... 403 ..."
+                raise refusal(exc) from exc
             try:
                 resp.run_forever(timeout=timeout_s)
                 out, err = resp.read_stdout(), resp.read_stderr()
@@ -197,11 +183,8 @@ class Kube:
 
     # ------------------------------------------------------------ Jobs
     def ensure_job(self, namespace: str, body: dict[str, Any]) -> None:
-        try:
+        with contextlib.suppress(Conflict):  # there already
             self.batch.create_namespaced_job(namespace, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
 
     def job_state(self, namespace: str, name: str) -> str:
         """missing | running | succeeded | failed"""
@@ -232,7 +215,7 @@ class Kube:
         never ran (failed_job_cause). A pod that never ran has no log to read: no error."""
         try:
             log = self.job_log(namespace, name)
-        except ApiException:
+        except KubeError:
             log = ""
         if log:
             return log[-tail_chars:]
@@ -303,19 +286,14 @@ class Kube:
             found = self.custom.list_namespaced_custom_object(
                 "metrics.k8s.io", "v1beta1", namespace, "pods", label_selector=selector
             )
-        except ApiException as exc:
-            if exc.status in (404, 503):
-                return None
-            raise
+        except (Gone, Unavailable):  # metrics.k8s.io not served (no metrics-server)
+            return None
         return list(found["items"])
 
     # ------------------------------------------------------------ NetworkPolicies
     def ensure_network_policy(self, namespace: str, body: dict[str, Any]) -> None:
-        try:
+        with contextlib.suppress(Conflict):  # there already
             self.net.create_namespaced_network_policy(namespace, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
 
     def delete_network_policies(self, namespace: str, selector: str) -> int:
         found = self.net.list_namespaced_network_policy(namespace, label_selector=selector).items
@@ -383,9 +361,8 @@ class Kube:
         try:
             self.coord.create_namespaced_lease(namespace, body)
             return holder
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        except Conflict:
+            pass  # there already
         lease = self.coord.read_namespaced_lease(name, namespace)
         return str(lease.spec.holder_identity or "")
 
@@ -399,10 +376,8 @@ class Kube:
         lease.spec.acquire_time = dt.datetime.now(dt.UTC)
         try:
             self.coord.replace_namespaced_lease(name, namespace, lease)
-        except ApiException as exc:
-            if exc.status in (404, 409):
-                return False
-            raise
+        except (Gone, Conflict):
+            return False
         return True
 
     def release_lease(self, namespace: str, name: str, holder: str) -> None:

@@ -188,7 +188,7 @@ def reconcile_study(
     """A study's tick (controller/study.py): its next run created, its status written."""
     if (status or {}).get("phase") in (Phase.COMPLETED.value, Phase.FAILED.value):
         return
-    tick = tick_study(memo.kube.api, meta["name"], meta.get("namespace") or "default",
+    tick = tick_study(memo.kube, meta["name"], meta.get("namespace") or "default",
                       meta["uid"], dict(spec), dict(status or {}),
                       int(meta.get("generation") or 0))  # fmt: skip
     patch.status.update(tick.status.model_dump(mode="json", by_alias=True, exclude_none=True))

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kubernetes.client.exceptions import ApiException
-
 from crimsonbench.controller.decisions.observed import OsdPod
 from crimsonbench.controller.decisions.restore_steps import osd_list
 from crimsonbench.controller.decisions.rollout import stale_after_patch
-from crimsonbench.controller.kube import api_message, denied_by_policy
+from crimsonbench.controller.kube_errors import Forbidden
 from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.errors import ExecutionError, NotReady
 
@@ -47,17 +45,15 @@ def delete_osd_pods(ctx: RunBase, pods: Sequence[OsdPod], why: str) -> None:
     for pod in pods:
         try:
             ctx.kube.delete_pod(ns, pod.name)
-        except ApiException as exc:
-            if exc.status == 403 and denied_by_policy(exc):
+        except Forbidden as exc:
+            if exc.by_policy:
                 raise ExecutionError(
                     f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused by the "
                     f"operator's admission policy (the chart's rbac.reachPolicy): "
-                    f"{api_message(exc)}"
+                    f"{exc.message}"
                 ) from exc
-            if exc.status == 403:
-                raise ExecutionError(
-                    f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused: the "
-                    f"chart's targets.rook must name the CephCluster in {ns} (its Role "
-                    "there grants pods delete), or restart it by hand"
-                ) from exc
-            raise
+            raise ExecutionError(
+                f"restarting osd.{pod.osd_id} (pod {pod.name}) {why} was refused: the "
+                f"chart's targets.rook must name the CephCluster in {ns} (its Role "
+                "there grants pods delete), or restart it by hand"
+            ) from exc

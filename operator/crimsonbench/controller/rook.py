@@ -21,6 +21,7 @@ from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIG
 from crimsonbench.controller.decisions.rollout import osds_running_with, rollout
 from crimsonbench.controller.fio_setup import admin_access
 from crimsonbench.controller.jobs import job_outcome
+from crimsonbench.controller.kube_errors import Conflict
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, TargetMissing
 from crimsonbench.manifests.cephcluster import (
@@ -153,10 +154,8 @@ def patch_cluster(ctx: RunContext, plan: RunPlan) -> None:
         body["spec"] = patch
     try:
         ctx.kube.merge_patch_cephcluster(ns, cluster_name, body)
-    except Exception as exc:
-        if getattr(exc, "status", None) == 409:
-            raise NotReady(f"{where} changed while it was patched; again") from exc
-        raise
+    except Conflict as exc:  # its resourceVersion moved on since it was read
+        raise NotReady(f"{where} changed while it was patched; again") from exc
     _patched(ctx, plan)
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from kubernetes.client.exceptions import ApiException
-
 from crimsonbench.controller.decisions.observed import quantity
+from crimsonbench.controller.kube_errors import KubeError
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import CrimsonBenchError
 from crimsonbench.manifests import fio
@@ -83,7 +82,7 @@ def client_cpu_logs(
         try:
             job = fio.server_job_name(ctx.child, c.name)
             logs[c.name] = ctx.kube.job_log(namespace, job, tail_lines=seconds) or None
-        except (ApiException, CrimsonBenchError, OSError) as exc:
+        except (KubeError, CrimsonBenchError, OSError) as exc:
             ctx.logger.warning("the CPU log of client %s: %s", c.name, str(exc)[:300])
             logs[c.name] = None
     return logs

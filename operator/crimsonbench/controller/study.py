@@ -13,9 +13,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
 from crimsonbench.controller.decisions.study_decide import (
     ChildRun,
     CreateRun,
@@ -25,7 +22,8 @@ from crimsonbench.controller.decisions.study_decide import (
     next_study_action,
     progress,
 )
-from crimsonbench.controller.kube import api_message
+from crimsonbench.controller.kube import Kube
+from crimsonbench.controller.kube_errors import Conflict, Forbidden, Invalid
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.manifests.study import child_run
 from crimsonbench.plan.study import expand_study, study_runs
@@ -50,7 +48,7 @@ class StudyTick:
 
 
 def tick_study(
-    api: client.ApiClient,
+    kube: Kube,
     name: str,
     namespace: str,
     uid: str,
@@ -74,7 +72,7 @@ def tick_study(
         runs = study_runs(name, variants, study.repeats)
     except InvalidSpec as exc:
         return _failed(out, str(exc))
-    children = _children(api, namespace, {r.name for r in runs})
+    children = _children(kube, namespace, {r.name for r in runs})
     by_variant = {v.name: v for v in variants}
     action = next_study_action(runs, children, uid)
     new.runs = [
@@ -88,15 +86,12 @@ def tick_study(
         case CreateRun(run):
             body = child_run(name, namespace, uid, run, by_variant[run.variant])
             try:
-                client.CustomObjectsApi(api).create_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, body
-                )
-            except ApiException as exc:
-                if exc.status == 409:  # made meanwhile: the next tick sees whose it is
-                    return out
-                if exc.status in (400, 403, 422):  # admission refused the variant
-                    return _failed(out, f"run {run.name} was refused: {api_message(exc)}")
-                raise
+                kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
+                                                            body)  # fmt: skip
+            except Conflict:  # made meanwhile: the next tick sees whose it is
+                return out
+            except (Invalid, Forbidden) as exc:  # admission refused the variant
+                return _failed(out, f"run {run.name} was refused: {exc.message or exc}")
             sets = by_variant[run.variant].describe()
             out.events.append(
                 ("RunCreated", f"{run.name}: variant {run.variant}, repeat {run.repeat} ({sets})")
@@ -129,11 +124,10 @@ def _failed(out: StudyTick, message: str) -> StudyTick:
     return out
 
 
-def _children(api: client.ApiClient, namespace: str, names: set[str]) -> dict[str, ChildRun]:
+def _children(kube: Kube, namespace: str, names: set[str]) -> dict[str, ChildRun]:
     """The BenchmarkRuns of the namespace that bear a name of the study's runs, whoever
     made them (a run of such a name that is not the study's is refused, never adopted)."""
-    custom: Any = client.CustomObjectsApi(api)  # the client types every field Optional
-    found = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+    found = kube.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
     out = {}
     for item in found.get("items", []):
         meta = item.get("metadata") or {}

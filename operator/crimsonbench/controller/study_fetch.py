@@ -32,17 +32,18 @@ class FetchedStudy:
 
 def fetch_study(api: Any, namespace: str, name: str) -> FetchedStudy:
     from kubernetes import client
-    from kubernetes.client.exceptions import ApiException
+
+    from crimsonbench.controller.kube_errors import Gone, KubeError, Typed
 
     try:
-        obj: dict[str, Any] = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        obj: dict[str, Any] = Typed(client.CustomObjectsApi(api)).get_namespaced_custom_object(
             GROUP, VERSION, namespace, STUDY_PLURAL, name
-        )  # type: ignore[assignment]
-    except ApiException as exc:
-        if exc.status == 404:
-            raise FetchError(f"no BenchmarkStudy {name} in namespace {namespace} "
-                             f"(kubectl get bs -n {namespace})") from exc  # fmt: skip
-        raise FetchError(f"cannot read BenchmarkStudy {namespace}/{name}: {exc.reason}") from exc
+        )
+    except Gone as exc:
+        raise FetchError(f"no BenchmarkStudy {name} in namespace {namespace} "
+                         f"(kubectl get bs -n {namespace})") from exc  # fmt: skip
+    except KubeError as exc:
+        raise FetchError(f"cannot read BenchmarkStudy {namespace}/{name}: {exc}") from exc
     status = obj.get("status") or {}
     raw = status.get("acceptedSpec")
     try:

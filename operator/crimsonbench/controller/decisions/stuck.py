@@ -17,7 +17,6 @@ out by bounded.py for stages.tick. Nothing here reads the API or the clock.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,30 +28,10 @@ from crimsonbench.spec.status import ERROR_CHARS, ErrorMark, MonChange, RestoreM
 
 def error_text(exc: BaseException) -> str:
     """An error as the record and the conditions say it: its class and message, cut. A
-    Kubernetes API refusal (kubernetes.client.ApiException: status, reason, a JSON body)
-    says its status and the API server's own message, not its headers."""
-    status = getattr(exc, "status", None)
-    reason = getattr(exc, "reason", None)
-    if isinstance(status, int) and hasattr(exc, "body"):
-        text = f"{type(exc).__name__} {status} {reason or ''}".rstrip()
-        said = _api_message(getattr(exc, "body", None))
-        text += f": {said}" if said else ""
-    else:
-        text = f"{type(exc).__name__}: {exc}" if str(exc) else repr(exc)
+    Kubernetes API refusal comes as kube_errors.KubeError (Forbidden, Conflict, ...), whose
+    message is the status, reason and the API server's own words, never its headers."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else repr(exc)
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
-
-
-def _api_message(body: object) -> str:
-    """The `message` of a Kubernetes Status body, else the body's start."""
-    if isinstance(body, bytes):
-        body = body.decode(errors="replace")
-    if not isinstance(body, str) or not body:
-        return ""
-    try:
-        doc = json.loads(body)
-    except ValueError:
-        return body[:500]
-    return str(doc.get("message") or body[:500]) if isinstance(doc, dict) else body[:500]
 
 
 def noted(mark: ErrorMark | None, stage: str, text: str, now: float) -> ErrorMark:
