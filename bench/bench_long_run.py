@@ -5,19 +5,18 @@ The sweep is bench_spec_bounds.py's max-steps shape: 32 workloads x 20 repeats x
 iodepths = 40,960 steps, 16 client nodes, 128 OSDs on 16 nodes. The run is placed in its
 steps with --stored steps already stored, as an operator restarted late in the sweep
 finds it: each a real-sized result (16 clients' rows, per-second IOPS, the start barrier:
-~8 KiB of JSON), written by the operator's own builders (--layout new: one ConfigMap per
-step; old: the `<run>-results-N` lists operators before issue 36 wrote). Then the operator
-runs, as a separate process under its RBAC (tick 0.5 s), and stores --steps more steps.
+~8 KiB of JSON), written by the operator's own builders (one ConfigMap per step). Then the
+operator runs, as a separate process under its RBAC (tick 0.5 s), and stores --steps more steps.
 
 No kubelet runs, so no fio: in the operator's process the fio servers and driver are
 stand-ins and a step "runs" for one tick (started, then stored the next tick), its result
 as real-sized as the seeded ones. Everything else is the operator's own code against the
 real API server: loading the run, storing each step, the status summary, the metrics view.
-Its RSS is sampled every 0.5 s. --src runs another checkout's operator (e.g. main's, with
---layout old) for the figure before the change.
+Its RSS is sampled every 0.5 s. --src runs another checkout's operator (e.g. main's) for
+the figure before a change.
 
     .venv/bin/python bench/bench_long_run.py [--stored 40900] [--steps 60]
-    .venv/bin/python bench/bench_long_run.py --src /tmp/main --layout old --stored 5000
+    .venv/bin/python bench/bench_long_run.py --src /tmp/main --stored 5000
 
 Prints, never asserts. Goal: operator RSS < 150 MiB while it runs (the chart gives 256).
 """
@@ -143,12 +142,12 @@ def setup(cp: Any) -> None:
     cp.apply_yaml([*caches, cluster])
 
 
-def place_run(api: Any, plan: Any, stored: int, layout: str) -> tuple[float, float]:
+def place_run(api: Any, plan: Any, stored: int) -> tuple[float, float]:
     """The run, in its steps, with its first `stored` steps' results stored. Returns (MiB
     of results JSON, seconds to store them)."""
     import kubernetes.client
 
-    from crimsonbench.manifests.results import results_configmaps, step_configmaps
+    from crimsonbench.manifests.results import step_configmaps
 
     custom = kubernetes.client.CustomObjectsApi(api)
     body = {"apiVersion": "bench.crimson.ceph.io/v1alpha1", "kind": "BenchmarkRun",
@@ -158,10 +157,7 @@ def place_run(api: Any, plan: Any, stored: int, layout: str) -> tuple[float, flo
     t0 = time.monotonic()
     results = [step_result(s, clients) for s in plan.steps[:stored]]
     size = sum(len(json.dumps(r.to_json_dict())) for r in results) / 2**20
-    if layout == "old":
-        cms = results_configmaps(RUN, results, namespace=RUN_NS)
-    else:
-        cms = [cm for r in results for cm in step_configmaps(RUN, r, namespace=RUN_NS)]
+    cms = [cm for r in results for cm in step_configmaps(RUN, r, namespace=RUN_NS)]
     del results
     owner = {"apiVersion": "bench.crimson.ceph.io/v1alpha1", "kind": "BenchmarkRun",
              "name": RUN, "uid": uid}  # fmt: skip
@@ -213,7 +209,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stored", type=int, default=40_900)
     ap.add_argument("--steps", type=int, default=60)
-    ap.add_argument("--layout", choices=("new", "old"), default="new")
     ap.add_argument("--src", type=Path, default=ROOT, help="checkout whose operator runs")
     ap.add_argument("--minutes", type=float, default=20)
     args = ap.parse_args()
@@ -224,7 +219,7 @@ def main() -> None:
     with ControlPlane(bin_dir=ensure_binaries()) as cp, tempfile.TemporaryDirectory() as tmp:
         setup(cp)
         with cp.admin_api_client() as api:
-            size, seed_s = place_run(api, plan, args.stored, args.layout)
+            size, seed_s = place_run(api, plan, args.stored)
             token = cp.service_account_token(OP_NS, "crimsonbench-operator", create=False)
             env = {**os.environ, "KUBECONFIG": str(cp.kubeconfig(Path(tmp) / "kc", token)),
                    "PYTHONPATH": f"{args.src / 'operator'}:{ROOT / 'bench'}",
@@ -241,7 +236,7 @@ def main() -> None:
             apiserver = cp.rss().get("kube-apiserver", 0) / 2**20
     rss = [r for _, r in seen["samples"]]
     print(f"machine: {platform.node()} ({os.cpu_count()} CPUs, Python {platform.python_version()})")
-    print(f"operator from {args.src}; results layout {args.layout}")
+    print(f"operator from {args.src}")
     print(f"sweep: {len(plan.steps):,} steps; {args.stored:,} stored before the operator "
           f"starts ({size:.0f} MiB of JSON, stored in {seed_s:.0f} s)")  # fmt: skip
     if not rss:

@@ -19,7 +19,7 @@ from harness import ControlPlane
 from typer.testing import CliRunner
 
 from crimsonbench.cli import app
-from crimsonbench.manifests.results import results_configmaps, run_configmap
+from crimsonbench.manifests.results import run_configmap, step_configmaps
 from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import ResourceSummary, RunInfo, StepResult
@@ -86,9 +86,10 @@ def _create_results(
     owner = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "BenchmarkRun", "name": name,
              "uid": uid}  # fmt: skip
     plan = {"cpu": {"client": "1"}, "steps": [s.step_id for s in STEPS]}
-    # a small limit: the results must be put back together from several ConfigMaps
+    # a small limit: each step is put back together from several ConfigMaps
     for cm in [run_configmap(name, INFO, plan, namespace=NS),
-               *results_configmaps(name, steps, limit_bytes=2500, namespace=NS)]:  # fmt: skip
+               *(cm for s in steps for cm in step_configmaps(name, s, namespace=NS,
+                                                             limit_bytes=2500))]:  # fmt: skip
         cm["metadata"]["ownerReferences"] = [owner]
         core.create_namespaced_config_map(NS, cm)
 

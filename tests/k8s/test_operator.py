@@ -595,11 +595,13 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
 ) -> None:
     """Every object the operator creates passes the real API server's validation, created
     (server-side dry run) as the operator's own ServiceAccount, so RBAC is exercised too."""
+    from step_results import result
+
     from crimsonbench.controller.decisions.decide import ClusterFacts
     from crimsonbench.manifests import fio, fio_driver, maintenance, rook_objects
     from crimsonbench.manifests.ceph_access import rook_access, rook_client_access
     from crimsonbench.manifests.pods import PodOptions
-    from crimsonbench.manifests.results import results_configmaps, run_configmap
+    from crimsonbench.manifests.results import run_configmap, step_configmaps
     from crimsonbench.plan.summary import plan_summary
     from crimsonbench.results.types import RunInfo
     from crimsonbench.spec.models import validate_spec
@@ -629,7 +631,7 @@ def test_every_object_the_operator_creates_is_accepted_by_the_real_api(
         fio.fio_server_job("dryrun", plan.clients[0], plan, user, opts),
         fio_driver.fio_driver_job("dryrun", ROOK_NS, opts, node=NODE, lifetime_s=600),
         run_configmap("dryrun", info, plan_summary(plan), namespace=RUN_NS),
-        *results_configmaps("dryrun", [], namespace=RUN_NS),
+        *step_configmaps("dryrun", result(0, "randread4k", 1, 1000.0), namespace=RUN_NS),
         rook_objects.ceph_client("dryrun", plan.pool, namespace=ROOK_NS),
         rook_objects.cephblockpool("dryrun", plan.pool, namespace=ROOK_NS),
     ]

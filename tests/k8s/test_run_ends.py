@@ -462,13 +462,12 @@ def test_a_step_result_over_the_configmap_limit_is_stored_and_read_back(
 def test_a_half_written_set_of_result_configmaps_is_read_for_what_it_holds(
     control_plane: ControlPlane, api: Any, cluster: dict[str, Any]
 ) -> None:
-    """An operator died while writing results: an older operator's set with a part
-    missing, and of this layout a step whose parts were written but not its head, and a
-    head whose part is gone. The operator and `crimsonbench fetch` read every whole step
-    (the others run again; fetch names them). (Before: ValueError every tick, for ever.)"""
+    """An operator died while writing results: a step whose parts were written but not its
+    head, and a head whose part is gone, beside a whole one. The operator and `crimsonbench
+    fetch` read every whole step (the others run again; fetch names them). (Before:
+    ValueError every tick, for ever.)"""
     from crimsonbench.controller.fetch import fetch_run
     from crimsonbench.controller.stored_results import load_results
-    from crimsonbench.manifests.results import results_configmaps
     from crimsonbench.results.types import ResourceSummary, StepResult
 
     def step(i: int, clients: int = 0, seconds: int = 0) -> StepResult:
@@ -477,34 +476,22 @@ def test_a_half_written_set_of_result_configmaps_is_read_for_what_it_holds(
                        resources=ResourceSummary(1.0 * i, 700.0, 20.0, 9))  # fmt: skip
 
     core = kubernetes.client.CoreV1Api(api)
-    older = [step(i) for i in range(1, 13)]
     with placed_run(control_plane, api, "half", "steps", patched=False) as uid:
-        owner = [{"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun", "name": "half", "uid": uid}]
-        cms = results_configmaps("half", older, limit_bytes=2000, namespace=RUN_NS)
-        assert len(cms) >= 3
-        lost = json.loads(cms[1]["data"]["results.json"])
-        for cm in [cms[0], *cms[2:]]:  # part 1 never written
-            cm["metadata"]["ownerReferences"] = owner
-            core.create_namespaced_config_map(RUN_NS, cm)
+        written = _half_written(core, uid, step)
         token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
         with control_plane.api_client(token) as op:
-            older_found = set(load_results(ctx_for("half", uid, op)))
-            assert older_found == {r.key for r in older} - {d["step_id"] for d in lost}
-            written = _this_layout_half_written(core, uid, step)
             found = load_results(ctx_for("half", uid, op))  # read afresh, as after a restart
-        expect = older_found | {written}
-        assert set(found) == expect, sorted(found)
+        assert set(found) == {written}, sorted(found)
         fetched = fetch_run(api, RUN_NS, "half")
-        assert {r.key for r in fetched.results} == expect
-        assert len(fetched.unreadable) == 2, fetched.unreadable
-        assert any("its part" in u for u in fetched.unreadable)  # this layout's head
-        assert any("half-results-1" in u for u in fetched.unreadable)  # the older set's
+        assert {r.key for r in fetched.results} == {written}
+        assert len(fetched.unreadable) == 1, fetched.unreadable
+        assert "its part" in fetched.unreadable[0]  # the head whose part is gone
         assert "left half-written, not fetched" in fetched.note
 
 
-def _this_layout_half_written(core: Any, uid: str, step: Callable[..., Any]) -> str:
-    """Of this layout: one whole step (its key returned), one whose head was never written
-    (its parts only), one whose part went missing after its head."""
+def _half_written(core: Any, uid: str, step: Callable[..., Any]) -> str:
+    """One whole step (its key returned), one whose head was never written (its parts
+    only), one whose part went missing after its head."""
     from crimsonbench.manifests.results import step_configmaps
 
     owner = [{"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun", "name": "half", "uid": uid}]

@@ -1,6 +1,5 @@
 """Step results over ConfigMaps under the object size limit: one per step (cut in parts
-when a step is over one), and the layout of older operators (a list of steps per
-ConfigMap), still read."""
+when a step is over one), read back whole or named as not, and only the run's own."""
 
 from __future__ import annotations
 
@@ -19,10 +18,8 @@ from crimsonbench.manifests.results import (
     not_owned,
     owned_by,
     part_names,
-    read_results_configmaps,
     read_step,
     read_stored,
-    results_configmaps,
     results_selector,
     step_configmap_name,
     step_configmaps,
@@ -92,91 +89,32 @@ def test_long_names_and_keys_make_valid_names() -> None:
     assert step_configmap_name("r", "W" * 200) != step_configmap_name("r", "w" * 200)
 
 
-def test_both_layouts_are_read_together_and_a_half_written_set_for_what_it_holds() -> None:
-    """An older operator's parts (one never written) beside this layout's steps (one of
-    them also in the older set, one whose head lost its part): every whole step, once, and
-    what could not be read named."""
-    older = many(40)
-    legacy = results_configmaps("r", older, limit_bytes=3000)
-    assert len(legacy) >= 4
-    lost = {d["step_id"] for d in json.loads(legacy[2]["data"]["results.json"])}
-    newer = replace(older[0], fio=replace(older[0].fio, iops=5.0))  # this layout's wins
-    wide = step_configmaps("r", _wide(90, 2500))
-    cms = [*legacy[:2], *legacy[3:], *step_configmaps("r", newer), wide[-1]]
+def test_a_half_written_set_gives_every_whole_step_and_names_the_others() -> None:
+    """Steps stored one ConfigMap each (in any order), one whose head lost its part, one
+    whose parts were written but never its head: every whole step, once, and the one that
+    could not be read named (its step runs again)."""
+    steps = many(40)
+    wide, headless = step_configmaps("r", _wide(90, 2500)), step_configmaps("r", _wide(91, 2500))
+    cms = [cm for s in steps for cm in step_configmaps("r", s)] + [wide[-1], *headless[:-1]]
     stored = read_stored(reversed(cms))
-    assert {r.step_id for r in stored.results} == {r.step_id for r in older} - lost
-    assert next(r for r in stored.results if r.key == newer.key).fio.iops == 5.0
-    assert len(stored.unreadable) == 2, stored.unreadable
-    assert "r-results-2 (part 2 of" in stored.unreadable[1] and "is missing" in stored.unreadable[0]
-    assert read_stored(reversed(cms), whole=False).unreadable == stored.unreadable[:1]
+    assert [r.step_id for r in stored.results] == sorted(r.step_id for r in steps)
+    assert all(_same(a, b) for a, b in zip(stored.results, sorted(steps, key=lambda r: r.step_id),
+                                           strict=True))  # fmt: skip
+    assert len(stored.unreadable) == 1 and "is missing" in stored.unreadable[0]
     assert read_stored([]).results == [] and read_stored([]).unreadable == []
 
 
-def test_the_selector_finds_both_layouts() -> None:
-    assert results_selector("r") == (
-        "bench.crimson.ceph.io/run=r,bench.crimson.ceph.io/role in "
-        "(results,step-result,step-result-part)"
-    )
-
-
-# ---------------------------------------------------------------- the older layout
-
-
-def test_five_thousand_steps_fit_under_the_limit() -> None:
-    results = many(5000)
-    cms = results_configmaps("run-a", results, namespace="bench")
-    assert len(cms) > 1
-    assert [cm["metadata"]["name"] for cm in cms] == [f"run-a-results-{i}" for i in range(len(cms))]
-    for cm in cms:
-        assert len(cm["data"]["results.json"].encode()) <= 900_000
-        # the API server's ConfigMap rule: keys + values at most 1 MiB (validateConfigMap)
-        assert sum(len(k) + len(v.encode()) for k, v in cm["data"].items()) < MIB
-        # the request carries the JSON escaped once more: under the 3 MiB body limit, and
-        # etcd stores protobuf (no escaping) under its 1.5 MiB request limit
-        assert len(json.dumps(cm).encode()) < 3 * MIB
-        assert cm["metadata"]["labels"]["bench.crimson.ceph.io/run"] == "run-a"
-        assert cm["metadata"]["annotations"]["bench.crimson.ceph.io/parts"] == str(len(cms))
-    back = read_results_configmaps(reversed(cms))
-    assert len(back) == 5000
-    assert all(
-        _same(a, b) for a, b in zip(back, sorted(results, key=lambda r: r.step_id), strict=True)
-    )
-    assert math.isnan(back[0].fio.clat_p999_ms)  # NaN travels as null and comes back
-
-
-@pytest.mark.parametrize("limit", [2_000, 10_000, 100_000])
-def test_every_part_respects_a_small_limit(limit: int) -> None:
-    cms = results_configmaps("r", many(200), limit)
-    assert all(len(cm["data"]["results.json"].encode()) <= limit for cm in cms)
-    assert sum(len(json.loads(cm["data"]["results.json"])) for cm in cms) == 200
-    # greedy: every part but the last is too full to take the next step
-    sizes = [len(cm["data"]["results.json"].encode()) for cm in cms]
-    row = len(json.dumps(json.loads(cms[0]["data"]["results.json"])[0], separators=(",", ":")))
-    assert all(size + row + 1 > limit * 0.98 for size in sizes[:-1])
-
-
 def test_strict_json() -> None:
-    cms = results_configmaps("r", [result(0, "randread4k", 1, 1.0, clat_p99_ms=math.inf)])
-    text = cms[0]["data"]["results.json"]
+    (cm,) = step_configmaps("r", result(0, "randread4k", 1, 1.0, clat_p99_ms=math.inf))
+    text = cm["data"]["result.json"]
     assert "NaN" not in text and "Infinity" not in text
     json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
 
 
-def test_no_results_one_empty_configmap() -> None:
-    (cm,) = results_configmaps("r", [])
-    assert cm["data"]["results.json"] == "[]"
-    assert read_results_configmaps([cm]) == []
-
-
-def test_one_step_over_the_limit_is_an_error() -> None:
-    with pytest.raises(ValueError, match="over limit_bytes"):
-        results_configmaps("r", many(1), limit_bytes=100)
-
-
-def test_missing_part_is_an_error() -> None:
-    cms = results_configmaps("r", many(300), 20_000)
-    with pytest.raises(ValueError, match=r"part\(s\) \[1\]"):
-        read_results_configmaps([cms[0], *cms[2:]])
+def test_the_selector_finds_heads_and_parts() -> None:
+    assert results_selector("r") == (
+        "bench.crimson.ceph.io/run=r,bench.crimson.ceph.io/role in (step-result,step-result-part)"
+    )
 
 
 # ---------------------------------------------------------------- at scale
@@ -184,8 +122,8 @@ def test_missing_part_is_an_error() -> None:
 
 def test_fifty_clients_by_thirty_two_images_stay_within_the_api_limits() -> None:
     """A step of 50 client nodes x 32 images is aggregated at the source: the step keeps
-    the combined row and one row per client (not per job), so 400 such steps fit in a
-    handful of ConfigMaps, each under the limit, and come back exactly."""
+    the combined row and one row per client (not per job), so each of 400 such steps fits
+    one ConfigMap under the limit, and they come back exactly."""
     # a client's row from real fio output (32 jobs of the captured rbd runs)
     docs = sorted((FIXTURES / "fio" / "rbd").glob("*.json"))
     jobs = [j for d in docs for j in parse_fio_json(d.read_text())]
@@ -197,12 +135,11 @@ def test_fifty_clients_by_thirty_two_images_stay_within_the_api_limits() -> None
         }
         base = result(i, "randread4k", 1 + i % 64, 1000.0)
         steps.append(replace(base, clients=clients, start_skew_ms=12.5))
-    cms = results_configmaps("big", steps, namespace="bench")
-    assert 5 <= len(cms) <= 60
+    cms = [cm for step in steps for cm in step_configmaps("big", step, namespace="bench")]
+    assert len(cms) == 400  # one each: 50 clients' rows fit one ConfigMap
     for cm in cms:
-        assert len(cm["data"]["results.json"].encode()) <= 900_000
         assert sum(len(k) + len(v.encode()) for k, v in cm["data"].items()) < MIB
-    back = read_results_configmaps(cms)
+    back = read_stored(cms).results
     assert all(_same(a, b) for a, b in zip(back, steps, strict=True))
     assert back[7].clients["node-49"].iops == client_row.iops + 49
 

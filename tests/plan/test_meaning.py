@@ -42,7 +42,6 @@ def changed(**paths: Any) -> dict[str, Any]:
 def test_a_step_is_keyed_by_what_it_measures_not_by_where_it_stands() -> None:
     first, moved = Step(0, "randread4k", 16, 1), Step(7, "randread4k", 16, 1)
     assert first.id == moved.id == step_key("randread4k", 16, 1) == "randread4k-qd016-r1"
-    assert moved.positional_id == "007-randread4k-qd016-r1"  # what older operators used
     # a result an older version wrote (its position first) matches by content
     assert result(3, "randread4k", 16, 1000.0).key == first.id
 

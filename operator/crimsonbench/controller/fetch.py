@@ -3,7 +3,7 @@ results directory a local run writes, so `report` and `compare` work unchanged.
 
 What is read: the BenchmarkRun (spec, status), its `<run>-run` ConfigMap (RunInfo and
 plan) and its results ConfigMaps (manifests/results.py: one per finished step, `<run>-step-
-<key>`, and the `<run>-results-N` of an operator from before that layout). A run still
+<key>`; only those the run owns). A run still
 going, or one that failed, gives what exists; `FetchedRun.note` says so, and names any
 step whose ConfigMaps were left half-written (it is not fetched).
 """

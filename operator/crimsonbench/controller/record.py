@@ -56,7 +56,8 @@ class RunRecord:
 
     @property
     def book(self) -> RunBookkeeping:
-        assert self.status.record is not None  # load() always makes one
+        if self.status.record is None:  # load() makes one; kept so by whoever sets it
+            self.status.record = RunBookkeeping()
         return self.status.record
 
     def status_patch(self) -> dict[str, Any]:

@@ -51,7 +51,7 @@ class RunSteps:
     _resources: ResourceSummary | None = None  # the last one kept: steps share equal ones
 
     def add(self, result: StepResult) -> None:
-        """A whole result (a step just stored, an older operator's list)."""
+        """A whole result (a step just stored)."""
         clients = {name: row.iops for name, row in result.clients.items()}
         self._keep(result, clients, result.extra.get("wall_seconds"), _slim_verdict(result.extra))
 

@@ -4,8 +4,7 @@ within this tick is stored and the next one starts in the same tick.
 
 What is observed for a view: the driver's answer for the step (poll), and on Rook, when
 that answer is missing or done, the OSD pods. The fio driver keys a step by what it
-measures, or, in a run an older operator started, by its position (its driver holds the
-step in flight under that)."""
+measures (Step.id)."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ from crimsonbench.controller.stored_results import load_results, store_results
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver
 from crimsonbench.manifests.fio_driver import StepReport
-from crimsonbench.plan.types import BarrierAddress, RunPlan, Step
+from crimsonbench.plan.types import BarrierAddress, RunPlan
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.validity import dropped_attempt, is_suspect_attempt
 
@@ -70,12 +69,13 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], driver: P
             samples=samples_of(status.step_samples),
             metrics_source=status.metrics_source or "none", tick_s=ctx.settings.tick_seconds,
         )  # fmt: skip
-        done = _carry_out(ctx, view, _driver_key(ctx, step), driver)
-        assert isinstance(done, Store)  # a step's view ends stored, never prefilled
+        done = _carry_out(ctx, view, step.id, driver)
+        if not isinstance(done, Store):  # step_decide ends a step's view stored, always
+            raise ExecutionError(f"{view.what}: ended as a prefill (a bug: say so)")
         stored = done.result
         results[step.id] = stored
         store_results(ctx, plan, results)  # stored before its directory goes: never run twice
-        fio_driver_exec.end(ctx, jobs_namespace(ctx), driver.name, _driver_key(ctx, step),
+        fio_driver_exec.end(ctx, jobs_namespace(ctx), driver.name, step.id,
                             stored=True)  # fmt: skip
         status.step_samples = []  # the next step starts its own samples
         if stored.extra.get("reactor_utilization_error"):
@@ -86,10 +86,6 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], driver: P
             ctx.logger.info("%s", note)
         report = _MISSING  # the next step is new: start it at once
     status.current_step = ""
-
-
-def _driver_key(ctx: RunContext, step: Step) -> str:
-    return step.positional_id if ctx.record.book.step_keys == "position" else step.id
 
 
 def _observed(ctx: RunContext, view: StepView, report: StepReport) -> StepView:
@@ -149,10 +145,10 @@ def _carry_out(ctx: RunContext, view: StepView, key: str, driver: PodState) -> S
 def _retry(ctx: RunContext, view: StepView, key: str, pod: str, why: str) -> None:
     """Drop the attempt (its result is not stored) and note why; the step runs again once
     every OSD is back (NotReady)."""
-    assert view.step is not None
+    step_id = view.step.id if view.step is not None else PREFILL  # the prefill never retries
     retries = ctx.record.book.step_retries
-    reasons = [*retries.get(view.step.id, []), why]
-    ctx.record.book.step_retries = {**retries, view.step.id: reasons}
+    reasons = [*retries.get(step_id, []), why]
+    ctx.record.book.step_retries = {**retries, step_id: reasons}
     fio_driver_exec.end(ctx, jobs_namespace(ctx), pod, key, stored=False)
     ctx.record.status.step_samples = []
     if is_suspect_attempt(why):

@@ -17,14 +17,10 @@ from crimsonbench.controller.step_index import RunSteps
 from crimsonbench.errors import ExecutionError
 from crimsonbench.manifests.results import (
     StepTooLarge,
-    StoredResults,
-    legacy_gaps,
-    legacy_selector,
     not_owned,
     owned_by,
     part_names,
     read_step_json,
-    read_stored,
     results_selector,
     run_configmap_name,
     step_configmaps,
@@ -36,12 +32,11 @@ from crimsonbench.results.types import StepResult
 from crimsonbench.spec.status import BenchmarkRunStatus, ResultsRef
 
 PAGE = 100  # step ConfigMaps per list call (~1.2 MiB with 16 clients a step)
-LEGACY_PAGE = 2  # an older operator's ConfigMaps hold up to 900 KB each
 
 
 def load_results(ctx: RunContext) -> dict[str, StepResult]:
-    """step key -> slim result (step_index.slim) of every stored step (an older operator's
-    positional ids too): from memory, read from the API the first time."""
+    """step key -> slim result (step_index.slim) of every stored step: from memory, read
+    from the API the first time."""
     return dict(_known(ctx).results)
 
 
@@ -61,9 +56,8 @@ def _known(ctx: RunContext) -> RunSteps:
 
 
 def read_all(ctx: RunContext) -> RunSteps:
-    """Every step the API holds for the run, a page at a time; an older operator's layout
-    too (this layout's step wins). A step that cannot be read is left out (it runs again)
-    and named in `unreadable`."""
+    """Every step the API holds for the run, a page at a time. A step that cannot be read
+    is left out (it runs again) and named in `unreadable`."""
     known = RunSteps()
     kube, ns = ctx.kube, ctx.namespace
     others: list[str] = []  # found by the run's name, not the run's own: never its results
@@ -75,17 +69,6 @@ def read_all(ctx: RunContext) -> RunSteps:
                 known.add_json(read_step_json(head, parts))
             except ValueError as exc:
                 known.unreadable.append(str(exc))
-    legacy: dict[int, tuple[int, str]] = {}
-    for page in kube.configmap_pages(ns, legacy_selector(ctx.name), LEGACY_PAGE):
-        others += not_owned(page, ctx.uid)
-        older: StoredResults = read_stored([c for c in page if owned_by(c, ctx.uid)],
-                                           whole=False)  # fmt: skip
-        known.unreadable += older.unreadable
-        legacy.update(older.legacy_parts)
-        for result in older.results:
-            if result.key not in known.results:
-                known.add(result)
-    known.unreadable += legacy_gaps(legacy)
     if others:
         ctx.logger.warning(
             "%d results ConfigMap(s) labelled with this run's name are not its own (an "

@@ -8,10 +8,6 @@ before its own ConfigMap (the head), which comes last and says how many parts th
 the sha256 of the whole: a head found means a whole result, or one seen to be incomplete
 (then the step runs again), never a mix.
 
-Operators before this layout kept every step in `<run>-results-0`, `-1`, ...: one JSON
-list of steps per ConfigMap, the whole set rewritten at each step. Those are still read
-(resume, `crimsonbench fetch`, the metrics), each part on its own: a set an operator left
-half-written (a part missing, parts of two writes) gives the steps its parts hold.
 .status only carries a summary: the most recent steps, the peak of every workload.
 """
 
@@ -19,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -34,17 +30,14 @@ from crimsonbench.manifests.naming import (
 )
 from crimsonbench.results.types import RunInfo, StepResult
 
-RESULTS_KEY = "results.json"
 RUN_INFO_KEY = "run.json"  # RunInfo of the run, as results.store writes it
 PLAN_KEY = "plan.json"  # plan.summary.plan_summary of the run
 ANNOTATION_PART = f"{GROUP}/part"
 ANNOTATION_PARTS = f"{GROUP}/parts"
-ANNOTATION_STEPS = f"{GROUP}/steps"
 ANNOTATION_SHA256 = f"{GROUP}/sha256"  # of a step's whole JSON, on its head
 ANNOTATION_STEP_KEY = f"{GROUP}/step-key"
 STEP_KEY = "result.json"  # a step's JSON (its head's part, when cut)
 PART_KEY = "part.json"  # the JSON of a part after the head
-ROLE_LEGACY = "results"  # <run>-results-N: a list of steps per ConfigMap (older operators)
 ROLE_STEP = "step-result"  # <run>-step-<key>: one step (the head, when cut in parts)
 ROLE_STEP_PART = "step-result-part"  # <run>-step-<key>-pN: the rest of a step's JSON
 MAX_STEP_PARTS = 16  # 14 MiB of JSON: a step of 1,024 clients takes ~1.2 MiB
@@ -58,8 +51,8 @@ DEFAULT_LIMIT = 900_000
 
 
 def results_selector(run: str) -> str:
-    """Every ConfigMap holding the run's results, of either layout."""
-    roles = ",".join((ROLE_LEGACY, ROLE_STEP, ROLE_STEP_PART))
+    """Every ConfigMap holding the run's results: the steps' heads and their parts."""
+    roles = ",".join((ROLE_STEP, ROLE_STEP_PART))
     return f"{LABEL_RUN}={label_value(run)},{LABEL_ROLE} in ({roles})"
 
 
@@ -80,11 +73,6 @@ def not_owned(objs: Iterable[Mapping[str, Any]], uid: str) -> list[str]:
 def step_selector(run: str) -> str:
     """The heads of the run's steps (one per stored step)."""
     return f"{LABEL_RUN}={label_value(run)},{LABEL_ROLE}={ROLE_STEP}"
-
-
-def legacy_selector(run: str) -> str:
-    """The results ConfigMaps an older operator wrote."""
-    return f"{LABEL_RUN}={label_value(run)},{LABEL_ROLE}={ROLE_LEGACY}"
 
 
 def step_configmap_name(run: str, key: str, part: int = 0) -> str:
@@ -183,16 +171,13 @@ class StoredResults:
 
     results: list[StepResult]  # step order
     unreadable: list[str]
-    legacy_parts: dict[int, tuple[int, str]]  # an older set's parts: part -> (parts, name)
 
 
-def read_stored(configmaps: Iterable[Mapping[str, Any]], *, whole: bool = True) -> StoredResults:
-    """Every step result among a run's ConfigMaps (results_selector), of either layout, in
-    step order. An older operator's ConfigMaps are read one by one (what a half-written set
-    holds is kept; with `whole`, the parts its set lacks are named); a step of this layout
-    wins over the same step in an older one."""
+def read_stored(configmaps: Iterable[Mapping[str, Any]]) -> StoredResults:
+    """Every step result among a run's ConfigMaps (results_selector), in step order; a
+    head whose parts are not all there, or do not make its sha256, is named in
+    `unreadable` (its step runs again)."""
     heads, parts, found, unreadable = [], {}, {}, []
-    legacy: dict[int, tuple[int, str]] = {}
     for cm in configmaps:
         meta = cm.get("metadata") or {}
         role = (meta.get("labels") or {}).get(LABEL_ROLE)
@@ -200,15 +185,6 @@ def read_stored(configmaps: Iterable[Mapping[str, Any]], *, whole: bool = True) 
             heads.append(cm)
         elif role == ROLE_STEP_PART:
             parts[str(meta.get("name"))] = cm
-        elif role == ROLE_LEGACY:
-            annotations = meta.get("annotations") or {}
-            part = _int(annotations.get(ANNOTATION_PART), -1)
-            legacy[part] = (_int(annotations.get(ANNOTATION_PARTS), 0), str(meta.get("name")))
-            try:
-                steps = json.loads((cm.get("data") or {})[RESULTS_KEY])
-                found.update({r.key: r for r in map(_decode, steps)})
-            except (KeyError, TypeError, ValueError) as exc:
-                unreadable.append(f"ConfigMap {meta.get('name')}: {exc}")
     for head in heads:
         try:
             result = read_step(head, parts)
@@ -216,101 +192,7 @@ def read_stored(configmaps: Iterable[Mapping[str, Any]], *, whole: bool = True) 
             unreadable.append(str(exc))
             continue
         found[result.key] = result
-    if whole:
-        unreadable += legacy_gaps(legacy)
-    return StoredResults(sorted(found.values(), key=lambda r: r.step_id), unreadable, legacy)
-
-
-def legacy_gaps(seen: Mapping[int, tuple[int, str]]) -> list[str]:
-    """The parts an older operator's set says it has (the most any part says) but that are
-    not there: written by a write that never finished, their steps run again."""
-    if not seen:
-        return []
-    expected = max(n for n, _ in seen.values())
-    part, (_, name) = next(iter(seen.items()))
-    stem = name.removesuffix(f"-results-{part}")
-    stem = f"{stem}-results-" if stem != name else "part "
-    return [
-        f"ConfigMap {stem}{i} (part {i} of {expected} of an older operator's results) is "
-        "missing: its steps run again"
-        for i in range(expected)
-        if i not in seen
-    ]
-
-
-# ---------------------------------------------------------------- the older layout
-
-
-def results_configmap_name(run: str, part: int) -> str:
-    """`<run>-results-<part>`: a run's name is a valid object name, so this is one too
-    unless it gets too long (then it is shortened with a hash)."""
-    name = f"{run}-results-{part}"
-    return name if len(name) <= 253 else dns_name(run, "results", str(part), max_len=253)
-
-
-def results_configmaps(
-    run: str,
-    results: Sequence[StepResult],
-    limit_bytes: int = DEFAULT_LIMIT,
-    *,
-    namespace: str | None = None,
-) -> list[dict[str, Any]]:
-    """Every step result, in step order, as compact JSON lists over as many ConfigMaps as
-    needed, each holding at most limit_bytes of JSON. NaN (a percentile fio did not report)
-    is stored as null, as results.store does on disk. At least one ConfigMap (maybe `[]`).
-    Raises ValueError when one step alone is larger than limit_bytes."""
-    rows = [_encode(r) for r in sorted(results, key=lambda r: r.step_id)]
-    chunks: list[list[str]] = [[]]
-    size = 2  # the brackets
-    for row in rows:
-        need = len(row.encode()) + (1 if chunks[-1] else 0)  # the comma
-        if 2 + len(row.encode()) > limit_bytes:
-            raise ValueError(f"one step result is {len(row)} bytes, over limit_bytes {limit_bytes}")
-        if size + need > limit_bytes:
-            chunks.append([])
-            size = 2
-            need = len(row.encode())
-        chunks[-1].append(row)
-        size += need
-    parts = len(chunks)
-    out = []
-    for i, chunk in enumerate(chunks):
-        annotations = {
-            ANNOTATION_PART: str(i),
-            ANNOTATION_PARTS: str(parts),
-            ANNOTATION_STEPS: str(len(chunk)),
-        }
-        out.append(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": metadata(
-                    results_configmap_name(run, i), namespace, labels(run, "results"), annotations
-                ),
-                "data": {RESULTS_KEY: "[" + ",".join(chunk) + "]"},
-            }
-        )
-    return out
-
-
-def read_results_configmaps(configmaps: Iterable[Mapping[str, Any]]) -> list[StepResult]:
-    """The inverse of results_configmaps (parts in any order), in step order. Raises
-    ValueError when a part is missing."""
-    by_part: dict[int, Mapping[str, Any]] = {}
-    expected = None
-    for cm in configmaps:
-        annotations = (cm.get("metadata") or {}).get("annotations") or {}
-        by_part[int(annotations[ANNOTATION_PART])] = cm
-        expected = int(annotations[ANNOTATION_PARTS])
-    if expected is None:
-        return []
-    missing = sorted(set(range(expected)) - set(by_part))
-    if missing:
-        raise ValueError(f"results ConfigMap part(s) {missing} of {expected} are missing")
-    out: list[StepResult] = []
-    for i in range(expected):
-        out += [_decode(d) for d in json.loads(by_part[i]["data"][RESULTS_KEY])]
-    return sorted(out, key=lambda r: r.step_id)
+    return StoredResults(sorted(found.values(), key=lambda r: r.step_id), unreadable)
 
 
 def _encode(result: StepResult) -> str:

@@ -146,12 +146,6 @@ class Step:
         measurement whatever the iodepths or workloads around it."""
         return step_key(self.workload, self.iodepth, self.repeat)
 
-    @property
-    def positional_id(self) -> str:
-        """The id operators before resume-by-content gave it (its position first): the
-        fio driver of a run they started holds its steps under these."""
-        return f"{self.index:03d}-{self.id}"
-
 
 @dataclass(frozen=True)
 class CephSetup:
@@ -292,9 +286,6 @@ class RunPlan:
     @property
     def osds(self) -> tuple[OsdCpus, ...]:
         return tuple(o for h in self.hosts for o in h.cpu.osds)
-
-    def host_of(self, osd_id: int) -> HostPlan:
-        return next(h for h in self.hosts if osd_id in h.osd_ids)
 
     @property
     def local_host(self) -> HostPlan:

@@ -145,12 +145,6 @@ class LatencySummary:
     hist_mean_ms: float = math.nan
     hist_stddev_ms: float = math.nan
 
-    def percentile_ms(self, percentile: float) -> float:
-        for p, attr in SUMMARY_FIELDS.items():
-            if math.isclose(p, percentile, abs_tol=1e-9):
-                return float(getattr(self, attr))
-        raise ValueError(f"p{percentile:g} is not in a LatencySummary; use {list(SUMMARY_FIELDS)}")
-
 
 SUMMARY_FIELDS = {
     50.0: "p50_ms",

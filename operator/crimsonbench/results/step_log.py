@@ -57,8 +57,3 @@ def fio_output(sections: Mapping[str, str]) -> str:
 def iops_logs(sections: Mapping[str, str]) -> dict[str, str]:
     """file name -> text of every IOPS log in the log."""
     return {name: body for name, body in sections.items() if "_iops." in name}
-
-
-def format_sections(sections: Mapping[str, str]) -> str:
-    """What a pod prints (for tests): the inverse of parse_sections."""
-    return "".join(f"==> {name} <==\n{text.rstrip(chr(10))}\n" for name, text in sections.items())

@@ -304,8 +304,6 @@ class RunBookkeeping(StatusModel):
     """The run's RBD images removed: "done", or "failed" (left to remove by hand)."""
     planned_spec: str = Field(default="", max_length=PLANNED_SPEC_CHARS)
     """The spec as planned (JSON): one changing what its steps measure later stops the run."""
-    step_keys: str = Field(default="content", pattern="^(content|position)$")
-    """How the fio driver keys steps: position for a run an older operator started."""
     undo: UndoRecord = Field(default_factory=UndoRecord)
     """What the run changed and created: cleanup and the restore read only this."""
     error: ErrorMark | None = None
