@@ -240,11 +240,11 @@ def state_from_store(root: Path) -> list[RunState]:
     return [
         RunState(
             info=info,
-            phase=Phase(status.get("phase", Phase.PENDING.value)),
-            steps_total=int(status.get("stepsTotal", 0)),
+            phase=status.phase,
+            steps_total=status.steps_total,
             steps=results,
             step_seconds={r.step_id: float(r.extra.get("wall_seconds", 0.0)) for r in results},
-            failures=1 if status.get("phase") == Phase.FAILED.value else 0,
+            failures=1 if status.phase == Phase.FAILED else 0,
             current_step=running,
             last_progress=store.last_progress(),
             cpu_overlap=store.affinity_violations(),

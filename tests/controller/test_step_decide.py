@@ -36,8 +36,8 @@ from crimsonbench.manifests.fio_driver import StepReport, parse_report
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
+from crimsonbench.results.attempts import is_suspect_attempt
 from crimsonbench.results.types import ResourceSample
-from crimsonbench.results.validity import is_suspect_attempt
 from crimsonbench.spec.models import validate_spec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

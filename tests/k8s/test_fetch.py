@@ -119,7 +119,7 @@ def test_fetch_writes_a_results_directory_report_and_compare_read(
     assert store.read_run_info() == INFO
     assert store.read_spec() is not None and store.read_spec()["osd"]["count"] == 1
     assert store.read_plan() == {"cpu": {"client": "1"}, "steps": [s.step_id for s in STEPS]}
-    assert store.read_status()["phase"] == "Completed"
+    assert store.read_status().phase == "Completed"
 
     # the same steps as a local run would have written them
     local = ResultStore(tmp_path / "local")

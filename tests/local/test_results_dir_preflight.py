@@ -16,8 +16,10 @@ import pytest
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.local.runner import LocalRun
 from crimsonbench.progress import QuietEvents
+from crimsonbench.results.run_status import RunStatus
 from crimsonbench.results.store import MARKER_FILE, ResultStore
 from crimsonbench.spec.models import validate_spec
+from crimsonbench.spec.status import Phase
 
 
 def spec(cpu_set: str = "0", client_cpus: str = "1") -> Any:
@@ -121,7 +123,7 @@ def test_fresh_deletes_nothing_when_the_plan_is_refused(tmp_path: Path) -> None:
     res = tmp_path / "res"
     store = ResultStore(res)
     store.write_spec({"old": "spec"})
-    store.write_status({"phase": "Completed"})
+    store.write_status(RunStatus(phase=Phase.COMPLETED))
     before = tree(res)
     err = refused(LocalRun("x", spec(cpu_set="0-63", client_cpus="64"), res, QuietEvents(),
                            fresh=True))  # fmt: skip

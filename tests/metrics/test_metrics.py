@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from crimsonbench.controller.metrics_view import ReconcileStats
 from crimsonbench.metrics import RunCollector, new_registry, state_from_store
+from crimsonbench.results.run_status import RunStatus
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import FioSummary, ResourceSummary, RunInfo, StepResult
 
@@ -54,13 +55,8 @@ def _results_dir(root: Path, phase: str, current: str, violations: list[str]) ->
     store.fio_paths(current, "img0").eta.write_text(ETA)
     store.fio_paths(current, "img1").eta.write_text(ETA.replace("2690", "1.5k"))
     store.write_affinity(current, {}, violations)
-    status = {
-        "phase": phase,
-        "stepsDone": 1,
-        "stepsTotal": 4,
-        "currentStep": current,
-        "updatedAt": dt.datetime(2030, 1, 1, tzinfo=dt.UTC).isoformat(),
-    }
+    status = RunStatus(phase=phase, steps_done=1, steps_total=4, current_step=current,
+                       updated_at=dt.datetime(2030, 1, 1, tzinfo=dt.UTC).isoformat())  # fmt: skip
     store.write_status(status)
     return store
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from crimsonbench.results.run_status import RunStatus
 from crimsonbench.results.store import (
     MARKER_FILE,
     MARKER_TEXT,
@@ -205,7 +206,7 @@ def test_a_new_results_directory_carries_our_marker(tmp_path: Path) -> None:
     assert store.has_marker and (tmp_path / "a" / "b" / MARKER_FILE).read_text() == MARKER_TEXT
     empty = tmp_path / "empty"
     empty.mkdir()
-    ResultStore(empty).write_status({})
+    ResultStore(empty).write_status(RunStatus())
     assert ResultStore(empty).has_marker  # an empty directory becomes ours too
     theirs = tmp_path / "theirs"
     theirs.mkdir()

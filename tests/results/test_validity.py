@@ -293,7 +293,7 @@ def test_hostile_text_from_the_log_or_a_process_name_reads_back() -> None:
 
 
 def test_a_hand_edited_suspect_record_line_is_said_as_text_never_trusted() -> None:
-    from crimsonbench.results.validity import SUSPECT_ATTEMPT, dropped_attempt
+    from crimsonbench.results.attempts import SUSPECT_ATTEMPT, dropped_attempt
 
     for body in ('{"iops": NaN, "bw_mib_s": 1, "reasons": []}',
                  '{"iops": 1, "bw_mib_s": 1, "reasons": ["x"]}', "[1]", "{"):  # fmt: skip

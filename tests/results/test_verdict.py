@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crimsonbench.results.fio_json import combine, parse_fio_json
+from crimsonbench.results.gate import gate, regressions
 from crimsonbench.results.iops_log import per_second_series
 from crimsonbench.results.stats import welch
 from crimsonbench.results.types import ResourceSummary, StepResult
@@ -29,9 +30,7 @@ from crimsonbench.results.verdict import (
     Verdict,
     compare,
     figures_from_results,
-    gate,
     holm_adjust,
-    regressions,
 )
 
 JP = Path(__file__).resolve().parents[1] / "fixtures" / "fio" / "jsonplus"

@@ -10,10 +10,11 @@ step whose ConfigMaps were left half-written (it is not fetched).
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic import ValidationError
 
 from crimsonbench.errors import CrimsonBenchError
 from crimsonbench.manifests.results import (
@@ -24,11 +25,12 @@ from crimsonbench.manifests.results import (
     results_selector,
     run_configmap_name,
 )
+from crimsonbench.results.run_status import RunStatus
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
 from crimsonbench.spec.models import validate_spec
-from crimsonbench.spec.status import Phase
+from crimsonbench.spec.status import BenchmarkRunStatus, Phase
 
 
 class FetchError(CrimsonBenchError):
@@ -103,18 +105,11 @@ def write_results_dir(run: FetchedRun, store: ResultStore) -> None:
     store.write_run_info(run.info, {"spec": run.spec, "source": f"{run.namespace}/{run.name}"})
     for result in run.results:
         store.write_step(result)
-    s = run.status
-    store.write_status(
-        {
-            "phase": run.phase,
-            "message": s.get("message", ""),
-            "stepsDone": len(run.results),
-            "stepsTotal": int(s.get("stepsTotal") or 0),
-            "progress": s.get("progress", ""),
-            "currentStep": s.get("currentStep", ""),
-            "updatedAt": s.get("finishedAt") or dt.datetime.now(dt.UTC).isoformat(),
-        }
-    )
+    try:
+        operator = BenchmarkRunStatus.model_validate(run.status)
+    except ValidationError as exc:  # the status is writable by others: said, not trusted
+        operator = BenchmarkRunStatus(message=f"the run's status cannot be read: {exc}"[:500])
+    store.write_status(RunStatus.of_operator(operator, len(run.results)))
 
 
 def fetch_run(api: Any, namespace: str, name: str) -> FetchedRun:

@@ -36,8 +36,8 @@ from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver
 from crimsonbench.manifests.fio_driver import StepReport
 from crimsonbench.plan.types import BarrierAddress, RunPlan
+from crimsonbench.results.attempts import dropped_attempt, is_suspect_attempt
 from crimsonbench.results.sweep_state import SweepState
-from crimsonbench.results.validity import dropped_attempt, is_suspect_attempt
 
 _MISSING = StepReport("missing", now=0.0)  # a key the driver cannot hold (just stored)
 # Decisions in one step's tick: a few polls and a start; more means the driver's answers

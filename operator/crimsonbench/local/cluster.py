@@ -1,8 +1,7 @@
 """A throwaway real Ceph cluster on 127.0.0.1: 1 mon, 1 mgr, N OSDs, all state in one dir.
 
-Like vstart.sh, but every daemon is our foreground child in its own process group, so
-teardown can always find and kill it, and the monitor port is reserved so two clusters can
-run side by side.
+Like vstart.sh, but every daemon is our foreground child in its own process group (teardown
+can always find and kill it); the monitor port is reserved (two clusters run side by side).
 """
 
 from __future__ import annotations

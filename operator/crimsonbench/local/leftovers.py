@@ -10,7 +10,6 @@ anything touched. Runs of older versions wrote no record: nothing of theirs is t
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ from crimsonbench.results.store import (
     NotAResultsDirectory,
     ResultStore,
 )
+from crimsonbench.spec.status import Phase
 
 log = logging.getLogger(__name__)
 
@@ -153,15 +153,14 @@ def _mark_failed(results: Path, record: dict[str, Any]) -> None:
             if not try_lock(fh.fileno()):
                 return
             status = store.read_status()
-            if status.get("phase") in ("Completed", "Failed"):
+            if status.finished:
                 return
-            status.update(
-                phase="Failed",
-                message=f"the run (pid {record.get('pid')}) died without cleaning up; its "
-                f"cluster was removed by the run of pid {os.getpid()}; finished steps are kept",
-                updatedAt=dt.datetime.now(dt.UTC).isoformat(),
+            status.phase = Phase.FAILED
+            status.message = (
+                f"the run (pid {record.get('pid')}) died without cleaning up; its "
+                f"cluster was removed by the run of pid {os.getpid()}; finished steps are kept"
             )
-            store.write_status(status)
+            store.write_status(status.stamped())
     except (OSError, NotAResultsDirectory) as exc:
         log.warning("status of the dead run in %s not updated: %s", results, exc)
 

@@ -37,11 +37,13 @@ from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.capacity import check_capacity
 from crimsonbench.plan.summary import plan_summary
 from crimsonbench.plan.types import RunPlan, Step
+from crimsonbench.results.attempts import with_earlier_attempts
 from crimsonbench.results.prefill_check import written_shares
+from crimsonbench.results.run_status import RunStatus
 from crimsonbench.results.store import ResultStore
 from crimsonbench.results.sweep_state import SweepState
 from crimsonbench.results.types import RunInfo, StepResult
-from crimsonbench.results.validity import stored_verdict, with_earlier_attempts
+from crimsonbench.results.validity import stored_verdict
 from crimsonbench.spec.models import BenchmarkRunSpec, Flavor
 from crimsonbench.spec.status import Phase
 
@@ -304,14 +306,7 @@ class LocalRun:
         """status.json mirrors the operator's status; the metrics endpoint reads it."""
         measured = {r.key for r in self.store.completed_steps().values()}
         done = sum(s.id in measured for s in plan.steps)  # of this plan's steps
-        status = {
-            "phase": outcome.phase.value,
-            "message": outcome.message,
-            "stepsDone": done,
-            "stepsTotal": len(plan.steps),
-            "progress": f"{done}/{len(plan.steps)}",
-            "currentStep": current,
-            "skipped": outcome.skipped,
-            "updatedAt": dt.datetime.now(dt.UTC).isoformat(),
-        }
-        self.store.write_status(status)
+        status = RunStatus(phase=outcome.phase, message=outcome.message, steps_done=done,
+                           steps_total=len(plan.steps), progress=f"{done}/{len(plan.steps)}",
+                           current_step=current, skipped=outcome.skipped)  # fmt: skip
+        self.store.write_status(status.stamped())

@@ -250,7 +250,7 @@ def _completed(store: ResultStore, variant: Variant) -> bool:
     except (OSError, ValueError):
         return False
     same = spec == variant.spec.model_dump(mode="json", by_alias=True)
-    return same and status.get("phase") == Phase.COMPLETED.value
+    return same and status.phase == Phase.COMPLETED
 
 
 def _now() -> str:

@@ -34,10 +34,11 @@ from crimsonbench.reports.plots import Series, cpu_per_step, response_curve
 from crimsonbench.reports.svg import inline_svg
 from crimsonbench.reports.tables import Table, step_table
 from crimsonbench.reports.verdicts import gate_lines, verdict_intro, verdict_table
+from crimsonbench.results.gate import GateFailure
 from crimsonbench.results.rules import average_repeats, by_workload
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.results.validity import VALIDITY, suspect_lines
-from crimsonbench.results.verdict import GateFailure, Verdict
+from crimsonbench.results.verdict import Verdict
 from crimsonbench.spec.models import SweepSpec
 
 # Section ids (the browser test looks for them)

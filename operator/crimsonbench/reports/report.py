@@ -25,6 +25,7 @@ from crimsonbench.reports.plots import cpu_per_step, png, response_curve
 from crimsonbench.reports.study import StudyView, best_versus, study_markdown, study_sections
 from crimsonbench.reports.tables import markdown_table, to_csv, to_json, workload_tables
 from crimsonbench.reports.verdicts import run_verdicts, verdict_markdown
+from crimsonbench.results.gate import GateFailure, gate, regressions
 from crimsonbench.results.rules import average_repeats, by_workload, is_bandwidth_workload
 from crimsonbench.results.store import (
     CorruptResults,
@@ -35,7 +36,6 @@ from crimsonbench.results.store import (
 )
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.results.validity import suspect_lines
-from crimsonbench.results.verdict import GateFailure, gate, regressions
 from crimsonbench.spec.models import SweepSpec, WorkloadSpec
 
 log = logging.getLogger(__name__)

@@ -7,16 +7,15 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from crimsonbench.reports.tables import Table
+from crimsonbench.results.gate import GateFailure, regressions
 from crimsonbench.results.iops_log import IOPS_PER_SECOND
 from crimsonbench.results.types import RunInfo, StepResult
 from crimsonbench.results.verdict import (
     HEADER,
-    GateFailure,
     StepFigures,
     Verdict,
     compare,
     figures_from_results,
-    regressions,
 )
 
 Run = tuple[RunInfo, Sequence[StepResult]]

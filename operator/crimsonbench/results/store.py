@@ -38,7 +38,6 @@ again.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -64,6 +63,7 @@ from crimsonbench.results.results_dir import (
     VIOLATIONS_KEY,
     ResultsDir,
 )
+from crimsonbench.results.run_status import RunStatus
 from crimsonbench.results.safe_files import (
     MAX_JSON_BYTES,
     NotAResultsDirectory,
@@ -158,13 +158,18 @@ class ResultStore(ResultsDir):
     def read_plan(self) -> dict[str, Any] | None:
         return self._read_optional(PLAN_FILE)
 
-    def write_status(self, status: Mapping[str, Any]) -> Path:
+    def write_status(self, status: RunStatus) -> Path:
         self.create()
-        return write_json(self.path(STATUS_FILE), dict(status))
+        return write_json(self.path(STATUS_FILE), status.model_dump(mode="json", by_alias=True))
 
-    def read_status(self) -> dict[str, Any]:
-        """status.json, or {} while none was written (or it is being replaced)."""
-        return self._read_optional(STATUS_FILE) or {}
+    def read_status(self) -> RunStatus:
+        """status.json; Pending while none was written, or when it is not a run's status
+        (logged: never half trusted)."""
+        doc = self._read_optional(STATUS_FILE)
+        status = RunStatus.read(doc) if doc is not None else RunStatus()
+        if status is None:
+            log.warning("%s is not a run status; read as Pending", self.path(STATUS_FILE))
+        return status or RunStatus()
 
     def _read_optional(self, name: str) -> dict[str, Any] | None:
         """A top-level JSON object, or None when missing or unusable (logged)."""
@@ -381,7 +386,7 @@ class ResultStore(ResultsDir):
 
     def running_step(self) -> str:
         """The id of the step status.json says is running, if its result is not in yet."""
-        current = str(self.read_status().get("currentStep") or "")
+        current = self.read_status().current_step
         if not current or not is_safe_name(current):
             return ""
         done = (self.root / STEPS_DIR / current / RESULT_FILE).exists()
@@ -393,9 +398,8 @@ class ResultStore(ResultsDir):
         for step_id in self._step_ids():
             with contextlib.suppress(OSError):
                 times.append((self.root / STEPS_DIR / step_id / RESULT_FILE).stat().st_mtime)
-        with contextlib.suppress(KeyError, TypeError, ValueError):
-            times.append(dt.datetime.fromisoformat(self.read_status()["updatedAt"]).timestamp())
-        return max(times, default=0.0)
+        updated = self.read_status().updated()
+        return max([*times, *([updated] if updated is not None else [])], default=0.0)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,8 @@ sees within-run noise only and says so in the row. Many rows are compared at onc
 A row that cannot be judged says why instead of passing for "no change": MISSING (BASE
 has the step, NEW none), NO_FIGURE (a throughput that is NaN, or iops on one side and
 MiB/s on the other), UNTESTED (no test possible: one repeat and no per-second series, too
-short a series, a zero base, a step only in NEW). gate() turns rows into the failures a
-CI gate exits non-zero on: regressions, missing steps and missing figures always,
-untested rows unless the caller allows them, and two runs without a finished step.
+short a series, a zero base, a step only in NEW). results.gate turns rows into what a CI
+gate fails on.
 """
 
 from __future__ import annotations
@@ -134,7 +133,7 @@ class Verdict:
             if math.isnan(self.ci_low_pct)
             else f"[{self.ci_low_pct:+.1f}%, {self.ci_high_pct:+.1f}%]"
         )
-        p = "n/a" if math.isnan(self.p_value) else _fmt_p(self.p_adjusted)
+        p = "n/a" if math.isnan(self.p_value) else fmt_p(self.p_adjusted)
         return (
             self.workload,
             str(self.iodepth),
@@ -171,7 +170,7 @@ def _fmt_num(v: float) -> str:
     return "n/a" if math.isnan(v) else f"{v:.2f}"
 
 
-def _fmt_p(p: float) -> str:
+def fmt_p(p: float) -> str:
     return f"{p:.2g}" if p < 0.01 else f"{p:.3f}"
 
 
@@ -246,25 +245,9 @@ def _row(
         alpha=alpha,
         verdict=NO_CHANGE,
     )
-    if not new:
-        why = f"BASE has it ({_steps(base)}), NEW has no such step"
-        return replace(row, test="none: missing in NEW", verdict=MISSING, why=why)
-    if not base:
-        why = f"only in NEW ({_steps(new)}): BASE has nothing to test it against"
-        return replace(row, test="none: only in NEW", verdict=UNTESTED, why=why)
-    if len(bandwidth) > 1:
-        why = "iops on one side, MiB/s on the other: not the same figure"
-        return replace(row, test="none: not comparable", verdict=NO_FIGURE, why=why)
-    bad = [(side, f) for side, figs in (("BASE", base), ("NEW", new)) for f in figs
-           if not math.isfinite(f.throughput)]  # fmt: skip
-    if bad:
-        why = "; ".join(f"{side} {_name(f)}: {metric} is {f.throughput}" for side, f in bad)
-        return replace(row, test="none: no figure", verdict=NO_FIGURE, why=why)
-    suspect = [(side, f) for side, figs in (("BASE", base), ("NEW", new)) for f in figs
-               if f.suspect]  # fmt: skip
-    if suspect and not allow_suspect:
-        why = "suspect: " + "; ".join(f"{side} {_name(f)} ({f.suspect})" for side, f in suspect)
-        return replace(row, test="none: suspect step", verdict=UNTESTED, why=why)
+    refused = _not_testable(row, base, new, len(bandwidth) > 1, allow_suspect)
+    if refused is not None:
+        return refused
     result, untested = _test(base, new, level, seed)
     if result is None or mb == 0:
         why = untested or f"BASE {metric} is 0: no change to measure"
@@ -279,6 +262,33 @@ def _row(
         p_adjusted=result.p_value,
         verdict=_verdict(result.p_value, row.change_pct, alpha),
     )
+
+
+def _not_testable(
+    row: Verdict, base: Sequence[StepFigures], new: Sequence[StepFigures], mixed: bool,
+    allow_suspect: bool,
+) -> Verdict | None:  # fmt: skip
+    """The row, saying why, when the two sides cannot be tested against each other: a side
+    missing, iops against MiB/s (mixed), a figure that is not a number, a suspect step."""
+    if not new:
+        why = f"BASE has it ({_steps(base)}), NEW has no such step"
+        return replace(row, test="none: missing in NEW", verdict=MISSING, why=why)
+    if not base:
+        why = f"only in NEW ({_steps(new)}): BASE has nothing to test it against"
+        return replace(row, test="none: only in NEW", verdict=UNTESTED, why=why)
+    if mixed:
+        why = "iops on one side, MiB/s on the other: not the same figure"
+        return replace(row, test="none: not comparable", verdict=NO_FIGURE, why=why)
+    sides = (("BASE", base), ("NEW", new))
+    bad = [(side, f) for side, figs in sides for f in figs if not math.isfinite(f.throughput)]
+    if bad:
+        why = "; ".join(f"{side} {_name(f)}: {row.metric} is {f.throughput}" for side, f in bad)
+        return replace(row, test="none: no figure", verdict=NO_FIGURE, why=why)
+    suspect = [(side, f) for side, figs in sides for f in figs if f.suspect]
+    if suspect and not allow_suspect:
+        why = "suspect: " + "; ".join(f"{side} {_name(f)} ({f.suspect})" for side, f in suspect)
+        return replace(row, test="none: suspect step", verdict=UNTESTED, why=why)
+    return None
 
 
 def _name(f: StepFigures) -> str:
@@ -343,58 +353,6 @@ def holm_adjust(rows: Sequence[Verdict]) -> list[Verdict]:
         verdict = _verdict(adjusted[i], r.change_pct, r.alpha)
         out.append(replace(r, p_adjusted=adjusted[i], verdict=verdict))
     return out
-
-
-def regressions(
-    rows: Iterable[Verdict], threshold_pct: float, alpha: float | None = None
-) -> list[Verdict]:
-    """The rows a CI gate fails on (exit non-zero when not empty)."""
-    return [r for r in rows if r.regression(threshold_pct, alpha)]
-
-
-@dataclass(frozen=True)
-class GateFailure:
-    """One reason a CI gate fails: a row (workload, iodepth) and what is wrong with it."""
-
-    workload: str
-    iodepth: int
-    kind: str  # "regression", MISSING, NO_FIGURE, UNTESTED, or "nothing compared"
-    reason: str
-
-    def line(self) -> str:
-        where = f"{self.workload} qd{self.iodepth}" if self.workload else "the comparison"
-        return f"{where}: {self.kind}: {self.reason}"
-
-
-def gate(
-    rows: Sequence[Verdict],
-    threshold_pct: float,
-    alpha: float | None = None,
-    allow_untested: bool = False,
-) -> tuple[list[GateFailure], list[GateFailure]]:
-    """(failures, allowed): what fails a CI gate, and the untested rows let through
-    because allow_untested. Regressions, missing steps and missing figures always fail,
-    and so does a comparison of two runs without a finished step."""
-    failures: list[GateFailure] = []
-    allowed: list[GateFailure] = []
-    for r in rows:
-        if r.regression(threshold_pct, alpha):
-            ci = "" if math.isnan(r.ci_low_pct) else (
-                f", CI [{r.ci_low_pct:+.1f} %, {r.ci_high_pct:+.1f} %]"
-            )  # fmt: skip
-            reason = (
-                f"{r.metric} {r.change_pct:+.1f} %{ci}, p = {_fmt_p(r.p_adjusted)} "
-                f"({r.test}): worse than -{threshold_pct:g} %"
-            )
-            failures.append(GateFailure(r.workload, r.iodepth, "regression", reason))
-        elif r.verdict in (MISSING, NO_FIGURE):
-            failures.append(GateFailure(r.workload, r.iodepth, r.verdict, r.why))
-        elif r.verdict == UNTESTED:
-            failure = GateFailure(r.workload, r.iodepth, UNTESTED, r.why)
-            (allowed if allow_untested else failures).append(failure)
-    if not rows:
-        failures.append(GateFailure("", 0, "nothing compared", "neither run has a finished step"))
-    return failures, allowed
 
 
 def figures_from_results(

@@ -26,6 +26,11 @@ from crimsonbench.errors import CrimsonBenchError, ExecutionError, NotReady
 from crimsonbench.manifests.fio_driver import BARRIER_LOG, OSDS_FILE, REACTOR_LOG, StepReport
 from crimsonbench.plan.types import RunPlan, Step
 from crimsonbench.results import step_log
+from crimsonbench.results.attempts import (
+    is_suspect_attempt,
+    suspect_attempt,
+    with_dropped_attempts,
+)
 from crimsonbench.results.barrier_log import barrier_summary
 from crimsonbench.results.fio_doc import find_json_document
 from crimsonbench.results.fio_json import JobStats, parse_fio_json
@@ -33,15 +38,7 @@ from crimsonbench.results.node_cpu import load_in_window
 from crimsonbench.results.resources import summarize_samples, with_reactor_log
 from crimsonbench.results.step_result import check_job_counts, step_result
 from crimsonbench.results.types import ResourceSample, StepResult
-from crimsonbench.results.validity import (
-    CpuSetLoad,
-    is_suspect_attempt,
-    judged,
-    stored_verdict,
-    suspect_attempt,
-    time_based_runtime,
-    with_dropped_attempts,
-)
+from crimsonbench.results.validity import CpuSetLoad, judged, stored_verdict, time_based_runtime
 
 MAX_STEP_RETRIES = 2
 # A step the driver still calls running this long past its deadline lost its fio client
