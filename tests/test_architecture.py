@@ -1,5 +1,6 @@
 """Shape rules import-linter cannot express: no module uses another module's private
-names, no module of the package grows past ~400 lines (split by what it builds), nothing
+names, no module of the package grows past 400 lines (split by what it builds) nor a
+function past 60 (STYLE.md), nothing
 reads settings or the environment when it is imported; and import-linter's own contracts
 shown to bite on a planted import, each of them."""
 
@@ -16,7 +17,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "operator" / "crimsonbench"
-MAX_LINES = 420
+MAX_LINES = 400
+MAX_FUNCTION_LINES = 60
 
 
 def modules() -> list[Path]:
@@ -80,6 +82,35 @@ def test_the_import_time_check_finds_a_planted_read(tmp_path: Path) -> None:
 def test_no_module_is_over_the_size_limit() -> None:
     sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in modules()}
     assert {k: n for k, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def long_functions(path: Path) -> dict[str, int]:
+    """module:function -> lines, of every function (methods and nested ones too) longer
+    than MAX_FUNCTION_LINES, its decorators and signature counted."""
+    found = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            lines = (node.end_lineno or node.lineno) - start + 1
+            if lines > MAX_FUNCTION_LINES:
+                found[f"{path.name}:{node.name}"] = lines
+    return found
+
+
+def test_no_function_is_over_the_size_limit() -> None:
+    assert {k: n for p in modules() for k, n in long_functions(p).items()} == {}
+
+
+def test_the_function_check_finds_a_planted_long_function(tmp_path: Path) -> None:
+    def lines(n: int, indent: str) -> str:
+        return "".join(f"{indent}x{i} = {i}\n" for i in range(n))
+
+    planted = tmp_path / "long.py"
+    planted.write_text(  # 60 lines exactly, then a method of 61
+        "def fits():\n" + lines(MAX_FUNCTION_LINES - 1, "    ")
+        + "\n\nclass C:\n    def grown(self):\n" + lines(MAX_FUNCTION_LINES, "        ")
+    )  # fmt: skip
+    assert long_functions(planted) == {"long.py:grown": MAX_FUNCTION_LINES + 1}
 
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:

@@ -20,7 +20,28 @@ from crimsonbench.spec.names import validate_name
 from crimsonbench.spec.study import load_study
 
 if TYPE_CHECKING:  # imported when the command runs: `crimsonbench --help` stays quick
+    from crimsonbench.local.study import PlannedRun
     from crimsonbench.plan.study import StudyRun, Variant
+
+# The comparison's options, the same for `study` and `fetch-study`.
+THRESHOLD = typer.Option(
+    5.0, min=0.0, help="A regression is worse by more than this many % (and significant)."
+)
+ALPHA = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level.")
+GATE = typer.Option(
+    False,
+    "--gate",
+    help="Exit 1 when a variant regresses against the baseline variant, or against "
+    "--baseline (as `compare` does: regressions, missing steps, untested rows).",
+)
+BASELINE = typer.Option(
+    None,
+    help="A stored baseline: a results directory (an earlier run, e.g. last release's, or one "
+    "`crimsonbench fetch` wrote) every variant is also judged against; --gate fails on its "
+    "regressions too.",
+)
+ALLOW_UNTESTED = typer.Option(False, help="As `compare --allow-untested`.")
+ALLOW_SUSPECT = typer.Option(False, help="As `compare --allow-suspect`.")
 
 
 def study(
@@ -35,24 +56,12 @@ def study(
     wait_cpus: float = typer.Option(
         0.0, min=0.0, help="Wait up to this many seconds for CPUs another run pins."
     ),
-    threshold: float = typer.Option(
-        5.0, min=0.0, help="A regression is worse by more than this many % (and significant)."
-    ),
-    alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level."),
-    gate: bool = typer.Option(
-        False,
-        "--gate",
-        help="Exit 1 when a variant regresses against the baseline variant, or against "
-        "--baseline (as `compare` does: regressions, missing steps, untested rows).",
-    ),
-    baseline: Path | None = typer.Option(
-        None,
-        help="A stored baseline: a results directory (an earlier run, e.g. last release's, "
-        "or one `crimsonbench fetch` wrote) every variant is also judged against; --gate "
-        "fails on its regressions too.",
-    ),
-    allow_untested: bool = typer.Option(False, help="As `compare --allow-untested`."),
-    allow_suspect: bool = typer.Option(False, help="As `compare --allow-suspect`."),
+    threshold: float = THRESHOLD,
+    alpha: float = ALPHA,
+    gate: bool = GATE,
+    baseline: Path | None = BASELINE,
+    allow_untested: bool = ALLOW_UNTESTED,
+    allow_suspect: bool = ALLOW_SUSPECT,
 ) -> None:
     """Run a study: every variant of a base spec (vary: axes, or variants: a list), its
     repeats interleaved (A B C A B C), then one comparison (curves overlaid, the grid of
@@ -69,16 +78,7 @@ def study(
         runner = LocalStudy(name, spec, root, lambda: RichEvents(console), _say, fresh,
                             spec_file=study_file.absolute(), cpu_wait_s=wait_cpus)  # fmt: skip
         planned = runner.preflight()  # every variant checked before the first run
-        fio_s = sum(p.fio_seconds for p in planned if not p.done)
-        done = sum(p.done for p in planned)
-        for p in planned:
-            mark = "done" if p.done else f"{len(p.plan.steps)} steps"
-            _say(f"  {p.run.name}: {p.variant.describe()} ({mark})")
-        _say(
-            f"study {name}: {len(runner.variants)} variants x {spec.repeats} repeat(s) = "
-            f"{len(planned)} runs ({done} done), at least {fio_s / 60:.1f} min of fio "
-            "plus a cluster and a prefill per run"
-        )
+        _say_planned(name, len(runner.variants), spec.repeats, planned)
         if dry_run:
             return
         outcome = runner.execute(planned)
@@ -97,23 +97,31 @@ def study(
         raise typer.Exit(1)
 
 
+def _say_planned(name: str, variants: int, repeats: int, planned: Sequence[PlannedRun]) -> None:
+    fio_s = sum(p.fio_seconds for p in planned if not p.done)
+    done = sum(p.done for p in planned)
+    for p in planned:
+        mark = "done" if p.done else f"{len(p.plan.steps)} steps"
+        _say(f"  {p.run.name}: {p.variant.describe()} ({mark})")
+    _say(
+        f"study {name}: {variants} variants x {repeats} repeat(s) = {len(planned)} runs "
+        f"({done} done), at least {fio_s / 60:.1f} min of fio plus a cluster and a prefill "
+        "per run"
+    )
+
+
 def fetch_study(
     study_name: str = typer.Argument(..., metavar="STUDY", help="BenchmarkStudy (or ns/name)."),
     namespace: str = typer.Option("default", "--namespace", "-n"),
     results: Path | None = typer.Option(None, help="Study directory; default results/<study>."),
     kubeconfig: Path | None = typer.Option(None, help="Default: $KUBECONFIG or ~/.kube/config."),
     context: str | None = typer.Option(None, help="kubeconfig context."),
-    threshold: float = typer.Option(5.0, min=0.0, help="As `study --threshold`."),
-    alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="Significance level."),
-    gate: bool = typer.Option(False, "--gate", help="As `study --gate`."),
-    baseline: Path | None = typer.Option(
-        None,
-        help="A stored baseline: a results directory (an earlier run, e.g. last release's, "
-        "or one `crimsonbench fetch` wrote) every variant is also judged against; --gate "
-        "fails on its regressions too.",
-    ),
-    allow_untested: bool = typer.Option(False, help="As `compare --allow-untested`."),
-    allow_suspect: bool = typer.Option(False, help="As `compare --allow-suspect`."),
+    threshold: float = THRESHOLD,
+    alpha: float = ALPHA,
+    gate: bool = GATE,
+    baseline: Path | None = BASELINE,
+    allow_untested: bool = ALLOW_UNTESTED,
+    allow_suspect: bool = ALLOW_SUSPECT,
 ) -> None:
     """Write a Kubernetes study's finished runs as a study directory and its comparison
     (the same files `crimsonbench study` writes locally)."""

@@ -26,7 +26,7 @@ from crimsonbench.controller.kube import Kube
 from crimsonbench.controller.kube_errors import Conflict, Forbidden, Invalid
 from crimsonbench.errors import InvalidSpec
 from crimsonbench.manifests.study import child_run
-from crimsonbench.plan.study import expand_study, study_runs
+from crimsonbench.plan.study import StudyRun, expand_study, study_runs
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
 from crimsonbench.spec.models import validate_as
 from crimsonbench.spec.status import Phase
@@ -84,19 +84,9 @@ def tick_study(
     new.failed_runs = sum(s.phase == Phase.FAILED.value for s in new.runs)
     match action:
         case CreateRun(run):
-            body = child_run(name, namespace, uid, run, by_variant[run.variant])
-            try:
-                kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL,
-                                                            body)  # fmt: skip
-            except Conflict:  # made meanwhile: the next tick sees whose it is
-                return out
-            except (Invalid, Forbidden) as exc:  # admission refused the variant
-                return _failed(out, f"run {run.name} was refused: {exc.message or exc}")
-            sets = by_variant[run.variant].describe()
-            out.events.append(
-                ("RunCreated", f"{run.name}: variant {run.variant}, repeat {run.repeat} ({sets})")
-            )
-            _running(new, run.name, run.variant)
+            variant = by_variant[run.variant]
+            body = child_run(name, namespace, uid, run, variant)
+            return _create(kube, out, body, run, variant.describe())
         case WaitFor(run):
             _running(new, run.name, run.variant)
         case Finish(failed):
@@ -109,6 +99,25 @@ def tick_study(
             )
         case Refuse(message):
             return _failed(out, message)
+    return out
+
+
+def _create(
+    kube: Kube, out: StudyTick, body: dict[str, Any], run: StudyRun, sets: str
+) -> StudyTick:
+    """The study's next run made; a refusal by admission (the variant is not allowed here)
+    fails the study naming it."""
+    namespace = body["metadata"]["namespace"]
+    try:
+        kube.custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+    except Conflict:  # made meanwhile: the next tick sees whose it is
+        return out
+    except (Invalid, Forbidden) as exc:  # admission refused the variant
+        return _failed(out, f"run {run.name} was refused: {exc.message or exc}")
+    out.events.append(
+        ("RunCreated", f"{run.name}: variant {run.variant}, repeat {run.repeat} ({sets})")
+    )
+    _running(out.status, run.name, run.variant)
     return out
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 from crimsonbench.plan.ceph_options import ceph_setup, family_from_known_options, option_family
 from crimsonbench.plan.fio_jobs import RBD_CLIENT_OPTIONS, fio_plan, prefill_jobs, start_barrier
@@ -12,6 +12,7 @@ from crimsonbench.plan.resources import osd_resources
 from crimsonbench.plan.steps import expand_steps
 from crimsonbench.plan.types import (
     CephSetup,
+    ClientPlan,
     CpuPlan,
     HostPlan,
     PoolPlan,
@@ -55,27 +56,19 @@ def build_plan(
     hosts, clients = plan_hosts(spec, layout, owner)
     family = option_family or _family(spec, ceph_version, known_options)
     c = spec.client
-    images = tuple(i for client in clients for i in client.images)
-    image_bytes = size_bytes(c.image_size)
-    prefill_mib = len(images) * image_bytes / 2**20
     user = fio_user(name, spec)
+    pool = _pool_plan(spec, clients, user, owner)
     return RunPlan(
         name=name,
         flavor=spec.osd.flavor.value,
         hosts=hosts,
         clients=clients,
         ceph=ceph_setup(_merged(hosts), spec.osd, family) if hosts else CephSetup(),
-        pool=PoolPlan(
-            pool_name(spec, owner),
-            c.pg_num,
-            user,
-            tuple(sorted(images)),
-            image_bytes,
-            spec.keep_images,
-        ),
+        pool=pool,
         prefill=PrefillPlan(
             prefill_jobs(spec, clients),
-            math.ceil(prefill_mib / MIN_PREFILL_MIB_S) + grace_s,
+            math.ceil(len(pool.images) * pool.image_size_bytes / 2**20 / MIN_PREFILL_MIB_S)
+            + grace_s,
             block_size_bytes(c.prefill_block_size),
         ),
         steps=expand_steps(spec),
@@ -93,6 +86,16 @@ def build_plan(
         fio_numjobs=c.num_jobs,
         bandwidth_workloads=frozenset(w.key for w in spec.workloads if w.reports_bandwidth),
     )
+
+
+def _pool_plan(
+    spec: BenchmarkRunSpec, clients: Sequence[ClientPlan], user: str, owner: str
+) -> PoolPlan:
+    """The run's pool (named from its owner tag on Rook), its cephx user and its images."""
+    c = spec.client
+    images = tuple(sorted(i for client in clients for i in client.images))
+    return PoolPlan(pool_name(spec, owner), c.pg_num, user, images, size_bytes(c.image_size),
+                    spec.keep_images)  # fmt: skip
 
 
 def fio_user(name: str, spec: BenchmarkRunSpec) -> str:

@@ -166,19 +166,10 @@ def write_compared(
     in comparison.md and comparison.html when `study` is given; with `stored` (a stored
     baseline: an earlier run), every run judged against it too, and gated alike."""
     names = labels(runs)
-    verdicts, bad = [], 0
-    failures: list[tuple[str, GateFailure]] = []
-    allowed: list[tuple[str, GateFailure]] = []
-    views: list[VerdictView] = []
-    for new, name in zip(runs[1:], names[1:], strict=True):
-        rows = run_verdicts(runs[0], new, bw, alpha, allow_suspect)
-        bad += len(regressions(rows, threshold_pct, alpha))
-        fail, ok = gate(rows, threshold_pct, alpha, allow_untested)
-        failures += [(name, f) for f in fail]
-        allowed += [(name, f) for f in ok]
-        verdicts.append(verdict_markdown(names[0], name, rows, threshold_pct, alpha, fail, ok))
-        views.append(VerdictView(name, rows, fail, ok))
-    text = comparison_markdown(runs, bw) + "\n## Verdicts\n\n" + "\n".join(verdicts)
+    gating = _Gating(bw, threshold_pct, alpha, allow_untested, allow_suspect)
+    judged = gating.judge(runs[0], names[0], list(zip(runs[1:], names[1:], strict=True)))
+    views = judged.views
+    text = comparison_markdown(runs, bw) + "\n## Verdicts\n\n" + "\n".join(judged.markdown)
     leading: list[tuple[str, str, str]] = []
     if study is not None:
         by_variant = {info.name: v.rows for (info, _), v in zip(runs[1:], views, strict=True)}
@@ -187,19 +178,12 @@ def write_compared(
         leading = study_sections(study, by_variant, versus)
     if stored is not None:
         label = f"the stored baseline {stored[0].label}"
-        stored_md, stored_views = [], []
-        for new, name in zip(runs, names, strict=True):
-            rows = run_verdicts(stored, new, bw, alpha, allow_suspect)
-            bad += len(regressions(rows, threshold_pct, alpha))
-            fail, ok = gate(rows, threshold_pct, alpha, allow_untested)
-            failures += [(f"{name} vs the stored baseline", f) for f in fail]
-            allowed += [(f"{name} vs the stored baseline", f) for f in ok]
-            stored_md.append(verdict_markdown(label, name, rows, threshold_pct, alpha, fail, ok))
-            stored_views.append(VerdictView(name, rows, fail, ok))
-        text += "\n## Against the stored baseline\n\n" + "\n".join(stored_md)
-        verdicts += stored_md
+        against = gating.judge(stored, label, list(zip(runs, names, strict=True)),
+                               " vs the stored baseline")  # fmt: skip
+        text += "\n## Against the stored baseline\n\n" + "\n".join(against.markdown)
+        judged.add(against)
         leading.append((STORED_SECTION, "Against the stored baseline",
-                        verdicts_html(label, stored_views, threshold_pct, alpha)))  # fmt: skip
+                        verdicts_html(label, against.views, threshold_pct, alpha)))  # fmt: skip
     files: list[tuple[str, bytes | str]] = []
     sections = []
     for workload, (curve, cpu) in overlay_figures(runs, bw).items():
@@ -217,7 +201,48 @@ def write_compared(
     targets = [_out_file(out, name) for name, _ in files]
     out.mkdir(parents=True, exist_ok=True)
     written = [write_atomic(t, data) for t, (_, data) in zip(targets, files, strict=True)]
-    return Comparison(written, "\n".join(verdicts), bad, failures, allowed)
+    return Comparison(written, "\n".join(judged.markdown), judged.bad, judged.failures,
+                      judged.allowed)  # fmt: skip
+
+
+@dataclass
+class _Judged:
+    """Runs judged against one base: each verdict table, what the gate fails and lets by."""
+
+    markdown: list[str] = field(default_factory=list)
+    views: list[VerdictView] = field(default_factory=list)
+    bad: int = 0  # regressions
+    failures: list[tuple[str, GateFailure]] = field(default_factory=list)
+    allowed: list[tuple[str, GateFailure]] = field(default_factory=list)
+
+    def add(self, other: _Judged) -> None:
+        self.markdown += other.markdown
+        self.bad += other.bad
+        self.failures += other.failures
+        self.allowed += other.allowed
+
+
+@dataclass(frozen=True)
+class _Gating:
+    bw: set[str]
+    threshold_pct: float
+    alpha: float
+    allow_untested: bool
+    allow_suspect: bool
+
+    def judge(self, base: Run, base_label: str, runs: Sequence[tuple[Run, str]],
+              suffix: str = "") -> _Judged:  # fmt: skip
+        out = _Judged()
+        for new, name in runs:
+            rows = run_verdicts(base, new, self.bw, self.alpha, self.allow_suspect)
+            out.bad += len(regressions(rows, self.threshold_pct, self.alpha))
+            fail, ok = gate(rows, self.threshold_pct, self.alpha, self.allow_untested)
+            out.failures += [(name + suffix, f) for f in fail]
+            out.allowed += [(name + suffix, f) for f in ok]
+            out.markdown.append(verdict_markdown(base_label, name, rows, self.threshold_pct,
+                                                 self.alpha, fail, ok))  # fmt: skip
+            out.views.append(VerdictView(name, rows, fail, ok))
+        return out
 
 
 def _out_file(out: Path, name: str) -> Path:

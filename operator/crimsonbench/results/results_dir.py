@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from crimsonbench.results.safe_files import NotAResultsDirectory, UnsafePath, write_atomic
@@ -28,6 +28,35 @@ MARKER_TEXT = "crimsonbench results directory: `crimsonbench run --fresh` may em
 TOP_LEVEL = frozenset({RUN_FILE, SPEC_FILE, PLAN_FILE, STATUS_FILE, LOCK_FILE, RESERVE_FILE,
                        MARKER_FILE, STEPS_DIR, REPORT_DIR})  # fmt: skip
 VIOLATIONS_KEY = "violations"  # the list of CPU-affinity violations in affinity.json
+
+
+class CorruptResults(NotAResultsDirectory):
+    """Files of a results directory that cannot be used: every one, each with why."""
+
+    def __init__(self, root: Path, problems: Sequence[tuple[Path, str]]) -> None:
+        self.root = root
+        self.problems = list(problems)
+        lines = [f"{_rel(root, p)}: {why}" for p, why in self.problems]
+        if len(lines) == 1:
+            text = f"{root}/{lines[0]}"
+        else:
+            text = f"{root}: {len(lines)} files cannot be used:\n" + "\n".join(
+                f"  {ln}" for ln in lines
+            )
+        steps = [p for p, _ in self.problems if _rel(root, p).startswith(STEPS_DIR + "/")]
+        if steps:
+            text += (
+                f"\n{len(steps)} step(s) would be left out; nothing was written. Move those "
+                f"step directories out of {STEPS_DIR}/ (or run the steps again) to use the rest."
+            )
+        super().__init__(text)
+
+
+def _rel(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 class ResultsDir:

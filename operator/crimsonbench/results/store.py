@@ -61,6 +61,7 @@ from crimsonbench.results.results_dir import (
     STATUS_FILE,
     STEPS_DIR,
     VIOLATIONS_KEY,
+    CorruptResults,
     ResultsDir,
 )
 from crimsonbench.results.run_status import RunStatus
@@ -97,35 +98,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class CorruptResults(NotAResultsDirectory):
-    """Files of a results directory that cannot be used: every one, each with why."""
-
-    def __init__(self, root: Path, problems: Sequence[tuple[Path, str]]) -> None:
-        self.root = root
-        self.problems = list(problems)
-        lines = [f"{_rel(root, p)}: {why}" for p, why in self.problems]
-        if len(lines) == 1:
-            text = f"{root}/{lines[0]}"
-        else:
-            text = f"{root}: {len(lines)} files cannot be used:\n" + "\n".join(
-                f"  {ln}" for ln in lines
-            )
-        steps = [p for p, _ in self.problems if _rel(root, p).startswith(STEPS_DIR + "/")]
-        if steps:
-            text += (
-                f"\n{len(steps)} step(s) would be left out; nothing was written. Move those "
-                f"step directories out of {STEPS_DIR}/ (or run the steps again) to use the rest."
-            )
-        super().__init__(text)
-
-
-def _rel(root: Path, path: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
 
 
 @dataclass(frozen=True)
