@@ -15,6 +15,7 @@ from crimsonbench.controller.decisions.rollout import (
     osds_at_rest,
     osds_running_with,
     rollout,
+    rollout_done,
 )
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.plan.build import build_plan
@@ -55,6 +56,39 @@ def test_rollout_waits_for_rook_then_every_osd_with_the_planned_limits() -> None
     assert rollout(plan, {0: "a", 1: "b"}, new, ready, 3) == (
         "2 OSDs Ready with the planned resources"
     )
+
+
+def test_the_rollout_is_done_when_every_osd_and_the_setup_are_and_bounded_else() -> None:
+    """The planned OSDs (progress), the cluster's other OSDs (Rook sizes them alike) and
+    the crimson setup Job: each can hold it; the wait is bounded by rolloutTimeoutSeconds
+    from when it began."""
+    plan = _plan(node="a")
+    want = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
+    placed = {0: "a"}  # osd.1 is another OSD of the cluster, not the run's
+    other_old = OsdPod(1, "b", True, "1", "1Gi")
+    pods = [OsdPod(0, "a", True, *want), other_old]
+
+    def done(
+        pods: list[OsdPod],
+        progress: str | NotReady = "ok",
+        setup: NotReady | None = None,
+        waited: float = 10.0,
+    ) -> Any:
+        return rollout_done(plan, placed, pods, progress, setup, waited, 600.0)  # fmt: skip
+
+    held = done(pods)  # the other OSD still has the old limits
+    assert isinstance(held.outcome, NotReady) and held.condition[:2] == (False, "RollingOut")
+    assert "osd.1 still has limits cpu=1" in held.condition[2] and "for 10 s" in held.condition[2]
+    rolled = [pods[0], OsdPod(1, "b", True, *want)]
+    assert done(rolled).outcome is None
+    assert done(rolled).condition[:2] == (True, "OsdsReady")
+    setup = done(rolled, setup=NotReady("crimson setup: Job r/x running"))
+    assert isinstance(setup.outcome, NotReady) and "crimson setup" in setup.condition[2]
+    waiting = done(rolled, progress=NotReady("osd.0 not Ready yet"))
+    assert isinstance(waiting.outcome, NotReady) and "osd.0 not Ready" in str(waiting.outcome)
+    late = done(pods, waited=601.0)
+    assert isinstance(late.outcome, ExecutionError)
+    assert "gave up (rolloutTimeoutSeconds)" in str(late.outcome)
 
 
 def test_an_osd_that_moved_fails_the_run() -> None:
@@ -100,3 +134,12 @@ def test_osds_running_with_compares_quantities_not_strings() -> None:
     assert isinstance(late, NotReady) and "osd.0 still has limits cpu=2" in str(late)
     none = osds_running_with([0], [_pod(0)], (None, None))  # the original had none
     assert none == "1 OSDs Ready with limits cpu=None memory=None"
+
+
+def test_a_wait_is_not_ready_until_its_bound_then_gives_up_saying_where_to_look() -> None:
+    from crimsonbench.controller.decisions.waits import bounded_wait
+
+    assert bounded_wait("pool p", 600.0, 600.0) == NotReady("pool p")
+    late = bounded_wait("pool p", 600.1, 600.0, "see Rook's operator log")
+    assert isinstance(late, ExecutionError)
+    assert str(late) == "pool p; gave up (rolloutTimeoutSeconds): see Rook's operator log"

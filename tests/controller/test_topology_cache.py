@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from crimsonbench.controller.topology import NODE_ANNOTATION, cache_configmap, cache_name
+from crimsonbench.manifests.topology_cache import NODE_ANNOTATION, cache_configmap, cache_name
 
 LONG = "worker-" + "a" * 60  # the same first 40 characters, then different
 PAIRS = [

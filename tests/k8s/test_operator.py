@@ -171,7 +171,7 @@ def admin(control_plane: ControlPlane) -> Iterator[kubernetes.client.ApiClient]:
         # The topology probe's result for node-a, as the probe Job would have cached it:
         # the real lscpu output of the reference machine (pods cannot run here).
         lscpu = (ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text()
-        from crimsonbench.controller.topology import cache_configmap
+        from crimsonbench.manifests.topology_cache import cache_configmap
 
         control_plane.apply_yaml(
             [

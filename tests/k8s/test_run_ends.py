@@ -70,7 +70,7 @@ def api(control_plane: ControlPlane) -> Iterator[kubernetes.client.ApiClient]:
         accounts = core.list_namespaced_service_account
         wait_for("rook-ends' default ServiceAccount (a pod needs it)", lambda: "default" in {
             a.metadata.name for a in accounts(ROOK_NS).items})  # fmt: skip
-        from crimsonbench.controller.topology import cache_configmap
+        from crimsonbench.manifests.topology_cache import cache_configmap
 
         lscpu = (ROOT / "tests/fixtures/lscpu/xeon-8276m-2s.json").read_text()
         cache = cache_configmap(NODE, lscpu)

@@ -8,9 +8,8 @@ first, Rook deletes the pool at once."""
 from __future__ import annotations
 
 from crimsonbench.controller.fio_setup import fio_access
-from crimsonbench.controller.jobs import job_outcome
+from crimsonbench.controller.jobs import job_ended
 from crimsonbench.controller.run_context import RunBase
-from crimsonbench.errors import NotReady
 from crimsonbench.manifests.maintenance import image_removal_summary, remove_images_job
 
 
@@ -28,9 +27,7 @@ def remove_images(ctx: RunBase) -> None:
     access = fio_access(ctx)
     job = remove_images_job(ctx.child, undo.pool, undo.images, ctx.uid, access,
                             ctx.settings.pod_options())  # fmt: skip
-    out = job_outcome(ctx.kube, job)
-    if out.state == "pending":
-        raise NotReady(f"removing {len(undo.images)} RBD images ({out.where} {out.text})")
+    out = job_ended(ctx.kube, job, f"removing {len(undo.images)} RBD images")
     if out.state == "failed":
         ctx.record.condition(
             "ImagesRemoved",

@@ -9,6 +9,7 @@ from typing import Any
 
 from crimsonbench.controller.decisions.observed import PodState
 from crimsonbench.controller.decisions.step_decide import server_addresses
+from crimsonbench.controller.decisions.waits import bounded_wait
 from crimsonbench.controller.jobs import job_log, serving_pod
 from crimsonbench.controller.run_context import RunBase, RunContext
 from crimsonbench.errors import ExecutionError, NotReady
@@ -80,10 +81,8 @@ def ensure_client_user(ctx: RunContext, plan: RunPlan) -> None:
     waited = ctx.record.waited("client", time.time())
     message = (f"waiting {waited:.0f} s for Rook to create cephx user client.{plan.pool.user} "
                f"(CephClient {rook_ns}/{plan.pool.user} phase {phase or 'unknown'})")  # fmt: skip
-    if waited > ctx.settings.rollout_timeout_seconds:
-        raise ExecutionError(f"{message}; gave up (rolloutTimeoutSeconds): see Rook's "
-                             "operator log and the CephClient's status")  # fmt: skip
-    raise NotReady(message)
+    raise bounded_wait(message, waited, ctx.settings.rollout_timeout_seconds,
+                       "see Rook's operator log and the CephClient's status")  # fmt: skip
 
 
 def ensure_images(ctx: RunContext, plan: RunPlan) -> None:
@@ -161,7 +160,7 @@ def ensure_servers(ctx: RunContext, plan: RunPlan) -> dict[str, str]:
     for client, body in server_jobs(ctx, plan).items():
         pods[client] = serving_pod(ctx.kube, body, f"the fio server of {client}")
     found = server_addresses(plan, pods, ctx.settings.fio_port)
-    if isinstance(found, NotReady):
+    if isinstance(found, NotReady | ExecutionError):
         raise found
     ctx.record.status.fio_servers = found
     return found

@@ -1,6 +1,13 @@
-"""The run's Jobs, named once: a Job that runs to its end (created once; pending, succeeded
-with its log, or failed with its reason) and a Job that serves for the run (the fio
-servers and driver: created once; its pod, or NotReady until it runs)."""
+"""The run's Jobs, named once, and what their outcome means, said once:
+
+- job_log: a Job that must succeed (NotReady while it runs; ExecutionError with its log's
+  tail when it failed: the run stops there);
+- job_ended: a Job whose failure the run reports and goes on from (the caller's condition
+  names what to do by hand): NotReady while it runs, then its outcome;
+- either deletes the Job once read when asked (`delete`: a cache written, a restore done);
+- serving_pod: a Job that serves for the whole run (the fio servers and driver).
+
+job_outcome is the one place a Job is created and its state read."""
 
 from __future__ import annotations
 
@@ -44,17 +51,26 @@ def job_outcome(kube: Kube, body: dict[str, Any]) -> JobOutcome:
     return JobOutcome(ns, name, "succeeded", kube.job_log(ns, name))
 
 
-def job_log(kube: Kube, body: dict[str, Any], what: str) -> str:
+def job_log(kube: Kube, body: dict[str, Any], what: str, *, delete: bool = False) -> str:
     """The log of a Job that must succeed: NotReady while it runs, ExecutionError with its
     log's tail (and what a Ceph client error in it means) when it failed."""
-    out = job_outcome(kube, body)
-    if out.state == "pending":
-        raise NotReady(f"{what}: {out.where} {out.text}")
+    out = job_ended(kube, body, what, delete=delete)
     if out.state == "failed":
         hint = explain_ceph_client_error(out.text)
         hint = f": {hint}" if hint else ""
         raise ExecutionError(f"{what}: {out.where} failed{hint}; log tail:\n{out.text[-1500:]}")
     return out.text
+
+
+def job_ended(kube: Kube, body: dict[str, Any], what: str, *, delete: bool = False) -> JobOutcome:
+    """A Job's outcome once it ended (succeeded or failed: the caller says what a failure
+    means); NotReady while it runs. With `delete`, the Job goes once it is read."""
+    out = job_outcome(kube, body)
+    if out.state == "pending":
+        raise NotReady(f"{what}: {out.where} {out.text}")
+    if delete:
+        kube.delete_job(out.namespace, out.name)
+    return out
 
 
 def serving_pod(kube: Kube, body: dict[str, Any], what: str) -> PodState:

@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import time
 
+from crimsonbench.controller.decisions.waits import bounded_wait
 from crimsonbench.controller.fio_setup import admin_access
 from crimsonbench.controller.jobs import job_log
 from crimsonbench.controller.run_context import RunBase, RunContext, lease_name
-from crimsonbench.errors import ExecutionError, NotReady, ParseError
+from crimsonbench.errors import ParseError
 from crimsonbench.manifests.ceph_access import ceph_access_for
 from crimsonbench.manifests.maintenance import cluster_fsid_job
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION
@@ -36,9 +37,7 @@ def _identity(ctx: RunContext) -> str:
             return uid
         waited = ctx.record.waited("target", time.time())
         message = f"{t.where} not found for {waited:.0f} s; create it or fix spec.target.rook"
-        if waited > ctx.settings.rollout_timeout_seconds:
-            raise ExecutionError(message)
-        raise NotReady(message)
+        raise bounded_wait(message, waited, ctx.settings.rollout_timeout_seconds)
     job = cluster_fsid_job(ctx.child, admin_access(ctx), ctx.settings.pod_options())
     text = job_log(ctx.kube, job, f"reading the fsid of {t.where}")
     ctx.kube.delete_job(job["metadata"]["namespace"], job["metadata"]["name"])

@@ -18,8 +18,9 @@ from crimsonbench.errors import ExecutionError, NotReady
 
 def started_after_patch(
     ctx: RunContext, placement: Mapping[int, str], pods: Sequence[OsdPod]
-) -> str | NotReady:
-    """Every planned crimson OSD runs in a pod started after the patch. Rook restarts an
+) -> str:
+    """Every planned crimson OSD runs in a pod started after the patch (NotReady while the
+    ones restarted here come back). Rook restarts an
     OSD only when its Deployment changes (resources): when they were already as planned (a
     second run with the same reactor count and another policy, say) a crimson OSD would
     keep its old reactor layout, read only at start, and the run would measure that. Any
@@ -29,7 +30,7 @@ def started_after_patch(
     if not stale:
         return f"{len(placement)} crimson OSDs started with the run's layout"
     delete_osd_pods(ctx, stale, "so it starts with the run's reactor layout")
-    return NotReady(
+    raise NotReady(
         f"restarting {osd_list([p.osd_id for p in stale])}: Rook did not (their resources "
         "were already as planned) and crimson reads its reactor layout only at start"
     )

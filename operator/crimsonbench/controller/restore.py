@@ -18,7 +18,7 @@ from crimsonbench.controller import osd_restarts
 from crimsonbench.controller.decisions import restore_steps
 from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
 from crimsonbench.controller.fio_setup import admin_access
-from crimsonbench.controller.jobs import job_outcome
+from crimsonbench.controller.jobs import job_ended
 from crimsonbench.controller.rook import as_changes, cluster_annotations
 from crimsonbench.controller.run_context import RunBase
 from crimsonbench.errors import NotReady
@@ -102,10 +102,8 @@ def _mon_cleanup(ctx: RunBase, undo: UndoRecord, restored_spec: Mapping[str, Any
     if not changes:
         return "done"
     job = mon_restore_job(ctx.child, changes, admin_access(ctx), ctx.settings.pod_options())
-    out = job_outcome(ctx.kube, job)
-    if out.state == "pending":
-        raise NotReady(f"putting {len(changes)} mon database options back "
-                       f"({out.where} {out.text})")  # fmt: skip
+    out = job_ended(ctx.kube, job, f"putting {len(changes)} mon database options back",
+                    delete=True)  # fmt: skip
     by_hand = "; ".join(
         f"ceph config rm {c['who']} {c['key']}"
         if c["before"] is None
@@ -120,7 +118,6 @@ def _mon_cleanup(ctx: RunBase, undo: UndoRecord, restored_spec: Mapping[str, Any
     else:
         ctx.record.condition("ConfigRestored", True, "ConfigRestored", _summary(out.text))
         result = "done"
-    ctx.kube.delete_job(out.namespace, out.name)
     return result
 
 

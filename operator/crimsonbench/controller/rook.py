@@ -18,9 +18,9 @@ from typing import Any
 from crimsonbench.controller import osd_restarts
 from crimsonbench.controller.decisions import restore_steps
 from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
-from crimsonbench.controller.decisions.rollout import osds_running_with, rollout
+from crimsonbench.controller.decisions.rollout import rollout, rollout_done
 from crimsonbench.controller.fio_setup import admin_access
-from crimsonbench.controller.jobs import job_outcome
+from crimsonbench.controller.jobs import job_log
 from crimsonbench.controller.kube_errors import Conflict
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady, TargetMissing
@@ -196,20 +196,17 @@ def _patched(ctx: RunContext, plan: RunPlan) -> None:
     )
 
 
-def crimson_setup(ctx: RunContext, plan: RunPlan) -> NotReady | None:
-    """Run plan.ceph.commands (`osd set-allow-crimson`) in a Job; None when done.
+def crimson_setup(ctx: RunContext, plan: RunPlan) -> None:
+    """Run plan.ceph.commands (`osd set-allow-crimson`) in a Job; NotReady until done.
 
     Rook cannot start crimson OSDs without the flag, so on a cluster whose crimson OSDs run
     it is set already and this Job only confirms it (the command is idempotent)."""
     if not plan.ceph.commands:
-        return None
+        return
     job = ceph_commands_job(
         ctx.child, "setup", plan.ceph.commands, admin_access(ctx), ctx.settings.pod_options()
     )
-    out = job_outcome(ctx.kube, job)
-    if out.state == "failed":
-        raise ExecutionError(f"crimson setup {out.where} failed: {out.text[-1000:]}")
-    return NotReady(f"crimson setup {out.where} {out.text}") if out.state == "pending" else None
+    job_log(ctx.kube, job, "crimson setup")  # NotReady while it runs; ExecutionError: failed
 
 
 def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
@@ -218,27 +215,23 @@ def wait_rollout(ctx: RunContext, plan: RunPlan) -> None:
     if ctx.target.kind != "rook":
         return
     ns, _ = rook_cluster(ctx)
-    setup = crimson_setup(ctx, plan)
-    cluster = _cluster(ctx)
+    try:
+        crimson_setup(ctx, plan)
+        setup = None
+    except NotReady as running:
+        setup = running
     placement = ctx.record.placement
     pods = ctx.kube.list_osd_pods(ns)
-    progress = rollout(
-        plan, placement, pods, cluster.get("status") or {}, ctx.record.status.patched_generation
-    )  # ExecutionError: an OSD moved
+    progress = rollout(plan, placement, pods, _cluster(ctx).get("status") or {},
+                       ctx.record.status.patched_generation)  # fmt: skip
     if not isinstance(progress, NotReady) and ctx.spec.osd.flavor == Flavor.CRIMSON:
-        progress = osd_restarts.started_after_patch(ctx, placement, pods)
-    others = sorted({p.osd_id for p in pods} - set(placement))
-    if not isinstance(progress, NotReady) and others:  # Rook rolls the others too
-        limits = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
-        progress = osds_running_with(others, pods, limits)
-    if not isinstance(progress, NotReady) and setup is None:
-        ctx.record.condition("RolledOut", True, "OsdsReady", progress)
-        return
+        try:  # Rook restarts only what it changed: crimson's layout is read at start
+            progress = osd_restarts.started_after_patch(ctx, placement, pods)
+        except NotReady as restarting:
+            progress = restarting
     waited = ctx.record.waited("rollout", time.time())
-    message = f"waiting for Rook to roll out for {waited:.0f} s: {progress}" + (
-        f"; {setup}" if setup else ""
-    )
-    ctx.record.condition("RolledOut", False, "RollingOut", message)
-    if waited > ctx.settings.rollout_timeout_seconds:
-        raise ExecutionError(message + "; gave up (rolloutTimeoutSeconds)")
-    raise NotReady(message)
+    done = rollout_done(plan, placement, pods, progress, setup, waited,
+                        ctx.settings.rollout_timeout_seconds)  # fmt: skip
+    ctx.record.condition("RolledOut", *done.condition)
+    if isinstance(done.outcome, Exception):
+        raise done.outcome

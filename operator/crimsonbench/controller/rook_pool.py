@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import time
 
+from crimsonbench.controller.decisions.waits import bounded_wait
 from crimsonbench.controller.fio_setup import ensure_owned
 from crimsonbench.controller.run_context import RunBase, RunContext
-from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.errors import NotReady
 from crimsonbench.manifests.naming import LABEL_RUN, label_value
 from crimsonbench.manifests.rook_objects import cephblockpool
 from crimsonbench.plan.types import RunPlan
@@ -29,12 +30,9 @@ def ensure_pool(ctx: RunContext, plan: RunPlan) -> None:
     waited = ctx.record.waited("pool", time.time())
     message = (f"waiting {waited:.0f} s for Rook to create pool {plan.pool.name} "
                f"(CephBlockPool phase {phase or 'unknown'})")  # fmt: skip
-    if waited > ctx.settings.rollout_timeout_seconds:
-        raise ExecutionError(
-            f"{message}; gave up (rolloutTimeoutSeconds): see Rook's operator log and "
-            "`ceph health detail` (slow ops, PGs not active)"
-        )
-    raise NotReady(message)
+    raise bounded_wait(message, waited, ctx.settings.rollout_timeout_seconds,
+                       "see Rook's operator log and `ceph health detail` (slow ops, PGs not "
+                       "active)")  # fmt: skip
 
 
 def remove_pool_and_user(ctx: RunBase) -> None:

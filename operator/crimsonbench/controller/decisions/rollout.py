@@ -6,6 +6,7 @@ during one, back to the original after the restore. Pure functions of the pods o
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from crimsonbench.controller.decisions.observed import OsdPod, quantity
@@ -42,6 +43,38 @@ def rollout(
         if not pod.ready:
             return NotReady(f"osd.{osd_id} on {node} not Ready yet")
     return f"{len(placement)} OSDs Ready with the planned resources"
+
+
+@dataclass(frozen=True)
+class RolloutDone:
+    """What waiting for the rollout says and does: the RolledOut condition (ok, reason,
+    message), and None (rolled out), NotReady (wait) or ExecutionError (gave up)."""
+
+    condition: tuple[bool, str, str]
+    outcome: NotReady | ExecutionError | None
+
+
+def rollout_done(
+    plan: RunPlan, placement: Mapping[int, str], pods: Sequence[OsdPod],
+    progress: str | NotReady, setup: NotReady | None, waited_s: float, timeout_s: float,
+) -> RolloutDone:  # fmt: skip
+    """Done when the planned OSDs are (progress: rollout, and for crimson their restart),
+    Rook rolled the cluster's other OSDs to the planned size too (it sizes them all
+    alike) and the crimson setup Job is done (setup None); else a wait, bounded by
+    timeout_s (rolloutTimeoutSeconds) from when it began."""
+    others = sorted({p.osd_id for p in pods} - set(placement))
+    if not isinstance(progress, NotReady) and others:
+        limits = (str(plan.osd_resources.cpu), plan.osd_resources.memory)
+        progress = osds_running_with(others, pods, limits)
+    if not isinstance(progress, NotReady) and setup is None:
+        return RolloutDone((True, "OsdsReady", progress), None)
+    message = f"waiting for Rook to roll out for {waited_s:.0f} s: {progress}" + (
+        f"; {setup}" if setup else ""
+    )
+    if waited_s > timeout_s:
+        gave_up = ExecutionError(message + "; gave up (rolloutTimeoutSeconds)")
+        return RolloutDone((False, "RollingOut", message), gave_up)
+    return RolloutDone((False, "RollingOut", message), NotReady(message))
 
 
 def stale_after_patch(

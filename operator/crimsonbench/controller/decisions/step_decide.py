@@ -300,19 +300,20 @@ def _fio_jobs(sections: Mapping[str, str], servers: Mapping[str, str]) -> dict[s
 
 def server_addresses(
     plan: RunPlan, pods: Mapping[str, PodState], port: int
-) -> dict[str, str] | NotReady:
+) -> dict[str, str] | NotReady | ExecutionError:
     """client -> "ip:port" once every client's fio server is Ready on its node; else what
-    is being waited for. A server that ended (failed, evicted) fails the run."""
+    is being waited for (NotReady). A server that ended (failed, evicted) or runs on
+    another node fails the run (ExecutionError)."""
     waiting = []
     out: dict[str, str] = {}
     for client in plan.clients:
         pod = pods.get(client.name, PodState("Missing"))
         if pod.phase in ("Failed", "Succeeded"):
-            raise ExecutionError(
+            return ExecutionError(
                 f"the fio server of {client.name} ended ({pod.phase}: {pod.reason or '?'})"
             )
         if pod.node is not None and pod.node != client.node:
-            raise ExecutionError(f"fio server of {client.name} runs on {pod.node}")
+            return ExecutionError(f"fio server of {client.name} runs on {pod.node}")
         if not pod.ready or pod.ip is None:
             waiting.append(f"{client.name} ({pod.phase})")
             continue
