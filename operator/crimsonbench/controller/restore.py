@@ -15,16 +15,19 @@ from dataclasses import replace
 from typing import Any
 
 from crimsonbench.controller import osd_restarts
+from crimsonbench.controller.carry_out import Again, Finished, carry_out
 from crimsonbench.controller.decisions import restore_steps
 from crimsonbench.controller.decisions.restore_steps import PATCHED_BY, UNDO_DIGEST
 from crimsonbench.controller.fio_setup import admin_access
 from crimsonbench.controller.jobs import job_ended
 from crimsonbench.controller.rook import as_changes, cluster_annotations
 from crimsonbench.controller.run_context import RunBase
-from crimsonbench.errors import NotReady
+from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests.cephcluster import apply_merge_patch
 from crimsonbench.manifests.maintenance import mon_restore_job
 from crimsonbench.spec.status import UndoRecord
+
+Step = restore_steps.RestoreView | Again[restore_steps.RestoreView] | Finished[bool]
 
 
 def restore_cluster(ctx: RunBase) -> bool:
@@ -33,6 +36,14 @@ def restore_cluster(ctx: RunBase) -> bool:
     without the run's layout (restore_steps decides, in that order; this carries it out).
     NotReady until all is done. False when the record was refused (nothing applied; the
     ClusterRestored condition and a Warning event say why), True otherwise."""
+    seen = _observe(ctx)
+    return seen if isinstance(seen, bool) else _carry_out(ctx, seen)
+
+
+def _observe(ctx: RunBase) -> restore_steps.RestoreView | bool:
+    """What the restore decides from (the CephCluster as it is, the OSD pods, the marks),
+    or its answer already: True when nothing of the run is on the cluster, False when the
+    run's record was refused (said in a condition and an event)."""
     undo = ctx.record.book.undo
     if undo.target != "rook" or not undo.spec_digest:
         return True  # nothing of a CephCluster was recorded: nothing was patched
@@ -50,7 +61,7 @@ def restore_cluster(ctx: RunBase) -> bool:
         ctx.record.condition("ClusterRestored", False, found.reason, found.message)
         ctx.warn(found.reason, found.message)
         return False
-    view = restore_steps.RestoreView(
+    return restore_steps.RestoreView(
         changes=found,
         cluster_spec=cluster.get("spec") or {},
         marks=ctx.record.book.restore,
@@ -60,34 +71,44 @@ def restore_cluster(ctx: RunBase) -> bool:
         timeout_s=ctx.settings.rollout_timeout_seconds,
         crimson=bool(undo.crimson_osds),
     )
-    while True:
-        actions = restore_steps.next_actions(view)
-        for action in actions:
-            match action:
-                case restore_steps.PatchSpec(patch=patch):
-                    ctx.kube.merge_patch_cephcluster(ns, name, {"spec": patch})
-                    view = replace(view, cluster_spec=apply_merge_patch(view.cluster_spec, patch))
-                case restore_steps.Mark(marks=marks):
-                    ctx.record.book.restore = marks
-                    view = replace(view, marks=marks)
-                case restore_steps.Condition(type=type_, ok=ok, reason=reason, message=message):
-                    ctx.record.condition(type_, ok, reason, message)
-                case restore_steps.RestartOsds(pods=pods, why=why):
-                    osd_restarts.delete_osd_pods(ctx, pods, why)
-                case NotReady():
-                    raise action
-                case restore_steps.CleanConfig():
-                    result = _mon_cleanup(ctx, undo, view.cluster_spec or {})
-                    marks = view.marks.model_copy(update={"config_cleaned": result})
-                    ctx.record.book.restore = marks
-                    view = replace(view, marks=marks)
-                case restore_steps.Release():
-                    unmark = {"metadata": {"annotations": {PATCHED_BY: None, UNDO_DIGEST: None}}}
-                    ctx.kube.merge_patch_cephcluster(ns, name, unmark)
-                    return True
-        if not actions or not isinstance(actions[-1], restore_steps.CleanConfig):
-            return True  # nothing to do (NotReady raised above)
-        # asked again with the cleanup's outcome: the crimson restarts and the last mark
+
+
+def _carry_out(ctx: RunBase, view: restore_steps.RestoreView) -> bool:
+    undo = ctx.record.book.undo
+    ns, name = undo.rook_namespace, undo.cluster_name
+
+    def act(action: restore_steps.Action, view: restore_steps.RestoreView) -> Step:
+        match action:
+            case restore_steps.PatchSpec(patch=patch):
+                ctx.kube.merge_patch_cephcluster(ns, name, {"spec": patch})
+                return replace(view, cluster_spec=apply_merge_patch(view.cluster_spec, patch))
+            case restore_steps.Mark(marks=marks):
+                ctx.record.book.restore = marks
+                return replace(view, marks=marks)
+            case restore_steps.Condition(type=type_, ok=ok, reason=reason, message=message):
+                ctx.record.condition(type_, ok, reason, message)
+                return view
+            case restore_steps.RestartOsds(pods=pods, why=why):
+                osd_restarts.delete_osd_pods(ctx, pods, why)
+                return view
+            case restore_steps.CleanConfig():
+                result = _mon_cleanup(ctx, undo, view.cluster_spec or {})
+                marks = view.marks.model_copy(update={"config_cleaned": result})
+                ctx.record.book.restore = marks
+                # asked again with the cleanup's outcome: the crimson restarts, the last mark
+                return Again(replace(view, marks=marks))
+            case restore_steps.Release():
+                unmark = {"metadata": {"annotations": {PATCHED_BY: None, UNDO_DIGEST: None}}}
+                ctx.kube.merge_patch_cephcluster(ns, name, unmark)
+                return Finished(True)
+            case NotReady():
+                raise action
+        raise ExecutionError(f"restoring {undo.where}: an action it does not know: {action!r}")
+
+    # an answer carried out to its end without Release: nothing more to do now
+    unsettled = f"restoring {undo.where}: the steps do not settle; again"
+    return carry_out(restore_steps.next_actions, act, view, most=4, settled=lambda _: True,
+                     contradiction=unsettled)  # fmt: skip
 
 
 def _mon_cleanup(ctx: RunBase, undo: UndoRecord, restored_spec: Mapping[str, Any]) -> str:

@@ -12,12 +12,15 @@ import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import NoReturn
 
 from crimsonbench.controller import driver as fio_driver_exec
+from crimsonbench.controller.carry_out import Again, Finished, carry_out
 from crimsonbench.controller.decisions.observed import PodState
 from crimsonbench.controller.decisions.step_decide import (
     MAX_STEP_RETRIES,
     PREFILL,
+    Action,
     OsdView,
     Poll,
     Prefilled,
@@ -43,6 +46,7 @@ _MISSING = StepReport("missing", now=0.0)  # a key the driver cannot hold (just 
 # Decisions in one step's tick: a few polls and a start; more means the driver's answers
 # contradict each other (a start says the step exists, a poll that it does not).
 _MOST_DECISIONS = 20
+Done = Store | Prefilled  # how a step's (or the prefill's) decisions end
 
 
 def run_prefill(ctx: RunContext, plan: RunPlan, servers: dict[str, str], driver: PodState) -> None:
@@ -109,40 +113,40 @@ def _carry_out(ctx: RunContext, view: StepView, key: str, driver: PodState) -> S
     ns, pod = jobs_namespace(ctx), driver.name
     if view.report is not None:
         view = _observed(ctx, view, view.report)
-    for _ in range(_MOST_DECISIONS):
-        for action in next_step_actions(view):
-            match action:
-                case Poll(wait_s=wait):
-                    report = fio_driver_exec.poll(ctx, ns, pod, key, wait_s=wait)
-                    view = replace(_observed(ctx, view, report), waited=view.waited or wait > 0)
-                    break
-                case Start(osds=osds):
-                    files, extra = _start_files(ctx, view, osds, driver)
-                    if fio_driver_exec.start(ctx, ns, pod, key, files, view.servers or {},
-                                             deadline_s=view.deadline_s,
-                                             extra_files=extra):  # fmt: skip
-                        raise NotReady(f"{view.what} started")
-                    view = replace(view, report=None)  # started by an earlier operator
-                    break
-                case Sample():
-                    sample_step(ctx, fio_access(ctx).namespace, view.plan)
-                    view = replace(
-                        view,
-                        samples=samples_of(ctx.record.status.step_samples),
-                        metrics_source=ctx.record.status.metrics_source or "none",
-                    )
-                case Store() | Prefilled():
-                    if isinstance(action, Prefilled):
-                        fio_driver_exec.end(ctx, ns, pod, key, stored=True)
-                    return action
-                case Retry(why=why):
-                    _retry(ctx, view, key, pod, why)
-                case ExecutionError() | NotReady():
-                    raise action
-    raise NotReady(f"{view.what}: the fio driver's answers contradict each other; again")
+
+    def act(action: Action, view: StepView) -> StepView | Again[StepView] | Finished[Done]:
+        match action:
+            case Poll(wait_s=wait):
+                report = fio_driver_exec.poll(ctx, ns, pod, key, wait_s=wait)
+                return Again(replace(_observed(ctx, view, report), waited=view.waited or wait > 0))
+            case Start(osds=osds):
+                files, extra = _start_files(ctx, view, osds, driver)
+                if fio_driver_exec.start(ctx, ns, pod, key, files, view.servers or {},
+                                         deadline_s=view.deadline_s,
+                                         extra_files=extra):  # fmt: skip
+                    raise NotReady(f"{view.what} started")
+                return Again(replace(view, report=None))  # started by an earlier operator
+            case Sample():
+                sample_step(ctx, fio_access(ctx).namespace, view.plan)
+                status = ctx.record.status
+                return replace(view, samples=samples_of(status.step_samples),
+                               metrics_source=status.metrics_source or "none")  # fmt: skip
+            case Prefilled():
+                fio_driver_exec.end(ctx, ns, pod, key, stored=True)
+                return Finished(action)
+            case Store():
+                return Finished(action)
+            case Retry(why=why):
+                _retry(ctx, view, key, pod, why)  # raises NotReady: the step runs again
+            case ExecutionError() | NotReady():
+                raise action
+        raise ExecutionError(f"{view.what}: an action the step loop does not know: {action!r}")
+
+    what = f"{view.what}: the fio driver's answers contradict each other; again"
+    return carry_out(next_step_actions, act, view, most=_MOST_DECISIONS, contradiction=what)
 
 
-def _retry(ctx: RunContext, view: StepView, key: str, pod: str, why: str) -> None:
+def _retry(ctx: RunContext, view: StepView, key: str, pod: str, why: str) -> NoReturn:
     """Drop the attempt (its result is not stored) and note why; the step runs again once
     every OSD is back (NotReady)."""
     step_id = view.step.id if view.step is not None else PREFILL  # the prefill never retries
