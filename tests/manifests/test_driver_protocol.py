@@ -73,10 +73,9 @@ def fio_server() -> Iterator[str]:
 
 
 def start(root: Path, key: str, server: str, runtime: int) -> list[str]:
-    return fio_driver.start_command(key, {"here": NULL_JOB.format(runtime=runtime)},
-                                    {"here": server}, deadline_s=60, root=str(root),
-                                    extra_files={fio_driver.OSDS_FILE: '{"0": "u/0"}'},
-                                    via=HOST)  # fmt: skip
+    request = fio_driver.StartRequest(key, {"here": NULL_JOB.format(runtime=runtime)},
+                                      {"here": server}, 60, osds={"0": "u/0"})  # fmt: skip
+    return request.argv(root=str(root), via=HOST)
 
 
 def poll(root: Path, key: str, wait_s: int = 0) -> fio_driver.StepReport:
@@ -101,8 +100,8 @@ def fio_of(step_dir: Path) -> psutil.Process:
 def test_a_step_from_start_to_stored_through_the_script(tmp_path: Path, fio_server: str) -> None:
     root, key = tmp_path / "steps", "randread4k-qd001-r1"
     assert poll(root, key).state == "missing"
-    assert state(run(start(root, key, fio_server, runtime=2))) == "started"
-    assert state(run(start(root, key, fio_server, runtime=2))) == "exists"  # once per attempt
+    assert fio_driver.started(run(start(root, key, fio_server, runtime=2))) is True
+    assert fio_driver.started(run(start(root, key, fio_server, runtime=2))) is False  # once
     running = poll(root, key)
     assert running.state == "running" and running.rc is None and running.age_s < 10
     client = fio_of(root / key)
@@ -198,8 +197,15 @@ def test_replies_that_are_not_the_scripts_are_refused(reply: str) -> None:
 def test_the_script_and_the_operator_name_the_same_files() -> None:
     text = SCRIPT.read_text()
     for name in (fio_driver.OSDS_FILE, fio_driver.REACTOR_OSDS_FILE, fio_driver.REACTOR_LOG,
-                 step_log.FIO_OUTPUT, step_log.FIO_MESSAGES):  # fmt: skip
+                 step_log.FIO_OUTPUT, step_log.FIO_MESSAGES, f'"{fio_driver.STARTED}"',
+                 f'"{fio_driver.EXISTS}"'):  # fmt: skip
         assert name in text, name
+
+
+@pytest.mark.parametrize("reply", ['{"state": "running", "now": 1}', "", '{"now": 1}'])
+def test_a_start_answered_otherwise_is_refused(reply: str) -> None:
+    with pytest.raises(ParseError, match="fio driver answered"):
+        fio_driver.started(reply)
 
 
 def test_step_keys_cannot_reach_outside_the_steps_directory() -> None:

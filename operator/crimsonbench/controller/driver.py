@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from crimsonbench.controller.kube_errors import Forbidden
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError
 from crimsonbench.manifests import fio_driver
-from crimsonbench.manifests.fio_driver import StepReport
+from crimsonbench.manifests.fio_driver import StartRequest, StepReport
 
 EXEC_TIMEOUT_S = 60  # one exec: start, poll or end (a poll may also wait, see poll)
 
@@ -43,26 +41,10 @@ def _call(ctx: RunContext, namespace: str, pod: str, argv: list[str], timeout_s:
     return out
 
 
-def start(
-    ctx: RunContext,
-    namespace: str,
-    pod: str,
-    key: str,
-    job_files: Mapping[str, str],
-    servers: Mapping[str, str],
-    *,
-    deadline_s: int,
-    extra_files: Mapping[str, str] | None = None,
-) -> bool:
+def start(ctx: RunContext, namespace: str, pod: str, request: StartRequest) -> bool:
     """True: started now; False: the step's directory was there already (started by an
-    earlier call, maybe by an operator that died since): poll it.
-    job_files: client name -> its job file (manifests.fio.client_job_files)."""
-    argv = fio_driver.start_command(key, job_files, servers, deadline_s=deadline_s,
-                                    extra_files=extra_files)  # fmt: skip
-    state = fio_driver.parse_reply(_call(ctx, namespace, pod, argv, EXEC_TIMEOUT_S))[0]["state"]
-    if state not in ("started", "exists"):
-        raise ExecutionError(f"the fio driver {namespace}/{pod} answered state {state[:200]!r}")
-    return state == "started"
+    earlier call, maybe by an operator that died since): poll it."""
+    return fio_driver.started(_call(ctx, namespace, pod, request.argv(), EXEC_TIMEOUT_S))
 
 
 def poll(ctx: RunContext, namespace: str, pod: str, key: str, *, wait_s: float = 0) -> StepReport:

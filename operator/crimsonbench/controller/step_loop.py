@@ -8,7 +8,6 @@ measures (Step.id)."""
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import replace
@@ -37,7 +36,7 @@ from crimsonbench.controller.sampling import client_cpu_logs, sample_step, sampl
 from crimsonbench.controller.stored_results import load_results, store_results
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver
-from crimsonbench.manifests.fio_driver import StepReport
+from crimsonbench.manifests.fio_driver import StartRequest, StepReport
 from crimsonbench.plan.types import BarrierAddress, RunPlan
 from crimsonbench.results.attempts import dropped_attempt, is_suspect_attempt
 from crimsonbench.results.sweep_state import SweepState
@@ -120,10 +119,8 @@ def _carry_out(ctx: RunContext, view: StepView, key: str, driver: PodState) -> S
                 report = fio_driver_exec.poll(ctx, ns, pod, key, wait_s=wait)
                 return Again(replace(_observed(ctx, view, report), waited=view.waited or wait > 0))
             case Start(osds=osds):
-                files, extra = _start_files(ctx, view, osds, driver)
-                if fio_driver_exec.start(ctx, ns, pod, key, files, view.servers or {},
-                                         deadline_s=view.deadline_s,
-                                         extra_files=extra):  # fmt: skip
+                if fio_driver_exec.start(ctx, ns, pod, _start_request(ctx, view, key, osds,
+                                                                      driver)):  # fmt: skip
                     raise NotReady(f"{view.what} started")
                 return Again(replace(view, report=None))  # started by an earlier operator
             case Sample():
@@ -172,31 +169,20 @@ def _codes(suspect_line: str) -> set[str]:
     return {str(r.get("code", "")) for r in dropped_attempt(suspect_line)["reasons"]}
 
 
-def _start_files(
-    ctx: RunContext, view: StepView, osds: Mapping[str, str], driver: PodState
-) -> tuple[dict[str, str], dict[str, str]]:
-    """(each client's job file, what the driver keeps with the attempt). A step with
-    several clients meets at a start barrier in the driver pod, with a token of this
-    attempt's own (manifests/start_barrier.py)."""
-    plan = view.plan
+def _start_request(
+    ctx: RunContext, view: StepView, key: str, osds: Mapping[str, str], driver: PodState
+) -> StartRequest:
+    """A step with several clients meets at a start barrier in the driver pod, with a
+    token of this attempt's own (manifests/start_barrier.py); a step keeps the OSDs'
+    incarnations with it, and on crimson samples the planned OSDs' reactors."""
+    plan, step = view.plan, view.step
     meet = None
-    if view.step is not None and plan.timing.barrier_jobs and driver.ip:
+    if step is not None and plan.timing.barrier_jobs and driver.ip:
         meet = BarrierAddress(driver.ip, ctx.settings.barrier_port, secrets.token_hex(8))
-    files = fio.client_job_files(plan, view.step, meet)
-    extra = _extra_files(view, osds)
-    if meet is not None:
-        extra.update(fio_driver.barrier_files(plan, meet))
-    return files, extra
-
-
-def _extra_files(view: StepView, osds: Mapping[str, str]) -> dict[str, str]:
-    """The OSDs' incarnations (a step), and on crimson the OSDs whose reactors it samples
-    while fio runs."""
-    plan = view.plan
-    if view.step is None:
-        return {}
-    files = {fio_driver.OSDS_FILE: json.dumps(dict(osds))}
-    if plan.flavor == "crimson" and plan.osds:
-        ids = " ".join(str(o.osd_id) for o in plan.osds)
-        files[fio_driver.REACTOR_OSDS_FILE] = f"{plan.sample_interval_s:g} {ids}\n"
-    return files
+    crimson = step is not None and plan.flavor == "crimson" and bool(plan.osds)
+    return StartRequest(
+        key, fio.client_job_files(plan, step, meet), view.servers or {}, view.deadline_s,
+        osds=osds if step is not None else None,
+        reactors=(plan.sample_interval_s, [o.osd_id for o in plan.osds]) if crimson else None,
+        barrier=fio_driver.barrier_files(plan, meet) if meet is not None else None,
+    )  # fmt: skip

@@ -60,6 +60,7 @@ OSDS_FILE = "osds.json"
 # those OSDs into REACTOR_LOG while its fio runs (results.seastar_metrics reads it).
 REACTOR_OSDS_FILE = "reactor_osds"
 REACTOR_LOG = "reactor.log"
+STARTED, EXISTS = "started", "exists"  # a start's replies: launched now, or there already
 # A step with several clients: the rendezvous program (start_barrier.py, beside this
 # file) and its arguments "EXPECTED CAP_S PORT TOKEN HOST"; the script runs it before fio
 # and returns its log as BARRIER_LOG.
@@ -197,6 +198,47 @@ def start_command(
             f"carries ({EXEC_ARGS_LIMIT}); use fewer images or processesPerImage",
         )
     return argv
+
+
+def reactor_osds_file(interval_s: float, osd_ids: Sequence[int]) -> str:
+    """REACTOR_OSDS_FILE's text: the sample interval, then the OSD ids."""
+    return f"{interval_s:g} {' '.join(str(i) for i in osd_ids)}\n"
+
+
+@dataclass(frozen=True)
+class StartRequest:
+    """A step's (or the prefill's) start, as the operator hands it to the driver: each
+    client's job file and server, the step's deadline, and what the driver keeps with the
+    attempt (the OSDs' incarnations; on crimson the OSDs whose reactors it samples; the
+    start barrier's program and arguments)."""
+
+    key: str
+    job_files: Mapping[str, str]  # client -> its job file (manifests.fio.client_job_files)
+    servers: Mapping[str, str]  # client -> "ip:port" of its fio server
+    deadline_s: int
+    osds: Mapping[str, str] | None = None  # "osd.N" -> pod uid/restarts (a step)
+    reactors: tuple[float, Sequence[int]] | None = None  # (interval s, OSD ids): crimson
+    barrier: Mapping[str, str] | None = None  # barrier_files (several clients)
+
+    def argv(self, *, root: str = STEPS_ROOT, via: Sequence[str] = IN_POD) -> list[str]:
+        kept: dict[str, str] = {}
+        if self.osds is not None:
+            kept[OSDS_FILE] = json.dumps(dict(self.osds))
+        if self.reactors is not None:
+            kept[REACTOR_OSDS_FILE] = reactor_osds_file(*self.reactors)
+        kept.update(self.barrier or {})
+        return start_command(self.key, self.job_files, self.servers,
+                             deadline_s=self.deadline_s, extra_files=kept, root=root,
+                             via=via)  # fmt: skip
+
+
+def started(reply: str) -> bool:
+    """A start's reply: True launched now, False there already (started by an earlier
+    call, maybe an operator that died since: poll it); ParseError for anything else."""
+    state = str(parse_reply(reply)[0].get("state", ""))
+    if state not in (STARTED, EXISTS):
+        raise ParseError(f"the fio driver answered a start with state {state[:200]!r}")
+    return state == STARTED
 
 
 # a rendezvous whose text is longer than any real one's (an IPv6 address, a long token)
