@@ -183,11 +183,11 @@ def test_a_lease_is_taken_only_from_a_run_that_is_gone(
 def test_results_of_an_earlier_run_of_the_same_name_are_never_read_as_its_own(
     control_plane: ControlPlane, api: Any, cluster: dict[str, Any],
 ) -> None:  # fmt: skip
-    """A run deleted and made again under its name before the garbage collector removed
-    its ConfigMaps (or with them orphaned): the new run finds step results labelled with
-    its name. They are not its steps: neither the operator (resume) nor `crimsonbench
-    fetch` reads them as its results, and its run ConfigMap is not overwritten. (Before:
-    the earlier run's steps counted as done, their figures reported as the new run's.)"""
+    """A run deleted with its ConfigMaps orphaned, or before the garbage collector came,
+    and made again under its name: the new run finds step results labelled with its name.
+    They are not its steps: neither the operator (resume) nor `crimsonbench fetch` reads
+    them as its results, and its run ConfigMap is not overwritten. (Before: the earlier
+    run's steps counted as done, their figures reported as the new run's.)"""
     from test_run_ends import NODE, _big_step
 
     from crimsonbench.controller import stages
@@ -198,14 +198,13 @@ def test_results_of_an_earlier_run_of_the_same_name_are_never_read_as_its_own(
     from crimsonbench.manifests.results import run_configmap_name, step_configmaps
 
     core = kubernetes.client.CoreV1Api(api)
-    earlier = {"apiVersion": f"{G}/{V}", "kind": "BenchmarkRun", "name": "again",
-               "uid": "0d1e2a3b-0000-4000-8000-0000000000e1"}  # fmt: skip
+    # Orphaned (`kubectl delete --cascade=orphan`: the garbage collector takes the earlier
+    # run's ownerReferences off and leaves them), so they stay: none is this run's.
     theirs, ours = _big_step(2), replace(_big_step(3), step_id="randread4k-qd002-r1",
                                          iodepth=2)  # fmt: skip
-    left = [{**cm, "metadata": {**cm["metadata"], "ownerReferences": [earlier]}}
-            for cm in step_configmaps("again", theirs, namespace=RUN_NS)]  # fmt: skip
-    run_cm = {"metadata": {"name": run_configmap_name("again"), "namespace": RUN_NS,
-                           "ownerReferences": [earlier]}, "data": {"earlier": "yes"}}  # fmt: skip
+    left = step_configmaps("again", theirs, namespace=RUN_NS)
+    run_cm = {"metadata": {"name": run_configmap_name("again"), "namespace": RUN_NS},
+              "data": {"earlier": "yes"}}  # fmt: skip
     placed = {"clientNodes": [NODE], "osdPlacement": {"0": NODE}}
     with placed_run(control_plane, api, "again", "steps", patched=False) as uid:
         for cm in [*left, run_cm]:
