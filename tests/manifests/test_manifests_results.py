@@ -133,7 +133,7 @@ def test_fifty_clients_by_thirty_two_images_stay_within_the_api_limits() -> None
         clients = {
             f"node-{c:02d}": replace(client_row, iops=client_row.iops + c) for c in range(50)
         }
-        base = result(i, "randread4k", 1 + i % 64, 1000.0)
+        base = result(i, "randread4k", 1 + i % 64, 1000.0, repeat=1 + i // 64)  # distinct steps
         steps.append(replace(base, clients=clients, start_skew_ms=12.5))
     cms = [cm for step in steps for cm in step_configmaps("big", step, namespace="bench")]
     assert len(cms) == 400  # one each: 50 clients' rows fit one ConfigMap
