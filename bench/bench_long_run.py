@@ -118,9 +118,9 @@ def operator_process() -> None:
 def setup(cp: Any) -> None:
     from harness import rook_crds_yaml
 
-    from crimsonbench.controller.topology import cache_configmap
     from crimsonbench.manifests.rbac import operator_rbac
     from crimsonbench.manifests.targets import RookGrant, TargetPolicy
+    from crimsonbench.manifests.topology_cache import cache_configmap
 
     cp.apply_yaml(ROOT / "crds" / "benchmarkrun.yaml")
     cp.apply_yaml(rook_crds_yaml())

@@ -44,9 +44,9 @@ from test_operator import (  # noqa: E402
     run_body,
 )
 
-from crimsonbench.controller.topology import cache_configmap  # noqa: E402
 from crimsonbench.manifests.rbac import operator_rbac  # noqa: E402
 from crimsonbench.manifests.targets import RookGrant, TargetPolicy  # noqa: E402
+from crimsonbench.manifests.topology_cache import cache_configmap  # noqa: E402
 
 
 def setup(cp: ControlPlane) -> None:

@@ -427,6 +427,7 @@ def test_rook_pools_and_cephx_users_only_the_runs_own(
     namespace; the policy, only its runs' (the builders' labels), and a CephClient only
     with the run's pool-limited caps. Through the operator's own calls (rook_pool's)."""
     from crimsonbench.controller.kube import Kube
+    from crimsonbench.controller.kube_errors import Forbidden
     from crimsonbench.manifests.rook_objects import ceph_client, cephblockpool
     from crimsonbench.spec.models import validate_spec
 
@@ -443,16 +444,14 @@ def test_rook_pools_and_cephx_users_only_the_runs_own(
         for body, plural in zip(mine, ("cephblockpools", "cephclients"), strict=True):
             kube.ensure_custom(ROOK_NS, plural, body)
             kube.delete_custom(ROOK_NS, plural, body["metadata"]["name"])
-        with pytest.raises(ApiException) as err:
+        with pytest.raises(Forbidden) as err:  # Kube's own type (kube_errors)
             kube.delete_custom(ROOK_NS, "cephblockpools", "replicapool")
-        assert err.value.status == 403 and "only the cephblockpools of its runs" in str(
-            err.value.body
-        )
+        assert err.value.by_policy and "only the cephblockpools of its runs" in err.value.message
         admin_client = {**mine[1], "metadata": {**mine[1]["metadata"], "name": "reach-admin"},
                         "spec": {"caps": {"mon": "allow *", "osd": "allow *"}}}  # fmt: skip
-        with pytest.raises(ApiException) as err:
+        with pytest.raises(Forbidden) as err:
             kube.ensure_custom(ROOK_NS, "cephclients", admin_client)
-        assert err.value.status == 403 and "RBD images of one pool only" in str(err.value.body)
+        assert "RBD images of one pool only" in err.value.message
     finally:
         admin.delete_namespaced_custom_object(g, v, ROOK_NS, "cephblockpools", "replicapool")
 
