@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -91,15 +92,24 @@ def test_a_record_another_user_could_write_is_ignored(
         assert reap_dead_runs() == [] and untouched(proc, victim)
 
 
+UP_THEN_SLEEP = "import time; print('up', flush=True); time.sleep(600)"
+
+
 def test_a_live_runs_record_is_left_alone_and_a_dead_ones_cluster_removed(
     tmp_path: Path, lock_dir: Path
 ) -> None:
     cluster = tmp_path / "cbc-dead"
     (cluster / "log").mkdir(parents=True)
     (cluster / "ceph.conf").write_text("[global]\n")
-    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)",
-                               f"{cluster}/ceph.conf"])  # fmt: skip
+    daemon = subprocess.Popen([sys.executable, "-c", UP_THEN_SLEEP, f"{cluster}/ceph.conf"],
+                              stdout=subprocess.PIPE)  # fmt: skip
     try:
+        # Reaped once it runs: SIGKILL is taken only when a process leaves uninterruptible
+        # I/O, and a Python still starting up (paging itself in) under a cold `make test`'s
+        # builds stayed there past 150 s (2026-11-29), while a running daemon dies at once.
+        assert daemon.stdout is not None
+        assert select.select([daemon.stdout], [], [], 600)[0], "the daemon never started"
+        assert daemon.stdout.readline() == b"up\n"
         alive = RunRecord({"root": str(cluster), "made_root": True})  # held: its run lives
         assert reap_dead_runs() == [] and daemon.poll() is None and cluster.exists()
         alive.close(keep=True)  # its run is gone (the lock with it), the record stays
