@@ -2,9 +2,11 @@
 later tiers need in the background (scripts/test_tiers.py's prefetch, at idle priority,
 which still fills every idle cycle of the CPUs a run pins), so a test that asserts a step
 was left alone pauses that build meanwhile: SIGSTOP to every process of the prefetch's
-session (its builds make process groups of their own: `timeout`, podman), SIGCONT after,
-whatever happens. Anything else running on the machine is the test's finding, not noise:
-the verdicts it reads name it."""
+session (its builds make process groups of their own: `timeout`, podman) and to every
+descendant of those that left it (a container's processes: runc gives them a session of
+their own; a cold run's hog test failed on `pip` in the prefetch's image build, running
+on), SIGCONT after, whatever happens. Anything else running on the machine is the test's
+finding, not noise: the verdicts it reads name it."""
 
 from __future__ import annotations
 
@@ -16,14 +18,31 @@ from collections.abc import Iterator
 PREFETCH_PGID = "CB_PREFETCH_PGID"  # the prefetch's pid: it leads its own session
 
 
-def _session(sid: int) -> list[int]:
-    pids = []
+def _parents() -> dict[int, int]:
+    """pid -> its parent's pid, for every process now."""
+    out = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
-            with contextlib.suppress(OSError):
-                if os.getsid(int(name)) == sid:
-                    pids.append(int(name))
-    return pids
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = open(f"/proc/{name}/stat").read()  # noqa: SIM115, PTH123
+                out[int(name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    return out
+
+
+def _session(sid: int) -> list[int]:
+    """The session's processes and every descendant of theirs, wherever its session."""
+    parents = _parents()
+    found = set()
+    for pid in parents:
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == sid:
+                found.add(pid)
+    grew = True
+    while grew:
+        more = {pid for pid, ppid in parents.items() if ppid in found} - found
+        found |= more
+        grew = bool(more)
+    return sorted(found)
 
 
 def _signal(pids: list[int], sig: signal.Signals) -> None:
