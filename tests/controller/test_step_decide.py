@@ -37,8 +37,8 @@ from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
 from crimsonbench.results.attempts import is_suspect_attempt
-from crimsonbench.results.types import ResourceSample
 from crimsonbench.spec.models import validate_spec
+from crimsonbench.spec.status import StepSample
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DRIVER = FIXTURES / "driver"
@@ -86,7 +86,7 @@ def test_a_step_from_its_start_to_stored() -> None:
     assert next_step_actions(view(late, waited=True)) == [NotReady(
         f"step 1/1 {STEP.id} running ({late.age_s:.0f} s)")]  # fmt: skip
     # done: the result, from fio's own JSON of every job and its IOPS logs
-    samples = [ResourceSample(t=0, osd_cpu=50, osd_mem_mib=100, fio_cpu=20)] * 2
+    samples = [StepSample(t=0, osd_cpu=50, osd_mem_mib=100, fio_cpu=20)] * 2
     (store,) = next_step_actions(view(DONE, samples=samples, metrics_source="metrics.k8s.io"))
     assert isinstance(store, Store)
     result = store.result

@@ -22,6 +22,7 @@ import pytest
 from crimsonbench.errors import ExecutionError, InvalidSpec, NotReady
 from crimsonbench.local.cluster import LocalCluster, destroy
 from crimsonbench.local.osds import CRIMSON_NAMES
+from crimsonbench.local.procs import thread_affinity
 from crimsonbench.plan.types import CephSetup, OsdCpus
 from crimsonbench.spec.models import Flavor, LocalTarget, ObjectStore, OsdSpec
 
@@ -98,7 +99,8 @@ def test_memstore_two_osds_pinned_prepared_fio_and_clean_teardown(
         assert c.ceph_version().startswith("16.")
         assert_plan_config_applied(c)
         prepare_and_check_data(c)
-        seen = c.observed_affinity()  # after I/O, so the threads made on demand exist too
+        # after I/O, so the threads made on demand exist too
+        seen = {i: thread_affinity(pid) for i, pid in c.osd_pids().items()}
         for want in plan:
             threads = seen[want.osd_id]
             assert len(threads) > 10, threads  # really every thread, not just the main one

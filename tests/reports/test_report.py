@@ -13,7 +13,8 @@ from crimsonbench.reports.report import write_comparison, write_report
 from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.resources import summarize_samples
 from crimsonbench.results.store import ResultStore
-from crimsonbench.results.types import ResourceSample, RunInfo, StepResult
+from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.spec.status import StepSample
 
 FIO = Path(__file__).resolve().parents[1] / "fixtures" / "fio"
 # (workload, iodepth, fixture): real fio figures at made-up iodepths
@@ -46,12 +47,14 @@ def build_store(root: Path, name: str, extra: dict | None = None) -> list[StepRe
     out = []
     for i, (workload, qd, fixture) in enumerate(STEPS):
         sid = f"{i:03d}-{workload}-qd{qd:03d}-r1"
-        raw = store.write_fio_output(sid, "fio_test_0", (FIO / fixture).read_text())
-        samples = [ResourceSample(float(t), 100.0 + t, 512.0, 20.0 + qd) for t in range(3)]
+        raw = store.fio_paths(sid, "client-0").output
+        raw.write_text((FIO / fixture).read_text())
+        samples = [StepSample(t=t, osd_cpu=100.0 + t, osd_mem_mib=512.0, fio_cpu=20.0 + qd)
+                   for t in range(3)]  # fmt: skip
         store.write_samples(sid, samples)
         # as an executor would: the result from the files just written
         fio = combine(parse_fio_json(raw.read_text()))
-        result = StepResult(sid, workload, qd, 1, fio, summarize_samples(store.read_samples(sid)))
+        result = StepResult(sid, workload, qd, 1, fio, summarize_samples(samples))
         store.write_step(result)
         out.append(result)
     return out

@@ -5,14 +5,15 @@ import statistics
 import pytest
 
 from crimsonbench.results.resources import summarize_samples
-from crimsonbench.results.types import ResourceSample, ResourceSummary
+from crimsonbench.results.types import ResourceSummary
+from crimsonbench.spec.status import StepSample
 
 
 def test_means_of_the_samples() -> None:
     samples = [
-        ResourceSample(t=0.0, osd_cpu=400.0, osd_mem_mib=3000.0, fio_cpu=20.0),
-        ResourceSample(t=1.0, osd_cpu=450.5, osd_mem_mib=3100.0, fio_cpu=30.0),
-        ResourceSample(t=2.0, osd_cpu=10.0, osd_mem_mib=3200.0, fio_cpu=0.0),
+        StepSample(t=0.0, osd_cpu=400.0, osd_mem_mib=3000.0, fio_cpu=20.0),
+        StepSample(t=1.0, osd_cpu=450.5, osd_mem_mib=3100.0, fio_cpu=30.0),
+        StepSample(t=2.0, osd_cpu=10.0, osd_mem_mib=3200.0, fio_cpu=0.0),
     ]
     s = summarize_samples(samples)
     assert s.samples == 3

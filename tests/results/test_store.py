@@ -20,11 +20,11 @@ from crimsonbench.results.store import (
 )
 from crimsonbench.results.types import (
     FioSummary,
-    ResourceSample,
     ResourceSummary,
     RunInfo,
     StepResult,
 )
+from crimsonbench.spec.status import StepSample
 
 INFO = RunInfo("sea", "crimson", "seastore", 1, 56, "osd", "dual", "19.2.1", "o05", "2025-10-06")
 
@@ -46,7 +46,7 @@ def test_run_info_round_trip_with_extra(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     store.write_run_info(INFO, {"spec": {"sweep": {"repeats": 2}}})
     assert store.read_run_info() == INFO
-    assert store.read_run_extra() == {"spec": {"sweep": {"repeats": 2}}}
+    assert store.read_run()[1] == {"spec": {"sweep": {"repeats": 2}}}
     data = json.loads((tmp_path / "run.json").read_text())
     assert data["info"]["reactors"] == 56
 
@@ -70,7 +70,7 @@ def test_run_info_ignores_keys_it_does_not_know(tmp_path: Path) -> None:
     )
     store = ResultStore(tmp_path)
     assert store.read_run_info().name == "x"
-    assert store.read_run_extra() == {}
+    assert store.read_run()[1] == {}
 
 
 def test_step_round_trip_and_sorted_load(tmp_path: Path) -> None:
@@ -143,13 +143,12 @@ def test_rewriting_a_step_replaces_it(tmp_path: Path) -> None:
 def test_raw_files_next_to_the_result(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     sid = "000-randread4k-qd001-r1"
-    p1 = store.write_fio_output(sid, "fio_test_1", "note: x\n{}")
-    p0 = store.write_fio_output(sid, "fio_test_0", "{}")
-    assert store.fio_outputs(sid) == [p0, p1]
-    assert p1.read_text() == "note: x\n{}"
-    samples = [ResourceSample(0.0, 1.0, 2.0, 3.0), ResourceSample(1.0, 4.0, 5.0, 6.0)]
-    store.write_samples(sid, samples)
-    assert store.read_samples(sid) == samples
+    paths = store.fio_paths(sid, "client-1")
+    assert paths.output.parent == store.step_dir(sid)
+    samples = [StepSample(t=0.0, osd_cpu=1.0, osd_mem_mib=2.0, fio_cpu=3.0),
+               StepSample(t=1.0, osd_cpu=4.0, osd_mem_mib=5.0, fio_cpu=6.0)]  # fmt: skip
+    written = store.write_samples(sid, samples)
+    assert [StepSample(**s) for s in json.loads(written.read_text())] == samples
     assert store.completed_steps() == {}  # raw files alone do not complete a step
 
 
@@ -159,7 +158,7 @@ def test_unsafe_names_are_refused(tmp_path: Path, bad: str) -> None:
     with pytest.raises(ValueError, match="not a safe file name"):
         store.step_dir(bad)
     with pytest.raises(ValueError, match="not a safe file name"):
-        store.write_fio_output("000-x", bad, "{}")
+        store.fio_paths("000-x", bad)
     with pytest.raises(ValueError, match="not a safe file name"):
         store.write_report_file(bad, "x")
 

@@ -11,7 +11,6 @@ ran on the client nodes' planned CPUs, for the step's verdict (results/node_cpu.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 
 from crimsonbench.controller.decisions.observed import quantity
 from crimsonbench.controller.kube_errors import KubeError
@@ -20,7 +19,6 @@ from crimsonbench.errors import CrimsonBenchError
 from crimsonbench.manifests import fio
 from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
 from crimsonbench.plan.types import RunPlan
-from crimsonbench.results.types import ResourceSample
 from crimsonbench.spec.status import StepSample
 
 MAX_SAMPLES = 720  # an hour of 5 s ticks; status stays small
@@ -63,12 +61,6 @@ def sample_step(ctx: RunContext, fio_namespace: str, plan: RunPlan) -> None:
     status.step_samples = [*status.step_samples[-MAX_SAMPLES + 1 :], sample]
     status.metrics_source = "metrics.k8s.io"
     ctx.record.condition("MetricsSource", True, "MetricsAPI", "sampled from metrics.k8s.io")
-
-
-def samples_of(recorded: Sequence[StepSample]) -> tuple[ResourceSample, ...]:
-    """The samples status keeps, as the results' type."""
-    return tuple(ResourceSample(t=s.t, osd_cpu=s.osd_cpu, osd_mem_mib=s.osd_mem_mib,
-                                fio_cpu=s.fio_cpu) for s in recorded)  # fmt: skip
 
 
 def client_cpu_logs(

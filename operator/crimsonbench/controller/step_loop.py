@@ -32,7 +32,7 @@ from crimsonbench.controller.decisions.step_decide import (
 )
 from crimsonbench.controller.fio_setup import fio_access, jobs_namespace
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.controller.sampling import client_cpu_logs, sample_step, samples_of
+from crimsonbench.controller.sampling import client_cpu_logs, sample_step
 from crimsonbench.controller.stored_results import load_results, store_results
 from crimsonbench.errors import ExecutionError, NotReady
 from crimsonbench.manifests import fio, fio_driver
@@ -69,7 +69,7 @@ def run_steps(ctx: RunContext, plan: RunPlan, servers: dict[str, str], driver: P
         view = StepView(
             plan, step, f"step {step.index + 1}/{len(plan.steps)} {step.id}", report,
             retries=tuple(book.step_retries.get(step.id, ())), servers=servers,
-            samples=samples_of(status.step_samples),
+            samples=tuple(status.step_samples),
             metrics_source=status.metrics_source or "none", tick_s=ctx.settings.tick_seconds,
         )  # fmt: skip
         done = _carry_out(ctx, view, step.id, driver)
@@ -126,7 +126,7 @@ def _carry_out(ctx: RunContext, view: StepView, key: str, driver: PodState) -> S
             case Sample():
                 sample_step(ctx, fio_access(ctx).namespace, view.plan)
                 status = ctx.record.status
-                return replace(view, samples=samples_of(status.step_samples),
+                return replace(view, samples=tuple(status.step_samples),
                                metrics_source=status.metrics_source or "none")  # fmt: skip
             case Prefilled():
                 fio_driver_exec.end(ctx, ns, pod, key, stored=True)

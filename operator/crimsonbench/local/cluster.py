@@ -376,10 +376,6 @@ class LocalCluster(BenchPrep):
         """osd id -> its reactors' Seastar utilization % now, from the admin sockets."""
         return crimson_checks.reactor_utilization(self.layout.run, sorted(self.osd_pids()))
 
-    def observed_affinity(self) -> dict[int, dict[int, list[int]]]:
-        """osd id -> thread id -> CPUs, as the kernel reports them now."""
-        return {i: procs.thread_affinity(pid) for i, pid in self.osd_pids().items()}
-
     # ------------------------------------------------------------ config and CLI
 
     def apply_config(self, config: Mapping[str, Mapping[str, str]]) -> None:

@@ -16,7 +16,7 @@ import psutil
 
 from crimsonbench.errors import CrimsonBenchError
 from crimsonbench.results.resources import reactor_fields
-from crimsonbench.results.types import ResourceSample
+from crimsonbench.spec.status import StepSample
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class _CpuMeter:
 
 
 class ResourceSampler:
-    """Background thread: one ResourceSample per interval until stop()."""
+    """Background thread: one StepSample per interval until stop()."""
 
     def __init__(
         self,
@@ -68,7 +68,7 @@ class ResourceSampler:
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="resource-sampler", daemon=True)
-        self.samples: list[ResourceSample] = []
+        self.samples: list[StepSample] = []
 
     def __enter__(self) -> ResourceSampler:
         self._thread.start()
@@ -96,7 +96,7 @@ class ResourceSampler:
             osd_cpu, osd_rss = osd.cpu_seconds_delta(self._osd_pids())
             fio_cpu, _ = fio.cpu_seconds_delta(self._fio_pids())
             self.samples.append(
-                ResourceSample(
+                StepSample(
                     t=round(now - start, 3),
                     osd_cpu=100.0 * osd_cpu / wall,
                     osd_mem_mib=osd_rss,

@@ -9,10 +9,11 @@ from typing import Any
 
 from crimsonbench.errors import ParseError
 from crimsonbench.results.seastar_metrics import parse_reactor_log
-from crimsonbench.results.types import ResourceSample, ResourceSummary
+from crimsonbench.results.types import ResourceSummary
+from crimsonbench.spec.status import StepSample
 
 
-def summarize_samples(samples: Sequence[ResourceSample]) -> ResourceSummary:
+def summarize_samples(samples: Sequence[StepSample]) -> ResourceSummary:
     """Means over the samples (as `top` averages in the published tables).
 
     No samples (a step shorter than one interval) gives zeros with samples=0, so the row
@@ -65,7 +66,7 @@ def with_reactor_log(summary: ResourceSummary, text: str) -> tuple[ResourceSumma
         log = parse_reactor_log(text)
     except ParseError as exc:
         return summary, str(exc)
-    samples = [ResourceSample(t=0.0, osd_cpu=0.0, osd_mem_mib=0.0, fio_cpu=0.0,
+    samples = [StepSample(t=0.0, osd_cpu=0.0, osd_mem_mib=0.0, fio_cpu=0.0,
                               **reactor_fields(r)) for r in log.rounds]  # fmt: skip
     reactors = summarize_samples(samples)
     problem = "; ".join(log.problems) or (None if samples else "no sample while fio ran")

@@ -239,20 +239,6 @@ def _resampled_means(
     return total / count
 
 
-def bootstrap_interval(
-    series: Sequence[Sequence[float]],
-    level: float = 0.95,
-    resamples: int = 4000,
-    seed: int = 0,
-) -> Interval:
-    """Percentile interval of the mean of per-second values (moving-block bootstrap)."""
-    flat = [v for s in series for v in s]
-    means = _resampled_means(series, resamples, np.random.default_rng(seed))
-    lo, hi = np.quantile(means, [0.5 - level / 2.0, 0.5 + level / 2.0])
-    n = len(flat)
-    return Interval(mean(flat), float(lo), float(hi), n, level, f"block bootstrap, {n} s")
-
-
 def bootstrap_compare(
     base: Sequence[Sequence[float]],
     new: Sequence[Sequence[float]],

@@ -76,7 +76,8 @@ from crimsonbench.results.safe_files import (
     write_atomic,
     write_json,
 )
-from crimsonbench.results.types import ResourceSample, RunInfo, StepResult
+from crimsonbench.results.types import RunInfo, StepResult
+from crimsonbench.spec.status import StepSample
 
 # Names other modules take from here (the store is their one entry point).
 __all__ = [
@@ -166,9 +167,6 @@ class ResultStore(ResultsDir):
         the file and the field) when it cannot be used."""
         return self.read_run()[0]
 
-    def read_run_extra(self) -> dict[str, Any]:
-        return self.read_run()[1]
-
     def read_run(self) -> tuple[RunInfo, dict[str, Any]]:
         path = self.path(RUN_FILE)
         try:
@@ -254,16 +252,6 @@ class ResultStore(ResultsDir):
 
     # ------------------------------------------------------------ raw files
 
-    def write_fio_output(self, step_id: str, name: str, text: str) -> Path:
-        """fio's stdout as captured (possibly with notes before the JSON)."""
-        self.step_dir(step_id)
-        path = self._step_path(step_id, f"fio-{safe_name(name, 'fio job name')}.json")
-        write_atomic(path, text)
-        return path
-
-    def fio_outputs(self, step_id: str) -> list[Path]:
-        return self._glob(step_id, "fio-*.json")
-
     def _glob(self, step_id: str, pattern: str) -> list[Path]:
         """Regular files of a step matching pattern (links left out)."""
         d = self._step_path(step_id)
@@ -306,14 +294,10 @@ class ResultStore(ResultsDir):
                 continue
         return out
 
-    def write_samples(self, step_id: str, samples: Sequence[ResourceSample]) -> Path:
+    def write_samples(self, step_id: str, samples: Sequence[StepSample]) -> Path:
         self.step_dir(step_id)
         path = self._step_path(step_id, SAMPLES_FILE)
-        return write_json(path, [asdict(s) for s in samples])
-
-    def read_samples(self, step_id: str) -> list[ResourceSample]:
-        path = self._step_path(step_id, SAMPLES_FILE)
-        return [ResourceSample(**s) for s in read_json(path)]
+        return write_json(path, [s.model_dump() for s in samples])
 
     def write_affinity(
         self, step_id: str, observed: Mapping[str, Any], violations: Sequence[str]

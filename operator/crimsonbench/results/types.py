@@ -37,20 +37,6 @@ class FioSummary:
 
 
 @dataclass(frozen=True)
-class ResourceSample:
-    """One sample while fio runs. CPU as % of one core; memory as RSS in MiB."""
-
-    t: float  # seconds since the step started
-    osd_cpu: float  # summed over every OSD process
-    osd_mem_mib: float  # summed RSS
-    fio_cpu: float  # summed over every fio process
-    # crimson: Seastar's reactor_utilization %, mean and busiest over every reactor
-    reactor_util: float | None = None
-    reactor_util_max: float | None = None
-    reactor_util_osd: dict[str, float] | None = None  # "osd.N" -> mean over its reactors
-
-
-@dataclass(frozen=True)
 class ResourceSummary:
     osd_cpu: float
     osd_mem_mib: float

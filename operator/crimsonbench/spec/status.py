@@ -136,10 +136,23 @@ StepSummaries = Annotated[
 
 
 class StepSample(StatusModel):
+    """One sample while fio runs, in both executors (local: results/<step>/samples.json;
+    Kubernetes: status.stepSamples of the running step). CPU as % of one core, memory as
+    RSS in MiB."""
+
     t: float
+    """When: epoch seconds (Kubernetes), seconds since the step started (local)."""
     osd_cpu: float
+    """Summed over the planned OSDs' processes."""
     osd_mem_mib: float
     fio_cpu: float
+    """Summed over every fio process."""
+    reactor_util: float | None = None
+    """Crimson: Seastar's reactor_utilization %, mean over every reactor."""
+    reactor_util_max: float | None = None
+    """Crimson: the busiest reactor's."""
+    reactor_util_osd: dict[Name, float] | None = Field(default=None, max_length=MAX_OSDS)
+    """Crimson: osd.N -> the mean over its reactors."""
 
 
 class WorkloadPeak(StatusModel):

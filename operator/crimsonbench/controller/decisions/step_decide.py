@@ -37,8 +37,9 @@ from crimsonbench.results.fio_json import JobStats, parse_fio_json
 from crimsonbench.results.node_cpu import load_in_window
 from crimsonbench.results.resources import summarize_samples, with_reactor_log
 from crimsonbench.results.step_result import check_job_counts, step_result
-from crimsonbench.results.types import ResourceSample, StepResult
+from crimsonbench.results.types import StepResult
 from crimsonbench.results.validity import CpuSetLoad, judged, stored_verdict, time_based_runtime
+from crimsonbench.spec.status import StepSample
 
 MAX_STEP_RETRIES = 2
 # A step the driver still calls running this long past its deadline lost its fio client
@@ -114,7 +115,7 @@ class StepView:
     osds: OsdView | None = None  # Rook, when the report is missing or done; else None
     retries: Sequence[str] = ()  # why earlier attempts of this step were dropped
     servers: Mapping[str, str] | None = None  # client -> "ip:port" of its fio server
-    samples: Sequence[ResourceSample] = ()  # the running step's usage samples so far
+    samples: Sequence[StepSample] = ()  # the running step's usage samples so far
     metrics_source: str = "none"
     tick_s: float = 2.0
     # a step done: client -> its fio server's CPU log (None: unreadable); None: not read
