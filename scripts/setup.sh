@@ -3,6 +3,7 @@
 # Ceph (mon, mgr, osd, client tools) and fio from Debian, prometheus (dashboard tests),
 # containerd + runc (under the kind tests' own dockerd), podman + debootstrap (our images),
 # chromium (the HTML reports' browser test), then the Python package in .venv.
+# Then our fio (scripts/build-fio.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,4 +34,14 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e ".[test,operator]"
   rm -f .venv/.installed-* && touch "$stamp"
+fi
+
+# Our fio beside crimsonbench (local/fio_program.py): Debian's fio source with the runner
+# image's patches, whose rbd engine connects every job at once (images/fio/README.md).
+# Without it local runs fall back to the fio on PATH, slower to start each step.
+if fio_bin=$(scripts/build-fio.sh); then
+  ln -sfn "$fio_bin" .venv/bin/fio
+else
+  rm -f .venv/bin/fio
+  echo "setup: WARNING: our fio did not build (above); local runs use $(command -v fio)" >&2
 fi

@@ -74,8 +74,8 @@ class FioGroup:
             job_file = self._store.write_job_file(self._step_id, client.name, text)
             paths = self._store.fio_paths(self._step_id, client.name)
             # The eta line each second is our live IOPS readout; the JSON goes to --output.
-            args = ["fio", "--output-format=json+", f"--output={paths.output}", "--eta=always",
-                    "--eta-newline=1", str(job_file)]  # fmt: skip
+            args = [self._userland.fio(), "--output-format=json+", f"--output={paths.output}",
+                    "--eta=always", "--eta-newline=1", str(job_file)]  # fmt: skip
             argvs.append((client, paths, args))
         # Every client's files are written first, so the starts are as close as Popen allows.
         # A stop signal waits until every fio started is known (deferred), so leaving the

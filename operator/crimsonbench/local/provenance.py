@@ -41,7 +41,7 @@ def cpu_frequency(cpus: Iterable[int], root: Path = CPUFREQ) -> dict[str, Any]:
 
 def _fio_version(userland: Userland) -> str:
     try:
-        return run(["fio", "--version"], timeout=30, userland=userland).strip()
+        return run([userland.fio(), "--version"], timeout=30, userland=userland).strip()
     except CrimsonBenchError as exc:
         return f"unknown: {exc}"
 

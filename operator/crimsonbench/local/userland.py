@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from crimsonbench.errors import ExecutionError, InvalidSpec
+from crimsonbench.local.fio_program import host_fio
 from crimsonbench.local.signals import deferred
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,10 @@ class Userland:
     def which(self, name: str) -> str | None:
         """The program's path as the command will see it, or None."""
         return shutil.which(name)
+
+    def fio(self) -> str:
+        """The fio the run's clients start (local/fio_program.py)."""
+        return host_fio()
 
     def path(self, inside: str) -> Path:
         """Where a path of the userland is on this machine."""
@@ -205,6 +210,10 @@ class CephRoot(Userland):
 
     def which(self, name: str) -> str | None:
         return _program(self.rootfs, name)
+
+    def fio(self) -> str:
+        """The root's own fio: ours is built against this machine's librbd."""
+        return "fio"
 
     def path(self, inside: str) -> Path:
         return self.rootfs / inside.lstrip("/")

@@ -19,7 +19,7 @@ from crimsonbench.errors import InvalidSpec
 from crimsonbench.plan.ini import FIO, render_ini
 from crimsonbench.plan.steady_state import steady_state_options
 from crimsonbench.plan.types import BarrierAddress, ClientPlan, FioJob, FioPlan, RunPlan, Step
-from crimsonbench.spec.models import RECORDED_PERCENTILES, BenchmarkRunSpec
+from crimsonbench.spec.models import RECORDED_PERCENTILES, BenchmarkRunSpec, size_bytes
 
 # librbd settings of every fio client ([client] section of its ceph.conf, local and pods):
 # no client cache, no client-side I/O scheduler, as the reference method runs.
@@ -34,10 +34,11 @@ PREFILL_IODEPTH = 16
 FIO_MAX_JOBS = 4096
 
 # A step with several fio processes (one per client) must start them together. fio starts
-# one process's jobs at once (its startup semaphore), but only after its main thread has
-# set up every job one after the other (backend.c, create_serialize: a librbd connect and
-# image open per job), and startdelay counts from the end of that: setups that take
-# different times would start the clients apart (seen: 1.4 s between two kind nodes on a
+# one process's jobs at once (its startup semaphore), but only after every job's setup
+# (stock fio: a librbd connect and image open per job, one after the other in its main
+# thread; ours, images/fio/ 0002: all at once, the jobs still let go together), and
+# startdelay counts from the end of that: setups that take different times would start
+# the clients apart (seen: 1.4 s between two kind nodes on a
 # loaded machine). So every job of such a step waits, in exec_prerun (the last thing fio
 # does before a job's clock starts, after its setup), at a rendezvous
 # (manifests/start_barrier.py) until every job of every client is there; the last one to
@@ -56,6 +57,12 @@ _MEET_ALL = (
     "python3 -c \"exit((lambda c: c.sendall(b'{token}') or c.recv(1) != b'g')("
     "__import__('socket').create_connection(('{host}', {port}), {timeout:.0f})))\""
 )
+
+
+# Options that set the byte range a job touches: where a workload sets one, the planner
+# leaves size= to it (a planned size= beside a workload's offset= would reach past the
+# image's end).
+RANGE_OPTIONS = frozenset({"size", "offset"})
 
 
 # What the planner decides; a workload's options may not set any of it (the spec's
@@ -93,6 +100,7 @@ def fio_plan(
     """user: the cephx user the clients hold a key for (PoolPlan.user); pool: the pool of
     the images (PoolPlan.name)."""
     c, sweep = spec.client, spec.sweep
+    image_bytes = size_bytes(c.image_size)
     rbd: dict[str, str | int] = {
         "ioengine": "rbd",
         "clientname": user,
@@ -116,15 +124,7 @@ def fio_plan(
     }
     if sweep.steady_state is not None:
         step.update(steady_state_options(sweep.steady_state, sweep.runtime_seconds))
-    workloads: dict[str, dict[str, str | int]] = {}
-    for i, w in enumerate(spec.workloads):
-        owned = sorted(PLANNER_OPTIONS & set(w.options))
-        if owned:
-            raise InvalidSpec(
-                f"spec.workloads[{i}].options",
-                f"{', '.join(owned)} is decided by the planner for every run; remove it",
-            )
-        workloads[w.key] = {"rw": w.rw_mode, "bs": w.block_size, **dict(sorted(w.options.items()))}
+    workloads = _workload_options(spec, image_bytes)
     jobs = tuple(
         FioJob(image, client.name, proc)
         for client in clients
@@ -142,8 +142,27 @@ def fio_plan(
                 "more clients",
             )
     prefill = {**rbd, "rw": "write", "bs": c.prefill_block_size, "iodepth": PREFILL_IODEPTH,
-               "numjobs": 1}  # fmt: skip
+               "numjobs": 1, "size": image_bytes}  # fmt: skip
     return FioPlan(jobs, step, workloads, prefill)
+
+
+def _workload_options(spec: BenchmarkRunSpec, image_bytes: int) -> dict[str, dict[str, str | int]]:
+    """workload key -> its own options: rw, bs, the image's size= and the spec's options."""
+    workloads: dict[str, dict[str, str | int]] = {}
+    for i, w in enumerate(spec.workloads):
+        owned = sorted(PLANNER_OPTIONS & set(w.options))
+        if owned:
+            raise InvalidSpec(
+                f"spec.workloads[{i}].options",
+                f"{', '.join(owned)} is decided by the planner for every run; remove it",
+            )
+        # size= is the image's own: with it our fio (images/fio/, patch 0002) connects
+        # every job at once instead of one after another before any starts. Stock fio
+        # reads the same range either way.
+        size = {} if RANGE_OPTIONS & set(w.options) else {"size": image_bytes}
+        workloads[w.key] = {"rw": w.rw_mode, "bs": w.block_size, **size,
+                            **dict(sorted(w.options.items()))}  # fmt: skip
+    return workloads
 
 
 def prefill_jobs(spec: BenchmarkRunSpec, clients: Sequence[ClientPlan]) -> tuple[FioJob, ...]:
