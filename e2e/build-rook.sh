@@ -16,8 +16,12 @@
 # per Rook version (the module proxy answers 403 to a bare commit hash).
 # The proxy serves that module only at the pseudo-versions someone asked it for before:
 # v1.17.8's is served; v1.20.6's (v0.0.0-20260820210534-4e1b7a626891), like v1.20.5's,
-# v1.19.10's and v1.18.11's, answers 403 "This module version is not available": those
-# releases cannot be built here (the script says so and stops).
+# v1.19.10's and v1.18.11's, answers 403 "This module version is not available".
+# Rook v1.20.6 is built from its release source instead: rook-v1.20.6.tar.gz (`git archive`
+# of the tag, sha256 checked below) in $CRIMSONBENCH_SOURCES (default ../shared/sources next
+# to the repository). Inside that tree Rook's own go.mod and its ./pkg/apis replace work;
+# everything else comes from the module proxy. Without the archive the script says so in
+# one line and stops (a user's cluster runs Rook's official images instead: README).
 #
 # Cold build ≈ 5-10 min on 2 cores (under load), warm (Go build cache) seconds.
 set -euo pipefail
@@ -27,14 +31,45 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 ROOK_VERSION=${ROOK_VERSION:-v1.17.8}
 case "$ROOK_VERSION" in
   v1.17.8) default_apis=v0.0.0-20250820174513-8c7a83a2cf89 ;;  # tag commit 8c7a83a2cf89
-  # tag commit 4e1b7a626891: not served by the module proxy (see above)
-  v1.20.6) default_apis=v0.0.0-20260820210534-4e1b7a626891 ;;
   *) default_apis= ;;
 esac
 ROOK_APIS_VERSION=${ROOK_APIS_VERSION:-$default_apis}
+# releases built from their source archive: version -> sha256 of rook-<version>.tar.gz
+declare -A SOURCE_SHA256=(
+  [v1.20.6]=88139d032d788e64e741b1a740231d50fac68be5106365d76b99e21a64f7f648
+)
+SOURCES=${CRIMSONBENCH_SOURCES:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/sources}
 DIR="$CACHE/rook/$ROOK_VERSION"
 BIN="$DIR/bin/rook"
 export CGO_ENABLED=0
+ldflags="-s -w -X github.com/rook/rook/pkg/version.Version=$ROOK_VERSION"
+# Build tags as Rook's own Makefile sets them (TAGS): empty for v1.17, ceph_preview later
+# (v1.20.6 calls go-ceph APIs that exist only under that tag: rgw accounts)
+case "$ROOK_VERSION" in v1.17.*) tags= ;; *) tags=ceph_preview ;; esac
+
+if [ -n "${SOURCE_SHA256[$ROOK_VERSION]:-}" ]; then
+  archive="$SOURCES/rook-$ROOK_VERSION.tar.gz"
+  want=${SOURCE_SHA256[$ROOK_VERSION]}
+  [ -r "$archive" ] || die "Rook $ROOK_VERSION is built from its release source, and $archive is not there: put rook-$ROOK_VERSION.tar.gz (sha256 $want, \`git archive --prefix=rook-${ROOK_VERSION#v}/ $ROOK_VERSION\`) in \$CRIMSONBENCH_SOURCES, or run Rook's official images (README, Rook versions)"
+  go_build_once "$DIR" "$BIN" "rook $ROOK_VERSION from $archive"
+  got=$(sha256sum "$archive" | cut -d' ' -f1)
+  [ "$got" = "$want" ] || die "$archive has sha256 $got, not Rook $ROOK_VERSION's $want"
+  t0=$SECONDS
+  tar xzf "$archive"
+  cd "rook-${ROOK_VERSION#v}"
+  log "go build in Rook's own tree (its go.mod; modules from the proxy) ..."
+  timeout 3600 go build -tags "$tags" -trimpath -ldflags "$ldflags" -o "$WORK/rook" ./cmd/rook \
+    >>"$BUILD_LOG" 2>&1 || { tail -30 "$BUILD_LOG" >&2; die "go build failed (log: $BUILD_LOG)"; }
+  "$WORK/rook" version >&2 || die "the built rook does not run"
+  mkdir -p "$DIR/bin"
+  mv "$WORK/rook" "$BIN.tmp"
+  mv "$BIN.tmp" "$BIN"
+  echo "$want  rook-$ROOK_VERSION.tar.gz" >"$DIR/source.sha256"  # what was built
+  log "built in $((SECONDS - t0))s"
+  echo "$BIN"
+  exit 0
+fi
+
 go_build_once "$DIR" "$BIN" "rook $ROOK_VERSION"
 [ -n "$ROOK_APIS_VERSION" ] || die "no pkg/apis pseudo-version known for $ROOK_VERSION: set ROOK_APIS_VERSION"
 mkdir -p "$DIR/bin"
@@ -67,10 +102,6 @@ head -1 go.mod > go.mod.new && cat go.mod.tail >> go.mod.new && mv go.mod.new go
 
 # rook's own versions for everything else (minimal version selection from its go.mod
 # already picks them; tidy-less build adds the indirect lines it needs)
-ldflags="-s -w -X github.com/rook/rook/pkg/version.Version=$ROOK_VERSION"
-# Build tags as Rook's own Makefile sets them (TAGS): empty for v1.17, ceph_preview later
-# (v1.20.6 calls go-ceph APIs that exist only under that tag: rgw accounts)
-case "$ROOK_VERSION" in v1.17.*) tags= ;; *) tags=ceph_preview ;; esac
 timeout 3600 go build -tags "$tags" -trimpath -ldflags "$ldflags" -o "$WORK/rook" github.com/rook/rook/cmd/rook \
   >>"$BUILD_LOG" 2>&1 || { tail -30 "$BUILD_LOG" >&2; die "go build failed (log: $BUILD_LOG)"; }
 "$WORK/rook" version >&2 || die "the built rook does not run"

@@ -35,6 +35,9 @@ class RookRelease:
     suite: str  # the Debian suite that Ceph comes from
     supported: tuple[int, ...]  # Ceph majors it supports (its pkg/operator/ceph/version)
     unbuildable: str = ""  # why it cannot be built here ("" = it can)
+    # built from its release source (e2e/build-rook.sh: rook-<version>.tar.gz, sha256
+    # checked, in $CRIMSONBENCH_SOURCES) instead of the module proxy's pkg/apis
+    from_source: bool = False
 
     def allows(self, ceph_version: str) -> bool:
         """Whether the release runs this Ceph without cephVersion.allowUnsupported."""
@@ -48,15 +51,11 @@ RELEASES = {
         RookRelease("v1.17.8", "v0.0.0-20250820174513-8c7a83a2cf89", "18.2.7", "trixie",
                     (18, 19)),
         # The newest release (2026-08-20). Its module, CRDs and charts are served; its
-        # pkg/apis at the tag's commit (v0.0.0-20260820210534-4e1b7a626891) is not: the
-        # Go module proxy answers 403 "This module version is not available" (as for the
-        # v1.20.5, v1.19.10 and v1.18.11 tag commits), and git hosts are not reachable.
+        # pkg/apis at the tag's commit (v0.0.0-20260820210534-4e1b7a626891) is not (403
+        # "This module version is not available", as for v1.20.5, v1.19.10, v1.18.11):
+        # its operator is built from the release's source archive instead.
         RookRelease("v1.20.6", "", "20.2.4", "sid", (19, 20),  # squid, tentacle (>= 19.2)
-                    unbuildable="the Go module proxy does not serve github.com/rook/rook/"
-                    "pkg/apis at v1.20.6's commit (v0.0.0-20260820210534-4e1b7a626891: "
-                    "403 'This module version is not available'), which its operator "
-                    "binary is built from (rook's go.mod replaces it with ./pkg/apis, "
-                    "absent from the module zip)"),
+                    from_source=True),
     )
 }  # fmt: skip
 DEFAULT_ROOK_VERSION = "v1.17.8"
@@ -185,7 +184,7 @@ def crimson_rook_image_archive(timeout: float = 30 * 60, osd_flavor: str = "crim
         raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
     cache = cache_root()
     root = cache / "ceph-root" / CRIMSON_CEPH_VERSION
-    _buildable()
+    buildable()
     if not (root / ".done-crimson").exists():
         raise RookUnavailable(
             f"no crimson Ceph root at {root} (no Debian package ships crimson-osd); build it "
@@ -222,12 +221,28 @@ def _run_build(script: Path, timeout: float, image: bool = False,
     return Path(out.strip().splitlines()[-1])
 
 
-def _buildable() -> None:
-    """RookUnavailable where this release's operator binary is neither cached nor buildable
-    here (a machine that built it some other way runs it: e2e/build-rook.sh keeps it)."""
-    cache = cache_root()
-    if RELEASE.unbuildable and not (cache / "rook" / ROOK_VERSION / "bin" / "rook").is_file():
-        raise RookUnavailable(f"Rook {ROOK_VERSION} cannot be built here: {RELEASE.unbuildable}")
+def source_archive(release: RookRelease = RELEASE) -> Path:
+    """Where e2e/build-rook.sh looks for a from_source release's archive."""
+    sources = os.environ.get("CRIMSONBENCH_SOURCES") or str(REPO.parent / "shared" / "sources")
+    return Path(sources) / f"rook-{release.version}.tar.gz"
+
+
+def buildable(release: RookRelease = RELEASE) -> None:
+    """RookUnavailable, in one line, where this release's operator binary is neither cached
+    nor buildable here (a machine that built it some other way runs it: e2e/build-rook.sh
+    keeps it)."""
+    v = release.version
+    if (cache_root() / "rook" / v / "bin" / "rook").is_file():
+        return
+    if release.unbuildable:
+        raise RookUnavailable(f"Rook {v} cannot be built here: {release.unbuildable}")
+    if release.from_source and not source_archive(release).is_file():
+        raise RookUnavailable(
+            f"Rook {v} is built from its release source and {source_archive(release)} is not "
+            f"there: put rook-{v}.tar.gz (`git archive --prefix=rook-{v.lstrip('v')}/ {v}`) "
+            "in $CRIMSONBENCH_SOURCES, or run Rook's official images (README, Rook and Ceph "
+            "versions)"
+        )
 
 
 def release_fio_archive(timeout: float = 90 * 60) -> Path | None:
@@ -246,5 +261,5 @@ def rook_image_archive(timeout: float = 90 * 60) -> Path:
     cold ≈ 10 min, unchanged → seconds)."""
     if os.geteuid() != 0:
         raise RookUnavailable("building the Rook image needs root (debootstrap, rootful podman)")
-    _buildable()
+    buildable()
     return _run_build(BUILD_ROOK_IMAGE, timeout, image=True)

@@ -2,8 +2,7 @@
 knows (e2e/harness/rook.py RELEASES), read from each release's own crds.yaml (Go module
 proxy): the patched CephCluster of the reference runs, the restored one, the run's
 CephBlockPool and CephClient. A release whose CRDs changed a field we write fails here
-before any cluster runs it. (v1.20.6's operator binary cannot be built here: its pkg/apis
-is not served; its CRDs are.)"""
+before any cluster runs it."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from harness.builds import environmental
-from harness.rook import RELEASES, RookUnavailable, rook_crds_yaml
+from harness.rook import RELEASES, RookUnavailable, buildable, rook_crds_yaml
 from manifest_inputs import SEASTORE_56, bluestore_8x5, original_cephcluster, plan_of
 
 from crimsonbench.manifests.cephcluster import (
@@ -117,3 +116,23 @@ def test_every_release_has_the_fields_the_run_writes() -> None:
         assert spec["resources"]["additionalProperties"]["type"] == "object", version
         store = spec["storage"]["properties"]["store"]["properties"]["type"]
         assert store["enum"] == ["bluestore", "bluestore-rdr"], version  # never seastore
+
+
+def test_a_release_built_from_source_says_in_one_line_what_to_do_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clone without ../shared (a user's machine): no traceback from a build, one line
+    naming the archive, its place and the way out."""
+    release = RELEASES["v1.20.6"]
+    assert release.from_source
+    monkeypatch.setenv("CRIMSONBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CRIMSONBENCH_SOURCES", str(tmp_path / "sources"))
+    with pytest.raises(RookUnavailable) as caught:
+        buildable(release)
+    why = str(caught.value)
+    assert "\n" not in why
+    assert f"{tmp_path / 'sources' / 'rook-v1.20.6.tar.gz'} is not there" in why
+    assert "official images" in why
+    (tmp_path / "sources").mkdir()
+    (tmp_path / "sources" / "rook-v1.20.6.tar.gz").write_bytes(b"")
+    buildable(release)  # the build script checks the archive's sha256 itself
