@@ -28,7 +28,7 @@ COPY images/fio/*.patch /src/patches/
 # the build instead of shipping a fio without the rbd engine.
 RUN cd "fio-${FIO_VERSION}" \
  && for p in /src/patches/*.patch; do patch -p1 < "$p"; done \
- && ./configure --disable-native --prefix=/usr \
+ && ./configure --disable-native --disable-tcmalloc --prefix=/usr \
  && make -j"$(nproc)" fio \
  && ./fio --enghelp=rbd > /dev/null \
  && install -D -m 0755 fio /out/fio

@@ -53,7 +53,9 @@ cd "fio-$FIO_VERSION"
 for p in "$ROOT"/images/fio/*.patch; do patch -p1 --quiet <"$p" || die "patch $p does not apply"; done
 # `fio --version` says which fio a run used (provenance): ours, by the patches' key.
 echo "fio-$FIO_VERSION-crimsonbench.$key" >version
-step "configure" 300 ./configure --disable-native --prefix=/usr
+# As Debian builds its fio (debian/rules: no tcmalloc on its buildds): linked with tcmalloc,
+# which librados pulls in here, our fio ran 14 % fewer IOPS than Debian's on the same jobs.
+step "configure" 300 ./configure --disable-native --disable-tcmalloc --prefix=/usr
 step "make" 1200 sh -c "make -j$(nproc) fio >>'$BUILD_LOG' 2>&1"
 verify "the rbd engine is built in" ./fio --enghelp=rbd
 mkdir -p "$DIR/bin"
