@@ -1,8 +1,8 @@
 """fio's start cost at the reference shape, stock fio against ours, on one real cluster.
 
 Stock fio 3.33's rbd engine connects and opens every job's image in fio's main thread, one
-job after another, before any job starts; ours (images/fio/, patch 0002) connects each job
-in its own thread, all at once. Same spec, same cluster, the two fios interleaved in pairs
+job after another, before any job starts; ours (images/fio/, patch 0002) connects every job
+at once and lets them go together. Same spec, same cluster, the two fios interleaved in pairs
 (A/B/A/B) so the machine's noise hits both alike. Per step: wall time beyond ramp +
 runtime (goal < 2 s at 32 images x 4 processes), the spread of the jobs' starts from fio's
 own IOPS logs (goal <= 1 s), and the step's IOPS (must agree within run-to-run noise).

@@ -1,11 +1,14 @@
 """Our fio connects every job at once; stock fio 3.33 connects them one after another
 before any starts (images/fio/, patch 0002; bench/bench_fio_start.py measures the cost).
 
-Seen from outside, in /proc: fio makes every job's thread before any job goes on (its
-startup semaphore), and each librados connection starts its own messenger threads
-(`msgr-worker-N`). Stock fio's main thread connects job after job while no job thread
-exists yet; ours connects only in the jobs' own threads, so no connection is seen before
-every job thread is. The step is the planner's: 8 images x 4 processes, 32 jobs.
+Seen from outside, in /proc: each librados connection starts its own messenger threads
+(`msgr-worker-N`). Stock fio's main thread connects job after job before it makes any job
+thread: messenger threads while fio has no thread but its main one and a helper. Ours
+connects each job in a thread of its own (`rbd-connect`), all at once: several of them
+seen alive together. The step is the planner's: 8 images x 4 processes, 32 jobs.
+(A first version of this test asserted "no connection before every job thread exists";
+ours starts the connections in setup(), before fio makes the job threads, so it held only
+while the machine was fast enough, and a cold run's prefetch made it fail.)
 """
 
 from __future__ import annotations
@@ -47,29 +50,24 @@ def _plan() -> tuple[BenchmarkRunSpec, RunPlan]:
     return spec, build_plan("start", spec, local_topology())
 
 
-def _threads(pid: int) -> tuple[int, int]:
-    """(threads still named fio: its main thread, helpers and jobs; librados messenger
-    threads), read from /proc now."""
-    jobs = messengers = 0
+def _threads(pid: int) -> tuple[int, int, int]:
+    """(threads named fio: its main thread, helpers and jobs; our rbd-connect threads;
+    librados messenger threads), read from /proc now."""
+    fio = connecting = messengers = 0
     for comm in Path(f"/proc/{pid}/task").glob("*/comm"):
         try:
             name = comm.read_text().strip()
         except OSError:
             continue  # the thread ended
-        jobs += name == "fio"
+        fio += name == "fio"
+        connecting += name == "rbd-connect"
         messengers += name.startswith("msgr-worker")
-    return jobs, messengers
+    return fio, connecting, messengers
 
 
-def _before_the_jobs(samples: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The samples taken before fio had made every job's thread."""
-    made = next((i for i, (jobs, _) in enumerate(samples) if jobs >= JOBS), len(samples))
-    return samples[:made]
-
-
-def _run_watched(fio: str, job_file: Path, env: dict[str, str]) -> list[tuple[int, int]]:
+def _run_watched(fio: str, job_file: Path, env: dict[str, str]) -> list[tuple[int, int, int]]:
     """Run fio on the job file; its thread counts, sampled every few ms until it ends."""
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[int, int, int]] = []
     out = job_file.with_suffix(".json")
     argv = [fio, "--output-format=json", f"--output={out}", str(job_file)]
     with subprocess.Popen(argv, env=env, cwd=job_file.parent, stderr=subprocess.PIPE) as proc:
@@ -85,7 +83,7 @@ def _run_watched(fio: str, job_file: Path, env: dict[str, str]) -> list[tuple[in
 
 
 @pytest.mark.skipif(STOCK is None, reason="needs Debian's fio (/usr/bin/fio): setup.sh")
-def test_ours_connects_every_job_in_its_own_thread_and_stock_does_not(tmp_path: Path) -> None:
+def test_ours_connects_every_job_at_once_and_stock_one_after_another(tmp_path: Path) -> None:
     ours = host_fio()
     assert ours != "fio" and os.path.realpath(ours) != os.path.realpath(STOCK or ""), (
         f"local runs would start {ours}, not our fio: scripts/build-fio.sh (setup.sh) did "
@@ -108,15 +106,15 @@ def test_ours_connects_every_job_in_its_own_thread_and_stock_does_not(tmp_path: 
             (work / "step.fio").write_text(text)
             runs[name] = _run_watched(fio, work / "step.fio", env)
 
-    # stock: connections before the job threads exist (its main thread's serial setup)
-    stock = _before_the_jobs(runs["stock"])
-    assert any(m for _, m in stock), f"stock fio never seen connecting first: {runs['stock']}"
-    # ours: none until every job thread exists; then every job's
-    ours_early = _before_the_jobs(runs["ours"])
-    assert ours_early and not any(m for _, m in ours_early), (
-        f"ours connected before every job thread existed: {runs['ours']}"
-    )
-    assert max(m for _, m in runs["ours"]) >= JOBS, f"not every job connected: {runs['ours']}"
+    # stock: connections made while it has no job threads yet, by its main thread (no
+    # thread of its own for them)
+    stock = runs["stock"]
+    assert any(m and f < JOBS for f, _, m in stock), f"stock never seen connecting first: {stock}"
+    assert not any(c for _, c, _ in stock), stock
+    # ours: each connection in a thread of its own, several alive at once
+    seen = runs["ours"]
+    assert max(c for _, c, _ in seen) >= 2, f"ours never seen connecting jobs at once: {seen}"
+    assert max(m for _, _, m in seen) >= JOBS, f"not every job connected: {seen}"
     # and ours' jobs still ran together, from fio's own JSON and IOPS logs
     work = tmp_path / "ours"
     docs = fio_documents([(work / "step.json").read_text()])
