@@ -22,15 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from crimsonbench.local.cluster import LocalCluster
+from local_step import StepShape, prefilled_step
+
 from crimsonbench.local.fio_program import FIO_ENV, host_fio
-from crimsonbench.local.step_exec import StepContext, run_step
-from crimsonbench.local.topology_probe import local_topology
-from crimsonbench.plan.build import build_plan
+from crimsonbench.local.step_exec import run_step
 from crimsonbench.plan.fio_jobs import IOPS_LOG_MSEC
 from crimsonbench.results.iops_log import job_start_ms
 from crimsonbench.results.store import ResultStore
-from crimsonbench.spec.models import validate_spec
 
 
 def start_spread_ms(step_dir: Path) -> tuple[int, float]:
@@ -60,30 +58,10 @@ def main() -> None:
     for name, path in fios.items():
         os.environ[FIO_ENV] = path
         print(f"{name}: {host_fio()} ({version(path)})")
-    cpus = sorted(os.sched_getaffinity(0))
-    spec = validate_spec({
-        "target": {"local": {}},
-        "osd": {"flavor": "classic", "objectStore": "memstore", "cpuSet": str(cpus[0])},
-        "client": {"cpuSet": str(cpus[-1]), "images": args.images,
-                   "processesPerImage": args.processes, "imageSize": args.image_size},
-        "workloads": [{"preset": "randread4k"}],
-        "sweep": {"iodepths": [args.iodepth], "runtimeSeconds": args.runtime,
-                  "rampSeconds": args.ramp},
-    })  # fmt: skip
-    plan = build_plan("bench", spec, local_topology())
-    step = plan.steps[0]
-    local = spec.target.local
-    assert local is not None  # noqa: S101
     rows: dict[str, list[tuple[float, float, float]]] = {name: [] for name in fios}
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        LocalCluster(local, spec.osd, plan.local_host.cpu.osds, plan.ceph) as cluster,
-    ):
-        cluster.create_pool("rbd", 32, plan.client_options)
-        cluster.create_images(plan.images, plan.pool.image_size_bytes)
-        cluster.prefill(plan.images, plan.pool.image_size_bytes)
-        ctx = StepContext(plan=plan, env={**os.environ, **cluster.client_conf().env},
-                          osd_pids=cluster.osd_pids, health_check=cluster.health_check)  # fmt: skip
+    shape = StepShape(args.images, args.processes, args.image_size, args.iodepth,
+                      args.runtime, args.ramp)  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp, prefilled_step(shape) as (_, step, ctx):
         for i in range(args.pairs):
             order = list(fios) if i % 2 == 0 else list(reversed(fios))
             for name in order:
@@ -97,8 +75,8 @@ def main() -> None:
                 print(f"pair {i} {name:5}: overhead {overhead:5.2f} s  start spread "
                       f"{spread:6.0f} ms over {jobs} jobs  {result.fio.iops:9,.0f} IOPS  "
                       f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    shape = f"{args.images} images x {args.processes} processes"
-    print(f"\n| fio ({shape}, {args.pairs} steps each) | overhead beyond ramp + runtime "
+    shape_text = f"{args.images} images x {args.processes} processes"
+    print(f"\n| fio ({shape_text}, {args.pairs} steps each) | overhead beyond ramp + runtime "
           "| start spread of the jobs | IOPS |")  # fmt: skip
     print("|---|---|---|---|")
     for name, got in rows.items():

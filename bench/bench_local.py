@@ -23,14 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from crimsonbench.local.cluster import LocalCluster
-from crimsonbench.local.step_exec import StepContext, run_step
-from crimsonbench.local.topology_probe import local_topology
-from crimsonbench.plan.build import build_plan
+from local_step import StepShape, prefilled_step
+
+from crimsonbench.local.step_exec import run_step
 from crimsonbench.plan.fio_jobs import step_job_file
 from crimsonbench.results.fio_json import combine, parse_fio_json
 from crimsonbench.results.store import ResultStore
-from crimsonbench.spec.models import validate_spec
 
 
 def one_file_per_job(job_file: str) -> dict[str, str]:
@@ -73,37 +71,10 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=1, help="fio processes per image")
     ap.add_argument("--image-size", default="128Mi")
     args = ap.parse_args()
-    cpus = sorted(os.sched_getaffinity(0))
-    spec = validate_spec(
-        {
-            "target": {"local": {}},
-            "osd": {"flavor": "classic", "objectStore": "memstore", "cpuSet": str(cpus[0])},
-            "client": {
-                "cpuSet": str(cpus[-1]),
-                "images": args.images,
-                "processesPerImage": args.processes,
-                "imageSize": args.image_size,
-            },
-            "workloads": [{"preset": "randread4k"}],
-            "sweep": {"iodepths": [args.iodepth], "runtimeSeconds": args.runtime, "rampSeconds": 1},
-        }
-    )
-    plan = build_plan("bench", spec, local_topology())
-    step = plan.steps[0]
-    local = spec.target.local
-    assert local is not None  # noqa: S101
     ratios, overheads = [], []
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        LocalCluster(local, spec.osd, plan.local_host.cpu.osds, plan.ceph) as cluster,
-    ):
-        cluster.create_pool("rbd", 32, plan.client_options)
-        cluster.create_images(plan.images, plan.pool.image_size_bytes)
-        cluster.prefill(plan.images, plan.pool.image_size_bytes)
-        env = {**os.environ, **cluster.client_conf().env}
-        ctx = StepContext(
-            plan=plan, env=env, osd_pids=cluster.osd_pids, health_check=cluster.health_check
-        )
+    shape = StepShape(args.images, args.processes, args.image_size, args.iodepth, args.runtime, 1)
+    with tempfile.TemporaryDirectory() as tmp, prefilled_step(shape) as (plan, step, ctx):
+        env = ctx.env
         for i in range(args.pairs):
             text = step_job_file(plan, step, plan.clients[0])
             hand = by_hand(text, Path(tmp), plan.clients[0].cpuset, env)
