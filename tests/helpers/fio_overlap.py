@@ -4,6 +4,13 @@ log_avg_msec=1000, log_unix_epoch=1: each line is "epoch ms at the end of a 1 s 
 IOPS, direction, ...", the first window starting when the job's I/O starts, after the
 ramp).
 
+fio writes a window's entry only if an I/O completed in it (3.33 stat.c __add_samples:
+"No entries for interval"). A job whose first I/Os all took longer than a window (a loaded
+machine: 1.2 s seen here under two CPU hogs) logs its first entry a window (or more) late,
+and "first entry minus one window" reads its start that much late. Such a job's start is
+one of first - k windows, k at most 1 + its longest I/O / window; the one nearest the
+starts known exactly (jobs whose every I/O took less than a window) is taken.
+
 A step whose jobs ran one after another (fio stonewalls job files given on one command
 line) has job starts a whole runtime apart and no common interval; summing such jobs'
 rates reports a rate no moment of the run saw.
@@ -13,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +34,8 @@ class JobSpan:
     job: str  # the write_iops_log name
     first_ms: int  # first sample (end of the first window)
     last_ms: int  # last sample
-    start_ms: int  # first sample - one window: when its I/O started (after the ramp)
+    start_ms: int  # first sample - one window: its I/O started then, or a window earlier
+    # when no I/O completed in its first window (see above)
 
 
 def fio_documents(texts: Iterable[str]) -> list[dict[str, Any]]:
@@ -85,6 +94,26 @@ def _longest_io_ms(job: Mapping[str, Any]) -> float:
     )
 
 
+# below this longest I/O, the job's first window surely completed one (fio's sample slack
+# and the helper thread's lateness: a few ms; margin for a loaded machine)
+_EXACT_BELOW_MS = WINDOW_MS - 50
+
+
+def _starts(spans: Mapping[str, JobSpan], longest_io_ms: Mapping[str, float]) -> dict[str, int]:
+    """job -> its start: exact where its longest I/O was shorter than a window, else the
+    candidate (first entry - k windows) nearest the exact ones' median."""
+    exact = [s.start_ms for n, s in spans.items() if longest_io_ms[n] < _EXACT_BELOW_MS]
+    if not exact:
+        return {n: s.start_ms for n, s in spans.items()}  # upper bounds only
+    anchor = statistics.median(exact)
+    starts = {}
+    for n, s in spans.items():
+        late_windows = range(int(longest_io_ms[n] // WINDOW_MS) + 1)
+        starts[n] = min((s.start_ms - k * WINDOW_MS for k in late_windows),
+                        key=lambda c: abs(c - anchor))  # fmt: skip
+    return starts
+
+
 def overlap(docs: list[dict[str, Any]], logs: Mapping[str, str]) -> Overlap:
     """numjobs 1: a job's section is named "...-<its log name>" (plan/fio_jobs.py)."""
     jobs = fio_jobs(docs)
@@ -95,14 +124,14 @@ def overlap(docs: list[dict[str, Any]], logs: Mapping[str, str]) -> Overlap:
         (job,) = [j for j in jobs if j["jobname"].endswith(f"-{name}")]
         runtime_of[name] = _runtime_ms(job)
         drain_of[name] = _longest_io_ms(job)
-    starts = [s.start_ms for s in spans.values()]
+    starts = _starts(spans, drain_of)
     # a job's end: its start + the runtime fio reports (its last partial window is not
     # always logged, so the last sample may be up to one window early)
-    ends = [s.start_ms + runtime_of[n] for n, s in spans.items()]
-    common = min(ends) - max(starts)
+    ends = [starts[n] + runtime_of[n] for n in spans]
+    common = min(ends) - max(starts.values())
     runtimes = tuple(runtime_of.values())
     return Overlap(
-        start_spread_ms=max(starts) - min(starts),
+        start_spread_ms=max(starts.values()) - min(starts.values()),
         end_spread_ms=max(ends) - min(ends),
         common_s=common / 1000,
         total_ios=sum(j[d]["total_ios"] for j in jobs for d in ("read", "write", "trim") if d in j),

@@ -1,9 +1,12 @@
 """fio's per-job IOPS logs (write_iops_log, log_avg_msec, log_unix_epoch=1).
 
 Lines are "time_ms, value, direction, block size, offset[, priority]". With averaging,
-an entry is written at the end of each window, and windows start when the job starts, so
-the first entry minus one window is the job's start: comparing starts across clients
-gives the start skew of a step to the millisecond, whatever the window.
+an entry is written at the end of each window in which an I/O completed, and windows start
+when the job starts, so the first entry minus one window is the job's start: comparing
+starts across clients gives the start skew of a step to the millisecond, whatever the
+window. (A job whose first I/Os all took longer than a window logs nothing for it and
+reads a window late; a client's start is its earliest job's, so this shows only when every
+job of a client stalled that long at once.)
 """
 
 from __future__ import annotations
