@@ -32,11 +32,23 @@ from harness.waiting import pod_ready, wait_for
 GROUP, VERSION, PLURAL = "ceph.rook.io", "v1", "cephclusters"
 
 # Rook's operator log (capnslog, UTC): the start and the end of a CephCluster reconcile
+# The operator's "reconciling" and "done reconciling" lines: v1.17's logger is
+# ceph-cluster-controller and names the namespace at the end (`... in namespace
+# "rook-ceph"`); v1.20's is cluster-controller and prefixes it (pkg/util/log), the start
+# with the cluster's name too (`[rook-ceph/my-cluster] reconciling ceph cluster`,
+# `[rook-ceph] done reconciling ceph cluster`)
 _RECONCILE_LOG = re.compile(
-    r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) I \| ceph-cluster-controller: "
-    r"(?P<done>done )?reconciling ceph cluster in namespace \"(?P<ns>[^\"]+)\"$",
+    r"^(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) I \| (?:ceph-)?cluster-controller: "
+    r"(?:\[(?P<ns_prefix>[^\]/]+)(?:/[^\]]*)?\] )?(?P<done>done )?reconciling ceph cluster"
+    r"(?: in namespace \"(?P<ns>[^\"]+)\")?$",
     re.MULTILINE,
 )
+
+
+def reconcile_lines(log: str) -> list[tuple[str, str, bool]]:
+    """(time, namespace, done) of each reconcile start and end in an operator's log."""
+    return [(m["time"], m["ns"] or m["ns_prefix"] or "", bool(m["done"]))
+            for m in _RECONCILE_LOG.finditer(log) if m["ns"] or m["ns_prefix"]]  # fmt: skip
 
 
 def ceph_ready(status: dict[str, Any], pools: list[dict[str, Any]], osds: int) -> str:
@@ -196,6 +208,17 @@ class Rook:
         """The CephCluster changes now: readiness waits for a reconcile that ends after it."""
         self._changed_at = time.time()
 
+    def operator_log(self, since_seconds: int | None = None) -> str | None:
+        """The running Rook operator's log (the last since_seconds), None without one."""
+        pods = [p for p in self.pods("app=rook-ceph-operator") if pod_ready(p)]
+        if not pods:
+            return None
+        name = pods[0]["metadata"]["name"]
+        if since_seconds is None:
+            return str(self.core.read_namespaced_pod_log(name, self.namespace))
+        return str(self.core.read_namespaced_pod_log(name, self.namespace,
+                                                     since_seconds=since_seconds))  # fmt: skip
+
     def reconcile_pending(self) -> str:
         """'' when Rook's operator has finished a CephCluster reconcile since the last change
         (mark_changed) and started none since; else what it is doing.
@@ -204,18 +227,15 @@ class Rook:
         its status writers race (a stale cached copy written back), so observedGeneration
         vanishes and a finished reconcile's Progressing condition comes back, and the health
         checker sets phase Ready while a reconcile still runs (all seen here)."""
-        pods = [p for p in self.pods("app=rook-ceph-operator") if pod_ready(p)]
-        if not pods:
+        log = self.operator_log(since_seconds=max(1, int(time.time() - self._changed_at) + 2))
+        if log is None:
             return "no Rook operator running"
-        since = max(1, int(time.time() - self._changed_at) + 2)
-        log = self.core.read_namespaced_pod_log(
-            pods[0]["metadata"]["name"], self.namespace, since_seconds=since)  # fmt: skip
         started, done = 0.0, 0.0  # the last start and end after the change (a reconcile
-        for match in _RECONCILE_LOG.finditer(log):  # running before it ends after it too)
-            stamp = dt.datetime.fromisoformat(match["time"]).replace(tzinfo=dt.UTC).timestamp()
-            if match["ns"] != self.namespace or stamp < self._changed_at - 1:
+        for time_text, namespace, ended in reconcile_lines(log):  # running before it ends
+            stamp = dt.datetime.fromisoformat(time_text).replace(tzinfo=dt.UTC).timestamp()
+            if namespace != self.namespace or stamp < self._changed_at - 1:  # after it too)
                 continue
-            if match["done"]:
+            if ended:
                 done = stamp
             else:
                 started = stamp
