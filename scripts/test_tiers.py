@@ -45,6 +45,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("CRIMSONBENCH_CACHE", Path.home() / ".cache" / "crimsonbench"))
 K8S = "k8s/v1.36.3/bin"
+# Which Rook the kind tier runs is the harness's one setting (e2e/harness/rook.py): its
+# builds are keyed by it, and every tier's pytest is told the same one.
+sys.path.insert(0, str(REPO / "e2e"))
+from harness import rook as rook_release  # noqa: E402
+
+ROOK = rook_release.RELEASE
+# the release's operator binary and image (with our fio runner on its Ceph client from
+# Ceph 20 on), built as the harness would, told the release
+_ROOK_ENV = " ".join(f"{k}={shlex.quote(v)}" for k, v in rook_release.build_env().items())
+_ROOK_IMAGE_OUTPUTS = (
+    f"images/rook-ceph-{ROOK.version}-{ROOK.ceph}.tar",
+    *([f"images/crimsonbench-fio-{rook_release.RELEASE_FIO_TAG}.tar"]
+      if rook_release.RELEASE_FIO_TAG else []),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,9 +88,12 @@ BUILDS = {
         Build("helm", 3.5, ("helm/v3.22.0/bin/helm",), "e2e/build-helm.sh"),
         Build("our images", 5, ("images/crimsonbench-fio-dev.tar",
                                 "images/crimsonbench-operator-dev.tar"), "e2e/build-images.sh"),
-        Build("rook", 3, ("rook/v1.17.8/bin/rook",), "e2e/build-rook.sh"),
-        Build("rook image", 1.5, ("images/rook-ceph-v1.17.8-18.2.7.tar",),
-              "e2e/rook/build-image.sh"),
+        # v1.17.8 3 min, v1.20.6 (from its source, more modules) 5.7
+        Build("rook", 6 if ROOK.from_source else 3, (f"rook/{ROOK.version}/bin/rook",),
+              f"{_ROOK_ENV} e2e/build-rook.sh"),
+        # trixie's reef 1.5 min; sid's tentacle + our fio runner on its client 4.2
+        Build("rook image", 4.5 if rook_release.RELEASE_FIO_TAG else 1.5, _ROOK_IMAGE_OUTPUTS,
+              f"{_ROOK_ENV} e2e/rook/build-image.sh"),
         # the kind run's monitoring chain: prometheus-operator v0.93.0 + Debian trixie's
         # prometheus image (on Rook's trixie base)
         Build("monitoring images", 4, ("images/monitoring-v0.93.0-trixie.tar",),
@@ -468,6 +485,11 @@ def main(argv: list[str]) -> int:
     if only:
         budget = hard = 0.0  # asked for by name: run it, however long
     tiers = [t for t in TIERS if (not only or t.name in only) and (not limit or t.name in limit)]
+    # every pytest below runs the Rook the builds are keyed by, whatever appears meanwhile
+    os.environ["CRIMSONBENCH_ROOK_VERSION"] = ROOK.version
+    rook_tiers = any(t.name in ("kind", "crimson") for t in tiers)
+    if rook_tiers and (why := rook_release.unavailable(ROOK)):
+        print(f"== {why}", flush=True)  # the tier then skips with the same line
     prefetch = Prefetch(tiers, Path(os.environ.get("TMPDIR", "/tmp")) / "crimsonbench-prefetch.log",
                         static=not only)  # fmt: skip
     prefetch.start()  # first: it uses the time the static checks leave idle too

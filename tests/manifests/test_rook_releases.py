@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
-from harness.builds import environmental
+from harness.builds import REPO, environmental
 from harness.rook import RELEASES, RookUnavailable, buildable, rook_crds_yaml
+from harness.rook_facade import reconcile_lines
 from manifest_inputs import SEASTORE_56, bluestore_8x5, original_cephcluster, plan_of
 
 from crimsonbench.manifests.cephcluster import (
@@ -136,3 +137,13 @@ def test_a_release_built_from_source_says_in_one_line_what_to_do_without_it(
     (tmp_path / "sources").mkdir()
     (tmp_path / "sources" / "rook-v1.20.6.tar.gz").write_bytes(b"")
     buildable(release)  # the build script checks the archive's sha256 itself
+
+
+def test_the_harness_reads_when_rook_v1_20_reconciles() -> None:
+    """v1.20 renamed the logger (cluster-controller) and moved the namespace into a prefix;
+    read wrong, every wait after a CephCluster change times out. The lines are `kubectl
+    logs` of the v1.20.6 operator on kind (grep reconcil), 2026-11-29."""
+    log = (REPO / "tests" / "fixtures" / "rook" / "operator-v1.20.6-reconcile.log").read_text()
+    assert [(ns, done) for _, ns, done in reconcile_lines(log)] == [
+        ("rook-ceph", True), ("rook-ceph", False), ("rook-ceph", True)
+    ]  # fmt: skip
