@@ -152,6 +152,11 @@ def main() -> int:
     tmpdir = work / "tmp"
     tmpdir.mkdir()
     env = {**os.environ, "TMPDIR": str(tmpdir)}  # the prefetch log lands here
+    # the clone is not beside ../shared: point it at the sources this checkout sees, so it
+    # runs the Rook this checkout would (e2e/harness/rook.py default_version)
+    sources = REPO.parent / "shared" / "sources"
+    if sources.is_dir():
+        env.setdefault("CRIMSONBENCH_SOURCES", str(sources))
     print(f"== cold make test of {commit[:12]} in {clone} (log {log})", flush=True)
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     subprocess.run(["git", "checkout", "-q", commit], cwd=clone, check=True)

@@ -485,11 +485,14 @@ def main(argv: list[str]) -> int:
     if only:
         budget = hard = 0.0  # asked for by name: run it, however long
     tiers = [t for t in TIERS if (not only or t.name in only) and (not limit or t.name in limit)]
-    # every pytest below runs the Rook the builds are keyed by, whatever appears meanwhile
-    os.environ["CRIMSONBENCH_ROOK_VERSION"] = ROOK.version
     rook_tiers = any(t.name in ("kind", "crimson") for t in tiers)
+    chosen = "CRIMSONBENCH_ROOK_VERSION" in os.environ
+    if rook_tiers and not chosen and (note := rook_release.fallback_note(ROOK.version)):
+        print(f"== {note}", flush=True)
     if rook_tiers and (why := rook_release.unavailable(ROOK)):
         print(f"== {why}", flush=True)  # the tier then skips with the same line
+    # every pytest below runs the Rook the builds are keyed by, whatever appears meanwhile
+    os.environ["CRIMSONBENCH_ROOK_VERSION"] = ROOK.version
     prefetch = Prefetch(tiers, Path(os.environ.get("TMPDIR", "/tmp")) / "crimsonbench-prefetch.log",
                         static=not only)  # fmt: skip
     prefetch.start()  # first: it uses the time the static checks leave idle too

@@ -2,12 +2,12 @@
 from the module at test time; its operator binary and a Rook + Ceph image built locally
 (e2e/build-rook.sh, e2e/rook/build-image.sh; cached outside the repository).
 
-Which Rook runs is ONE setting: CRIMSONBENCH_ROOK_VERSION (default DEFAULT_ROOK_VERSION),
-one of RELEASES. A release says what it is built from and with which Ceph its classic
-image comes; every build the harness starts gets those (ROOK_VERSION, ROOK_APIS_VERSION,
-CEPH_VERSION, SUITE) and every cache is keyed by them (rook/<version>/bin/rook,
-images/rook-ceph-<rook>-<ceph>[-crimson].tar). README "Rook and Ceph versions" says which
-are tested here."""
+Which Rook runs is ONE setting: CRIMSONBENCH_ROOK_VERSION (default: the newest release
+buildable here, `default_version`), one of RELEASES. A release says what it is built from
+and with which Ceph its classic image comes; every build the harness starts gets those
+(ROOK_VERSION, ROOK_APIS_VERSION, CEPH_VERSION, SUITE) and every cache is keyed by them
+(rook/<version>/bin/rook, images/rook-ceph-<rook>-<ceph>[-crimson].tar). README "Rook and
+Ceph versions" says which are tested here."""
 
 from __future__ import annotations
 
@@ -85,10 +85,26 @@ def unavailable(release: RookRelease) -> str:
     return ""
 
 
-# v1.20.6 passes the kind tier (24 tests, 41.7 min warm) but adds ~6 min of builds; it
-# becomes the default once a cold make test on it is measured inside 80 minutes
-# (bench/RESULTS.md, 2026-11-29 sixth session).
-DEFAULT_ROOK_VERSION = "v1.17.8"  # also the oldest we claim
+OLDEST_CLAIMED = "v1.17.8"  # README "Rook and Ceph versions": on demand, or where v1.20.6 is not
+# newest first
+_BY_AGE = sorted(RELEASES, key=lambda v: tuple(map(int, v[1:].split("."))), reverse=True)
+
+
+def default_version() -> str:
+    """The newest release this machine has built or can build: v1.20.6 wherever its source
+    archive is (../shared/sources here), else the oldest we claim, built from the module
+    proxy alone, so a user's clone still runs the kind tier (`fallback_note` says why)."""
+    return next((v for v in _BY_AGE if not unavailable(RELEASES[v])), OLDEST_CLAIMED)
+
+
+def fallback_note(chosen: str) -> str:
+    """One line when `chosen` is older than the newest release because that one is
+    unavailable here ("" otherwise)."""
+    why = unavailable(RELEASES[_BY_AGE[0]]) if chosen != _BY_AGE[0] else ""
+    return f"{why}; running Rook {chosen} instead" if why else ""
+
+
+DEFAULT_ROOK_VERSION = default_version()
 ROOK_VERSION = os.environ.get("CRIMSONBENCH_ROOK_VERSION", DEFAULT_ROOK_VERSION)
 if ROOK_VERSION not in RELEASES:
     raise RuntimeError(

@@ -1,5 +1,5 @@
 """A BenchmarkRun across two real nodes: kind (1 control plane + 2 workers, our node
-image), Rook v1.17 with one bluestore OSD on each worker, our operator from this
+image), Rook (e2e/harness/rook.py) with one bluestore OSD on each worker, our operator from this
 repository's chart, fio clients on both workers (e2e/harness/kind_bench.py).
 
 One classic run (2 workloads x 2 iodepths, 3 s + 1 s ramp), watched from outside:

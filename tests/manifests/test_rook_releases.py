@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 import yaml
 from harness.builds import REPO, environmental
-from harness.rook import RELEASES, RookUnavailable, buildable, rook_crds_yaml
+from harness.rook import (
+    OLDEST_CLAIMED,
+    RELEASES,
+    RookUnavailable,
+    buildable,
+    default_version,
+    fallback_note,
+    rook_crds_yaml,
+)
 from harness.rook_facade import reconcile_lines
 from manifest_inputs import SEASTORE_56, bluestore_8x5, original_cephcluster, plan_of
 
@@ -137,6 +145,29 @@ def test_a_release_built_from_source_says_in_one_line_what_to_do_without_it(
     (tmp_path / "sources").mkdir()
     (tmp_path / "sources" / "rook-v1.20.6.tar.gz").write_bytes(b"")
     buildable(release)  # the build script checks the archive's sha256 itself
+
+
+def test_the_default_is_the_newest_release_buildable_here_and_says_when_it_falls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With v1.20.6's source archive (or its cached operator) the kind tier runs v1.20.6;
+    a user's clone without either runs the oldest release we claim, from the module proxy,
+    and make test says why in one line instead of skipping the tier."""
+    monkeypatch.setenv("CRIMSONBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CRIMSONBENCH_SOURCES", str(tmp_path / "sources"))
+    assert default_version() == OLDEST_CLAIMED == "v1.17.8"
+    note = fallback_note(default_version())
+    assert "\n" not in note and "rook-v1.20.6.tar.gz" in note
+    assert note.endswith("running Rook v1.17.8 instead")
+    (tmp_path / "sources").mkdir()
+    (tmp_path / "sources" / "rook-v1.20.6.tar.gz").write_bytes(b"")
+    assert default_version() == "v1.20.6"
+    assert fallback_note("v1.20.6") == ""
+    (tmp_path / "sources" / "rook-v1.20.6.tar.gz").unlink()
+    built = tmp_path / "cache" / "rook" / "v1.20.6" / "bin" / "rook"
+    built.parent.mkdir(parents=True)
+    built.write_bytes(b"")
+    assert default_version() == "v1.20.6"  # built here once: it runs without the archive
 
 
 def test_the_harness_reads_when_rook_v1_20_reconciles() -> None:
