@@ -103,17 +103,19 @@ def main() -> None:
     )
     ap.add_argument("--compare-fio-tag", default="stock")
     args = ap.parse_args()
-    variants = {"dev": "ours (images/fio)"}
-    if args.compare_fio_archive:
-        variants[args.compare_fio_tag] = f"{args.compare_fio_tag} ({args.compare_fio_archive.name})"
     extra = [args.compare_fio_archive] if args.compare_fio_archive else []
-    rows: dict[str, list[dict[str, Any]]] = {tag: [] for tag in variants}
     with kind_bench_stack(extra_archives=extra) as s:
         print(f"stack up: {s.timings}", flush=True)
+        # ours: the tag the stack installed (dev, or dev-ceph<X> for a Rook on Ceph 20+)
+        variants = {s.fio_tag: f"ours (images/fio, {s.fio_tag})"}
+        if args.compare_fio_archive:
+            name = args.compare_fio_archive.name
+            variants[args.compare_fio_tag] = f"{args.compare_fio_tag} ({name})"
+        rows: dict[str, list[dict[str, Any]]] = {tag: [] for tag in variants}
         api: Any = kubernetes.config.new_client_from_config(str(s.kind.kubeconfig))
         custom, core = kubernetes.client.CustomObjectsApi(api), kubernetes.client.CoreV1Api(api)
         workers = sorted(s.kind.workers)
-        current = "dev"
+        current = s.fio_tag
         for r in range(args.rounds):
             order = list(variants) if r % 2 == 0 else list(reversed(variants))
             for tag in order:

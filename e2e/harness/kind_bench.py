@@ -150,6 +150,7 @@ class BenchStack:
     rook: Rook
     timings: dict[str, float] = field(default_factory=dict)
     monitoring: Monitoring | None = None  # kind_bench_stack(monitoring=True)
+    fio_tag: str = "dev"  # the fio image's tag the operator runs (the Ceph's own client)
 
     def operator_logs(self, lines: int = 60) -> str:
         return self.kind.kubectl("-n", OPERATOR_NS, "logs", "deploy/crimsonbench-operator",
@@ -273,7 +274,7 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
                                 RunRecorder(k, RUN_NS, loops.dir / "fetched")
                             )
                         try:
-                            yield BenchStack(k, rook, timings, monitoring=mon)
+                            yield BenchStack(k, rook, timings, monitoring=mon, fio_tag=fio_tag)
                         finally:
                             if mon is not None:
                                 timings.update(mon.timings)
