@@ -4,7 +4,7 @@ from it, into each callee that receives one of them.
 
     python bench/bench_walk.py [crimsonbench.controller.step_loop.run_steps ctx] [--show]
 
-It prints the calls walked (function entries, in the order a reader meets them), the rooms
+It prints the calls walked (function entries, in the order they run: arguments first), the rooms
 (each time the next entry is in another module than the last), the distinct modules, and
 the climbs back: entries into the controller (not its pure
 `decisions`) right after the walk was down in `results/`, `manifests/`, `plan/` or `spec/`
@@ -125,12 +125,25 @@ class Walk:
 
 
 def _calls_in_order(stmt: ast.stmt) -> list[ast.Call]:
-    """The calls of one statement (not of a nested def), in source order."""
-    if isinstance(stmt, ast.FunctionDef | ast.ClassDef):
-        return []
-    calls = [n for n in ast.walk(stmt) if isinstance(n, ast.Call)]
-    nested = {id(n) for d in ast.walk(stmt) if isinstance(d, ast.FunctionDef) for n in ast.walk(d)}
-    return sorted((c for c in calls if id(c) not in nested), key=lambda c: (c.lineno, c.col_offset))
+    """The calls of one statement (not of a nested def) in the order they run: a call's
+    arguments before the call (`parse(read(...))` reads first)."""
+    out: list[ast.Call] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Lambda):
+            return
+        if isinstance(node, ast.Assign):  # the value runs before the targets are bound
+            visit(node.value)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+        if isinstance(node, ast.Call):
+            out.append(node)
+
+    if not isinstance(stmt, ast.FunctionDef | ast.ClassDef):
+        for child in ast.iter_child_nodes(stmt) if not isinstance(stmt, ast.Assign) else [stmt]:
+            visit(child)
+    return out
 
 
 def _assignments(stmt: ast.stmt) -> list[tuple[ast.AST, ast.AST]]:
