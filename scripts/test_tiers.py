@@ -489,6 +489,8 @@ def main(argv: list[str]) -> int:
     chosen = "CRIMSONBENCH_ROOK_VERSION" in os.environ
     if rook_tiers and not chosen and (note := rook_release.fallback_note(ROOK.version)):
         print(f"== {note}", flush=True)
+    if rook_tiers:  # the log of a run says what it proved
+        print(f"== Rook {ROOK.version} with Ceph {ROOK.ceph} ({ROOK.suite})", flush=True)
     if rook_tiers and (why := rook_release.unavailable(ROOK)):
         print(f"== {why}", flush=True)  # the tier then skips with the same line
     # every pytest below runs the Rook the builds are keyed by, whatever appears meanwhile
