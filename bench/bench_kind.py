@@ -21,6 +21,7 @@ each worker.
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -122,7 +123,8 @@ def main() -> None:
                 if tag != current:
                     switch_fio_image(s, tag)
                     current = tag
-                row = one_run(custom, core, api, f"kind-bench-{r}-{tag}", workers, args.runtime)
+                name = f"kind-bench-{r}-{re.sub('[^a-z0-9]+', '-', tag)}"  # a DNS label
+                row = one_run(custom, core, api, name, workers, args.runtime)
                 rows[tag].append(row)
                 print(f"round {r} {tag}: first step {row['first_step_s']:.0f} s, overhead/step "
                       + " ".join(f"{o:.2f}" for o in row["overheads"]) + " s (fio's own "
