@@ -21,7 +21,6 @@ each worker.
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import sys
 import time
@@ -35,8 +34,10 @@ import kubernetes.client  # noqa: E402
 import kubernetes.config  # noqa: E402
 from harness.kind_bench import RUN_NS, kind_bench_stack, run_manifest, switch_fio_image  # noqa: E402
 
+from crimsonbench.manifests.naming import dns_name  # noqa: E402
 from crimsonbench.manifests.results import read_stored, results_selector  # noqa: E402
 from crimsonbench.spec.api import GROUP, PLURAL, VERSION  # noqa: E402
+from crimsonbench.spec.names import MAX_RUN_NAME  # noqa: E402
 
 IODEPTHS = (1, 8, 32)
 
@@ -123,7 +124,7 @@ def main() -> None:
                 if tag != current:
                     switch_fio_image(s, tag)
                     current = tag
-                name = f"kind-bench-{r}-{re.sub('[^a-z0-9]+', '-', tag)}"  # a DNS label
+                name = dns_name("kind-bench", str(r), tag, max_len=MAX_RUN_NAME)
                 row = one_run(custom, core, api, name, workers, args.runtime)
                 rows[tag].append(row)
                 print(f"round {r} {tag}: first step {row['first_step_s']:.0f} s, overhead/step "

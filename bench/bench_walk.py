@@ -16,7 +16,9 @@ What it resolves: module-level functions and classes (by import or in the same m
 and `x.method(...)` where the package defines exactly one method of that name (a logger's
 methods excepted). A callee
 is walked once per walk (a second call to it is a room, not a second walk); nested
-functions (a closure the loop hands to carry_out) are walked where they are defined.
+functions (a closure the loop hands to carry_out) are walked where they are defined, when
+they stand in the function's own body. Names assigned inside a compound statement (a
+loop's body) are followed from the statement after it on.
 """
 
 from __future__ import annotations
@@ -140,9 +142,7 @@ def _calls_in_order(stmt: ast.stmt) -> list[ast.Call]:
         if isinstance(node, ast.Call):
             out.append(node)
 
-    if not isinstance(stmt, ast.FunctionDef | ast.ClassDef):
-        for child in ast.iter_child_nodes(stmt) if not isinstance(stmt, ast.Assign) else [stmt]:
-            visit(child)
+    visit(stmt)
     return out
 
 
