@@ -6,19 +6,25 @@ from it, into each callee that receives one of them.
 
 It prints the calls walked (function entries, in the order they run: arguments first), the rooms
 (each time the next entry is in another module than the last), the distinct modules, and
-the climbs back: entries into the controller (not its pure
-`decisions`) right after the walk was down in `results/`, `manifests/`, `plan/` or `spec/`
-(the reader went down to parse or render and must come back up to the I/O layer to go
-on). Issue 40 took its figures by hand (25 rooms / 11 climbs from run_steps); this makes
-them repeatable. Prints, never asserts.
+the climbs back: entries into a controller function (not its pure `decisions`) right after
+the walk was down in `results/`, `manifests/`, `plan/` or `spec/` (the reader went down to
+parse or render and must come back up to the I/O layer to go on). Issue 40 took its
+figures by hand (25 rooms / 11 climbs from run_steps); this makes them repeatable. Prints,
+never asserts.
+
+Two things are not climbs: constructing a controller class (a value: `Again(view)` is the
+interpreter's word, not I/O to read), and the first entry of a branch after the last entry
+of another (an `if`'s else, a `match`'s next case, an `except`: they never run one after the
+other). `--rule 1` counts as the first version did (every entry, branches in source order),
+for comparing with figures taken before.
 
 What it resolves: module-level functions and classes (by import or in the same module),
 and `x.method(...)` where the package defines exactly one method of that name (a logger's
 methods excepted). A callee
 is walked once per walk (a second call to it is a room, not a second walk); nested
 functions (a closure the loop hands to carry_out) are walked where they are defined, when
-they stand in the function's own body. Names assigned inside a compound statement (a
-loop's body) are followed from the statement after it on.
+they stand in the function's own body. A compound statement's bodies are walked as bodies:
+a name assigned in a loop's body is followed from there on.
 """
 
 from __future__ import annotations
@@ -99,31 +105,84 @@ def _receiving(callee: ast.FunctionDef | ast.ClassDef, call: ast.Call, names: se
     return got | {k.arg for k in call.keywords if k.arg and _mentions(k.value, names)}
 
 
+@dataclass(frozen=True)
+class Room:
+    level: int
+    module: str
+    name: str
+    is_class: bool
+    after: int  # the index of the room it follows (-1: none): a branch follows its fork
+
+
 class Walk:
-    def __init__(self, index: Index, depth: int) -> None:
-        self.index, self.depth = index, depth
-        self.rooms: list[tuple[int, str, str]] = []  # (depth, module, function)
+    def __init__(self, index: Index, depth: int, *, branches: bool = True) -> None:
+        self.index, self.depth, self.branches = index, depth, branches
+        self.rooms: list[Room] = []
         self.walked: set[tuple[str, str]] = set()
+        self._fork: int | None = None  # a branch begins: its first room follows this one
 
     def enter(self, f: Func, tracked: set[str], level: int) -> None:
-        self.rooms.append((level, f.module, f.node.name))
+        after = len(self.rooms) - 1 if self._fork is None else self._fork
+        self._fork = None
+        is_class = isinstance(f.node, ast.ClassDef)
+        self.rooms.append(Room(level, f.module, f.node.name, is_class, after))
         key = (f.module, f.node.name)
-        if key in self.walked or level >= self.depth or isinstance(f.node, ast.ClassDef):
+        if key in self.walked or level >= self.depth or is_class:
             return
         self.walked.add(key)
         self._body(f.module, f.node.body, set(tracked), level)
 
-    def _body(self, mod: str, body: list[ast.stmt], tracked: set[str], level: int) -> None:
-        for stmt in body:
-            for call in _calls_in_order(stmt):
+    def _calls(self, mod: str, nodes: list[ast.AST], tracked: set[str], level: int) -> None:
+        for node in nodes:
+            for call in _calls_in_order(node):
                 callee = self.index.resolve(mod, call.func)
                 if callee is not None and _mentions(call, tracked):
                     self.enter(callee, _receiving(callee.node, call, tracked), level + 1)
-            if isinstance(stmt, ast.FunctionDef):  # a closure: it sees what its parent tracks
-                self._body(mod, stmt.body, tracked | {a.arg for a in stmt.args.args}, level)
+
+    def _branches(
+        self, mod: str, bodies: list[list[ast.stmt]], tracked: set[str], level: int
+    ) -> None:
+        """Bodies of which one runs: each one's first room follows the fork, not the
+        last room of the one before (with branches off: one after the other)."""
+        fork = len(self.rooms) - 1
+        for body in bodies:
+            if self.branches:
+                self._fork = fork
+            self._body(mod, body, tracked, level)
+        self._fork = None
+
+    def _body(self, mod: str, body: list[ast.stmt], tracked: set[str], level: int) -> None:
+        for stmt in body:
+            self._statement(mod, stmt, tracked, level)
             for target, value in _assignments(stmt):
                 if _mentions(value, tracked):
                     tracked |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+    def _statement(self, mod: str, stmt: ast.stmt, tracked: set[str], level: int) -> None:
+        match stmt:
+            case ast.FunctionDef():  # a closure: it sees what its parent tracks
+                self._body(mod, stmt.body, tracked | {a.arg for a in stmt.args.args}, level)
+            case ast.If():
+                self._calls(mod, [stmt.test], tracked, level)
+                self._branches(mod, [stmt.body, stmt.orelse], tracked, level)
+            case ast.Match():
+                self._calls(mod, [stmt.subject], tracked, level)
+                self._branches(mod, [c.body for c in stmt.cases], tracked, level)
+            case ast.For() | ast.While():
+                self._calls(mod, [stmt.iter if isinstance(stmt, ast.For) else stmt.test],
+                            tracked, level)  # fmt: skip
+                self._body(mod, stmt.body, tracked, level)
+                self._body(mod, stmt.orelse, tracked, level)
+            case ast.With():
+                self._calls(mod, [i.context_expr for i in stmt.items], tracked, level)
+                self._body(mod, stmt.body, tracked, level)
+            case ast.Try():
+                self._body(mod, stmt.body, tracked, level)
+                self._branches(mod, [stmt.orelse, *(h.body for h in stmt.handlers)], tracked,
+                               level)  # fmt: skip
+                self._body(mod, stmt.finalbody, tracked, level)
+            case _:
+                self._calls(mod, [stmt], tracked, level)
 
 
 def _calls_in_order(stmt: ast.stmt) -> list[ast.Call]:
@@ -167,12 +226,16 @@ def layer(module: str) -> str:
     return "down" if parts[1] in DOWN else parts[1]
 
 
-def climbs(rooms: list[tuple[int, str, str]]) -> list[tuple[str, str]]:
-    """(from, to) for each entry into the controller right after one down in results/..."""
+def climbs(rooms: list[Room], *, classes: bool = False) -> list[tuple[str, str]]:
+    """(from, to) for each entry into a controller function (classes too: `classes`)
+    right after one down in results/..., the entry it follows as Room.after says."""
     out = []
-    for (_, a, fa), (_, b, fb) in zip(rooms, rooms[1:], strict=False):
-        if layer(a) == "down" and layer(b) == "controller":
-            out.append((f"{a}.{fa}", f"{b}.{fb}"))
+    for b in rooms:
+        if b.after < 0 or (b.is_class and not classes):
+            continue
+        a = rooms[b.after]
+        if layer(a.module) == "down" and layer(b.module) == "controller":
+            out.append((f"{a.module}.{a.name}", f"{b.module}.{b.name}"))
     return out
 
 
@@ -182,18 +245,21 @@ def main() -> None:
     ap.add_argument("value", nargs="?", default="ctx")
     ap.add_argument("--depth", type=int, default=8)
     ap.add_argument("--show", action="store_true", help="print every room and climb")
+    ap.add_argument("--rule", type=int, choices=(1, 2), default=2,
+                    help="2: as above; 1: every entry, branches in source order")  # fmt: skip
     args = ap.parse_args()
     index = Index()
     mod, name = args.start.rsplit(".", 1)
-    walk = Walk(index, args.depth)
+    walk = Walk(index, args.depth, branches=args.rule == 2)
     walk.enter(Func(mod, index.defs[mod][name]), {args.value}, 0)
-    back = climbs(walk.rooms)
+    back = climbs(walk.rooms, classes=args.rule == 1)
     if args.show:
-        for level, m, f in walk.rooms:
-            print(f"{'  ' * level}{m.removeprefix('crimsonbench.')}.{f}  [{layer(m)}]")
+        for r in walk.rooms:
+            print(f"{'  ' * r.level}{r.module.removeprefix('crimsonbench.')}.{r.name}  "
+                  f"[{layer(r.module)}]")  # fmt: skip
         for a, b in back:
             print(f"climb back: {a} -> {b}")
-    modules = [m for _, m, _ in walk.rooms]
+    modules = [r.module for r in walk.rooms]
     rooms = 1 + sum(a != b for a, b in zip(modules, modules[1:], strict=False))
     print(f"{args.start} following {args.value!r}: {len(modules)} calls walked, {rooms} rooms, "
           f"{len(set(modules))} modules, {len(back)} climbs back")  # fmt: skip

@@ -3,6 +3,7 @@ before a step, restarted during one, back to the original limits."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,14 @@ from crimsonbench.controller.decisions.rollout import (
     rollout,
     rollout_done,
 )
+from crimsonbench.controller.decisions.step_requests import (
+    cpu_log_jobs,
+    fio_server_selector,
+    osd_selector,
+)
 from crimsonbench.errors import ExecutionError, NotReady
+from crimsonbench.manifests.fio import server_job_name
+from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
@@ -143,3 +151,11 @@ def test_a_wait_is_not_ready_until_its_bound_then_gives_up_saying_where_to_look(
     late = bounded_wait("pool p", 600.1, 600.0, "see Rook's operator log")
     assert isinstance(late, ExecutionError)
     assert str(late) == "pool p; gave up (rolloutTimeoutSeconds): see Rook's operator log"
+
+
+def test_a_steps_usage_sample_selects_the_planned_osds_pods_and_the_runs_fio_servers() -> None:
+    plan = _plan(node="c")
+    assert osd_selector(plan) == "app=rook-ceph-osd,ceph-osd-id in (0,1)"
+    assert fio_server_selector("r-1a2b") == f"{LABEL_RUN}=r-1a2b,{LABEL_ROLE}=fio-server"
+    assert cpu_log_jobs(plan, "r-1a2b") == {"c": server_job_name("r-1a2b", "c")}
+    assert osd_selector(replace(plan, hosts=())) is None

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from crimsonbench.controller.decisions.fio_servers import server_addresses
 from crimsonbench.controller.decisions.observed import OsdPod, PodState
 from crimsonbench.controller.decisions.step_decide import (
     LOST_AFTER_S,
@@ -22,20 +23,25 @@ from crimsonbench.controller.decisions.step_decide import (
     OsdView,
     Poll,
     Prefilled,
+    ReadCpuLogs,
+    ReadOsds,
     Retry,
     Sample,
     Start,
     StepView,
     Store,
     next_step_actions,
-    server_addresses,
+    poll,
     wait_for_end,
 )
 from crimsonbench.errors import ExecutionError, NotReady
-from crimsonbench.manifests.fio_driver import StepReport, parse_report
+from crimsonbench.manifests.fio import server_job_name
+from crimsonbench.manifests.fio_driver import StepReport, end_command, parse_report, poll_command
+from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN
 from crimsonbench.plan.build import build_plan
 from crimsonbench.plan.hosts import ClusterLayout
 from crimsonbench.plan.topology import parse_lscpu_json
+from crimsonbench.plan.types import RunPlan
 from crimsonbench.results.attempts import is_suspect_attempt
 from crimsonbench.spec.models import validate_spec
 from crimsonbench.spec.status import StepSample
@@ -65,30 +71,44 @@ def osd(uid: str = "uid-a", restarts: int = 0, **kw: Any) -> OsdPod:
 AT_REST = OsdView([0], [osd()])
 
 
+SAMPLE = Sample(f"{LABEL_RUN}=driver-x,{LABEL_ROLE}=fio-server", None)
+
+
+def started(actions: list[Any]) -> dict[str, str]:
+    """The OSD incarnations of the one Start decided (its request: rendered, tested below)."""
+    (start,) = actions
+    assert isinstance(start, Start) and start.request.key in (STEP.id, "prefill"), actions
+    return dict(start.osds)
+
+
 def view(report: StepReport | None, **kw: Any) -> StepView:
     base: dict[str, Any] = dict(plan=PLAN, step=STEP, what=f"step 1/1 {STEP.id}", report=report,
-                                osds=AT_REST, servers=SERVERS, tick_s=2.0)  # fmt: skip
+                                osds=AT_REST, servers=SERVERS, tick_s=2.0,
+                                child="driver-x")  # fmt: skip
     return StepView(**{**base, **kw})
 
 
 def test_a_step_from_its_start_to_stored() -> None:
     # not asked yet: ask the driver
-    assert next_step_actions(view(None)) == [Poll()]
+    assert next_step_actions(view(None)) == [poll(STEP.id)]
     # never started, every OSD at rest: start it, the OSDs' incarnations recorded with it
-    assert next_step_actions(view(MISSING)) == [Start({"0": "uid-a/0"})]
+    assert started(next_step_actions(view(MISSING))) == {"0": "uid-a/0"}
     # running, its end beyond this tick: one usage sample, then wait for the next tick
     early = replace(RUNNING, now=RUNNING.started + 1)
-    assert next_step_actions(view(early)) == [Sample(), NotReady(
+    assert next_step_actions(view(early)) == [SAMPLE, NotReady(
         f"step 1/1 {STEP.id} running (1 s)")]  # fmt: skip
     # about to end: wait for it in the pod (one exec), once per tick
     late = replace(RUNNING, now=RUNNING.started + PLAN.timing.fio_s - 0.5)
-    assert next_step_actions(view(late)) == [Sample(), Poll(0.5 + WAIT_MARGIN_S)]
+    assert next_step_actions(view(late)) == [SAMPLE, poll(STEP.id, 0.5 + WAIT_MARGIN_S)]
+    assert poll(STEP.id, 0.5 + WAIT_MARGIN_S) == Poll(
+        tuple(poll_command(STEP.id, wait_s=11)), 11
+    )  # the driver waits whole seconds
     assert next_step_actions(view(late, waited=True)) == [NotReady(
         f"step 1/1 {STEP.id} running ({late.age_s:.0f} s)")]  # fmt: skip
     # done: the result, from fio's own JSON of every job and its IOPS logs
     samples = [StepSample(t=0, osd_cpu=50, osd_mem_mib=100, fio_cpu=20)] * 2
     (store,) = next_step_actions(view(DONE, samples=samples, metrics_source="metrics.k8s.io"))
-    assert isinstance(store, Store)
+    assert isinstance(store, Store) and store.end == tuple(end_command(STEP.id, stored=True))
     result = store.result
     assert (result.step_id, result.workload, result.iodepth) == (STEP.id, "randread4k", 4)
     assert result.fio.jobs == len(PLAN.fio.jobs) == 2 and result.fio.iops > 0
@@ -104,7 +124,7 @@ def test_a_step_waits_for_every_osd_to_rest_before_it_starts() -> None:
     assert wait == NotReady(f"step 1/1 {STEP.id} waits for the OSDs: osd.0 has 1 running and "
                             "1 terminating pods")  # fmt: skip
     # an external cluster: nothing to watch, nothing recorded
-    assert next_step_actions(view(MISSING, osds=None)) == [Start({})]
+    assert started(next_step_actions(view(MISSING, osds=None))) == {}
 
 
 @pytest.mark.parametrize(
@@ -120,7 +140,9 @@ def test_an_osd_restarted_mid_step_drops_the_attempt(now: list[OsdPod], why: str
     """The step measured a cluster in recovery: run again, up to MAX_STEP_RETRIES times,
     then the run fails saying why each time."""
     disturbed = OsdView([0], now)
-    assert next_step_actions(view(DONE, osds=disturbed)) == [Retry(why)]
+    assert next_step_actions(view(DONE, osds=disturbed)) == [Retry(
+        why, tuple(end_command(STEP.id, stored=False)), "OsdRestarted",
+        f"step 1/1 {STEP.id} runs again (1/{MAX_STEP_RETRIES}): {why}")]  # fmt: skip
     again = view(DONE, osds=disturbed, retries=["before"] * MAX_STEP_RETRIES)
     times = MAX_STEP_RETRIES + 1
     assert next_step_actions(again) == [
@@ -150,8 +172,8 @@ def test_an_operator_restarted_mid_step_collects_it() -> None:
     """A new operator has no memory of the step: the driver's answer is the state. Its
     start finds the attempt there (Start answered "exists": asked again), and a running
     step is polled like any other."""
-    assert next_step_actions(view(None)) == [Poll()]
-    assert next_step_actions(view(RUNNING))[0] == Sample()
+    assert next_step_actions(view(None)) == [poll(STEP.id)]
+    assert next_step_actions(view(RUNNING))[0] == SAMPLE
     (store,) = next_step_actions(view(DONE))
     assert isinstance(store, Store)
 
@@ -172,13 +194,70 @@ def test_a_result_from_an_unknown_server_or_short_of_jobs_fails() -> None:
 
 def test_the_prefill_has_no_osds_to_watch_nor_samples() -> None:
     prefill = view(None, step=None, what="prefill", osds=None)
-    assert next_step_actions(prefill) == [Poll()]
-    assert next_step_actions(replace(prefill, report=MISSING)) == [Start({})]
+    assert next_step_actions(prefill) == [poll("prefill")]
+    assert started(next_step_actions(replace(prefill, report=MISSING))) == {}
+    # what a Rook step reads first is not read for the prefill
+    rook = replace(prefill, report=MISSING, watch_osds=True, cpu_logs=True, osds=None)
+    assert started(next_step_actions(rook)) == {}
     assert next_step_actions(replace(prefill, report=RUNNING)) == [NotReady(
         f"prefill running ({RUNNING.age_s:.0f} s)")]  # fmt: skip
     with_prefill = replace(PLAN, prefill=replace(PLAN.prefill, jobs=PLAN.fio.jobs))
     done = replace(prefill, plan=with_prefill, report=DONE)
-    assert next_step_actions(done) == [Prefilled()]
+    assert next_step_actions(done) == [Prefilled(tuple(end_command("prefill", stored=True)))]
+
+
+def test_on_rook_a_step_reads_the_osd_pods_before_it_starts_and_after_it_ends() -> None:
+    """What is read is decided, as what is done: the OSD pods before a start (at rest?),
+    and once it ended its clients' CPU logs, then the OSD pods as they are now."""
+    rook = view(MISSING, osds=None, watch_osds=True, cpu_logs=True, placed=(0,))
+    assert next_step_actions(rook) == [ReadOsds()]
+    assert started(next_step_actions(replace(rook, osds=OsdView.of([osd()], (0,))))) == {
+        "0": "uid-a/0"
+    }
+    # a placed OSD without a pod is one the step waits for
+    (wait,) = next_step_actions(replace(rook, osds=OsdView.of([], (0,))))
+    assert isinstance(wait, NotReady) and "osd.0" in str(wait)
+    (read,) = next_step_actions(replace(rook, report=DONE))
+    assert read == ReadCpuLogs({"here": server_job_name("driver-x", "here")},
+                               PLAN.timing.deadline_s + 30)  # fmt: skip
+    logs = {"here": _client_log("cpu-sampler-quiet.log", DONE.ended)}
+    assert next_step_actions(replace(rook, report=DONE, node_cpu=logs)) == [ReadOsds()]
+    (store,) = next_step_actions(replace(rook, report=DONE, node_cpu=logs, osds=AT_REST))
+    assert isinstance(store, Store)
+    # running: the OSD pods are not read (a poll's answer makes them stale anyway); the
+    # fixture's plan places no OSD, so none is sampled
+    running = replace(rook, report=replace(RUNNING, now=RUNNING.started + 1))
+    assert next_step_actions(running)[0] == SAMPLE
+
+
+def test_a_start_sends_the_plans_job_files_and_meets_only_where_the_plan_says() -> None:
+    meet = {"barrier": ("10.0.0.9", 8766), "token": "0123456789abcdef"}
+    (start,) = next_step_actions(view(MISSING, **meet))
+    assert start.request.key == STEP.id and start.request.servers == SERVERS
+    assert start.request.deadline_s == PLAN.timing.deadline_s
+    assert start.request.osds == {"0": "uid-a/0"}
+    barrier = PLAN.timing.barrier_jobs
+    assert (start.request.barrier is not None) == bool(barrier)
+    argv = " ".join(start.request.argv())
+    assert ("0123456789abcdef" in argv) == bool(barrier)
+    (prefill,) = next_step_actions(view(MISSING, step=None, what="prefill", **meet))
+    assert prefill.request.key == "prefill" and prefill.request.barrier is None
+    assert prefill.request.osds is None and prefill.osds == {}
+    # two clients: every job meets the others at the driver, with this attempt's token
+    two = _two_clients()
+    assert two.timing.barrier_jobs > 0
+    servers = {"a": "10.0.0.1:8765", "c": "10.0.0.3:8765"}
+    (start,) = next_step_actions(view(MISSING, plan=two, step=two.steps[0], servers=servers,
+                                      **meet))  # fmt: skip
+    assert start.request.barrier is not None and "0123456789abcdef" in " ".join(
+        start.request.argv()
+    )
+    assert all(
+        "0123456789abcdef" in f and "10.0.0.9" in f for f in start.request.job_files.values()
+    )
+    # the driver pod has no address yet: wait, never start a step its jobs cannot meet in
+    (wait,) = next_step_actions(view(MISSING, plan=two, step=two.steps[0], servers=servers))
+    assert isinstance(wait, NotReady) and "fio driver pod's address" in str(wait)
 
 
 @pytest.mark.parametrize(
@@ -198,12 +277,16 @@ def test_a_tick_waits_in_the_driver_only_for_a_step_about_to_end(
     assert wait_for_end(report, expected_s=14, tick_s=2) == pytest.approx(wait)
 
 
-def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
+def _two_clients() -> RunPlan:
     doc = json.loads((DRIVER / "spec.json").read_text())
     doc["client"] = {**doc["client"], "nodes": ["a", "c"], "node": None}
     del doc["client"]["node"]
     topo = ClusterLayout({"a": TOPOLOGY, "c": TOPOLOGY}, {}, ("a", "c"), plan_osds=False)
-    plan = build_plan("s", validate_spec(doc), topo)
+    return build_plan("s", validate_spec(doc), topo)
+
+
+def test_servers_ready_on_their_nodes_give_their_addresses() -> None:
+    plan = _two_clients()
     up = {"a": PodState("Running", True, "10.0.0.1", "a"), "c": PodState("Pending")}
     assert server_addresses(plan, up, 8765) == NotReady("waiting for fio servers: c (Pending)")
     up["c"] = PodState("Running", True, "10.0.0.3", "c")
@@ -261,6 +344,9 @@ def test_a_suspect_step_runs_again_once_and_every_attempt_is_recorded() -> None:
     hogged = {"here": _client_log("cpu-sampler-hog.log", DONE.ended + 1.5)}
     (retry,) = next_step_actions(view(DONE, plan=RERUN, node_cpu=hogged))
     assert isinstance(retry, Retry) and is_suspect_attempt(retry.why) and len(retry.why) < 1000
+    assert retry.cause == "Suspect" and retry.end == tuple(end_command(STEP.id, stored=False))
+    assert retry.message.startswith(f"step 1/1 {STEP.id} runs again (1/1): suspect (")
+    assert "interference" in retry.message and retry.message.endswith("; sweep.rerunSuspect)")
     (store,) = next_step_actions(view(DONE, plan=RERUN, node_cpu=hogged, retries=[retry.why]))
     assert isinstance(store, Store)
     v = store.result.extra["validity"]

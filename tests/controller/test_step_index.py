@@ -9,7 +9,8 @@ from dataclasses import replace
 
 from step_results import result
 
-from crimsonbench.controller.step_index import RunSteps, StepIndex
+from crimsonbench.controller.step_index import StepIndex
+from crimsonbench.results.slim_steps import RunSteps
 from crimsonbench.results.types import ResourceSummary, StepResult
 
 

@@ -677,17 +677,18 @@ def test_exec_outside_the_fio_namespaces_names_the_chart_value(
     from crimsonbench.controller.kube import Kube
     from crimsonbench.controller.kube_errors import Gone
     from crimsonbench.errors import ExecutionError
+    from crimsonbench.manifests.fio_driver import poll_command
 
     token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
     with control_plane.api_client(token) as op:
         ctx: Any = SimpleNamespace(kube=Kube(op))
         with pytest.raises(ExecutionError, match=f"namespace {RUN_NS}: the chart's targets.rook "
                                                  f".* must name {RUN_NS}"):  # fmt: skip
-            driver.poll(ctx, RUN_NS, "some-driver-pod", "000-step")
+            driver.poll(ctx, RUN_NS, "some-driver-pod", poll_command("000-step"))
         # allowed in Rook's namespace, into a fio driver's pod (the chart's admission
         # policy lets no other through): the API server goes on to look for the pod
         with pytest.raises(Gone, match='pods "some-fio-driver-x2b4z" not found'):
-            driver.poll(ctx, ROOK_NS, "some-fio-driver-x2b4z", "000-step")
+            driver.poll(ctx, ROOK_NS, "some-fio-driver-x2b4z", poll_command("000-step"))
 
 
 def test_a_pool_rook_keeps_failing_ends_the_run_in_time(

@@ -130,7 +130,7 @@ def test_exec_only_into_a_runs_fio_driver(op: kubernetes.client.ApiClient) -> No
     from crimsonbench.controller import driver
     from crimsonbench.controller.kube import Kube
     from crimsonbench.errors import ExecutionError
-    from crimsonbench.manifests.fio_driver import driver_job_name
+    from crimsonbench.manifests.fio_driver import driver_job_name, poll_command
     from crimsonbench.manifests.naming import JOB_NAME_KEPT_IN_PODS
 
     kube = Kube(op)
@@ -149,7 +149,7 @@ def test_exec_only_into_a_runs_fio_driver(op: kubernetes.client.ApiClient) -> No
         match=f"exec into {ROOK_NS}/{MON_POD} was refused by "
         r"the operator's admission policy \(the chart's rbac.reachPolicy\)",
     ):
-        driver.poll(ctx, ROOK_NS, MON_POD, "000-step")
+        driver.poll(ctx, ROOK_NS, MON_POD, poll_command("000-step"))
 
 
 def test_attach_and_port_forward_are_refused(op: kubernetes.client.ApiClient) -> None:

@@ -176,7 +176,8 @@ def test_the_operators_view_shows_a_runs_last_steps_and_counts_them_all() -> Non
     from crimsonbench.controller import metrics_view
     from crimsonbench.controller.metrics_view import RunsView
     from crimsonbench.controller.record import RunRecord
-    from crimsonbench.controller.step_index import RunSteps, StepIndex
+    from crimsonbench.controller.step_index import StepIndex
+    from crimsonbench.results.slim_steps import RunSteps
     from crimsonbench.spec.models import validate_spec
     from crimsonbench.spec.status import Phase
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from crimsonbench.controller.kube_errors import Forbidden
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import ExecutionError
@@ -47,14 +49,16 @@ def start(ctx: RunContext, namespace: str, pod: str, request: StartRequest) -> b
     return fio_driver.started(_call(ctx, namespace, pod, request.argv(), EXEC_TIMEOUT_S))
 
 
-def poll(ctx: RunContext, namespace: str, pod: str, key: str, *, wait_s: float = 0) -> StepReport:
-    """The step's state; with wait_s, the pod waits up to that long for its end first (one
-    exec: the operator sees the end within 0.1 s and the next step starts at once)."""
-    wait = max(0, int(wait_s + 0.999))
-    argv = fio_driver.poll_command(key, wait_s=wait)
-    return fio_driver.parse_report(_call(ctx, namespace, pod, argv, EXEC_TIMEOUT_S + wait))
+def poll(
+    ctx: RunContext, namespace: str, pod: str, argv: Sequence[str], *, wait_s: int = 0
+) -> StepReport:
+    """The step's state (argv: fio_driver.poll_command); with wait_s, the pod waits up to
+    that long for its end first (one exec: the operator sees the end within 0.1 s and the
+    next step starts at once)."""
+    return fio_driver.parse_report(_call(ctx, namespace, pod, list(argv), EXEC_TIMEOUT_S + wait_s))
 
 
-def end(ctx: RunContext, namespace: str, pod: str, key: str, *, stored: bool) -> None:
-    """stored: the operator holds the result; else the attempt is dropped (killed)."""
-    _call(ctx, namespace, pod, fio_driver.end_command(key, stored=stored), EXEC_TIMEOUT_S)
+def end(ctx: RunContext, namespace: str, pod: str, argv: Sequence[str]) -> None:
+    """The attempt ended (argv: fio_driver.end_command): stored, the operator holds the
+    result; else it is dropped (killed)."""
+    _call(ctx, namespace, pod, list(argv), EXEC_TIMEOUT_S)

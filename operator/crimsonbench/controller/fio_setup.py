@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from crimsonbench.controller.decisions.fio_servers import server_addresses
 from crimsonbench.controller.decisions.observed import PodState
-from crimsonbench.controller.decisions.step_decide import server_addresses
 from crimsonbench.controller.decisions.waits import bounded_wait
 from crimsonbench.controller.jobs import job_log, serving_pod
 from crimsonbench.controller.run_context import RunBase, RunContext

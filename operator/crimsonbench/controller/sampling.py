@@ -11,14 +11,12 @@ ran on the client nodes' planned CPUs, for the step's verdict (results/node_cpu.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from crimsonbench.controller.decisions.observed import quantity
 from crimsonbench.controller.kube_errors import KubeError
 from crimsonbench.controller.run_context import RunContext
 from crimsonbench.errors import CrimsonBenchError
-from crimsonbench.manifests import fio
-from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
-from crimsonbench.plan.types import RunPlan
 from crimsonbench.spec.status import StepSample
 
 MAX_SAMPLES = 720  # an hour of 5 s ticks; status stays small
@@ -37,16 +35,13 @@ def _pod_usage(ctx: RunContext, namespace: str, selector: str) -> tuple[float, f
     return cpu, mem
 
 
-def sample_step(ctx: RunContext, fio_namespace: str, plan: RunPlan) -> None:
-    """Append one sample for the running step to status.stepSamples: the run's fio
-    servers (they run every job) and the planned OSDs' pods."""
+def sample_step(ctx: RunContext, namespace: str, servers: str, osds: str | None) -> None:
+    """Append one sample for the running step to status.stepSamples: the pods of the
+    run's fio servers (they run every job) and of its OSDs (`osds`; None: none sampled),
+    both in `namespace` (decisions/step_requests.py renders the selectors)."""
     status = ctx.record.status
-    osd_ns = ctx.target.rook_namespace
-    servers = f"{LABEL_RUN}={label_value(ctx.child)},{LABEL_ROLE}=fio-server"
-    fio = _pod_usage(ctx, fio_namespace, servers)
-    ids = ",".join(str(o.osd_id) for o in plan.osds)
-    osds = f"app=rook-ceph-osd,ceph-osd-id in ({ids})"
-    osd = _pod_usage(ctx, osd_ns, osds) if osd_ns and ids else (0.0, 0.0)
+    fio = _pod_usage(ctx, namespace, servers)
+    osd = _pod_usage(ctx, namespace, osds) if osds else (0.0, 0.0)
     if fio is None or osd is None:
         status.metrics_source = "none"
         ctx.record.condition(
@@ -56,25 +51,24 @@ def sample_step(ctx: RunContext, fio_namespace: str, plan: RunPlan) -> None:
             "metrics.k8s.io is not served; OSD_cpu, OSD_mem and FIO_cpu are n/a",
         )
         return
+    status.metrics_source = "metrics.k8s.io"
+    ctx.record.condition("MetricsSource", True, "MetricsAPI", "sampled from metrics.k8s.io")
     sample = StepSample(t=round(time.time(), 1), osd_cpu=osd[0] * 100,
                         osd_mem_mib=osd[1] / 2**20, fio_cpu=fio[0] * 100)  # fmt: skip
     status.step_samples = [*status.step_samples[-MAX_SAMPLES + 1 :], sample]
-    status.metrics_source = "metrics.k8s.io"
-    ctx.record.condition("MetricsSource", True, "MetricsAPI", "sampled from metrics.k8s.io")
 
 
 def client_cpu_logs(
-    ctx: RunContext, namespace: str, plan: RunPlan, seconds: int
+    ctx: RunContext, namespace: str, jobs: Mapping[str, str], lines: int
 ) -> dict[str, str | None]:
-    """client -> the newest lines of its fio server's container log, where its CPU sampler
-    writes a line a second (`seconds` of them and fio's few); None where it could not be
+    """client -> the newest `lines` of its fio server's container log (`jobs`: client ->
+    its Job), where its CPU sampler writes a line a second; None where it could not be
     read (the step's verdict says so: unjudged, not valid)."""
     logs: dict[str, str | None] = {}
-    for c in plan.clients:
+    for client, job in jobs.items():
         try:
-            job = fio.server_job_name(ctx.child, c.name)
-            logs[c.name] = ctx.kube.job_log(namespace, job, tail_lines=seconds) or None
+            logs[client] = ctx.kube.job_log(namespace, job, tail_lines=lines) or None
         except (KubeError, CrimsonBenchError, OSError) as exc:
-            ctx.logger.warning("the CPU log of client %s: %s", c.name, str(exc)[:300])
-            logs[c.name] = None
+            ctx.logger.warning("the CPU log of client %s: %s", client, str(exc)[:300])
+            logs[client] = None
     return logs

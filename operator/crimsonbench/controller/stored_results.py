@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from crimsonbench.controller.run_context import RunContext
-from crimsonbench.controller.step_index import RunSteps
 from crimsonbench.errors import ExecutionError
 from crimsonbench.manifests.results import (
     StepTooLarge,
@@ -27,6 +26,7 @@ from crimsonbench.manifests.results import (
     step_selector,
 )
 from crimsonbench.plan.types import RunPlan
+from crimsonbench.results.slim_steps import RunSteps
 from crimsonbench.results.status_summary import status_summary
 from crimsonbench.results.types import StepResult
 from crimsonbench.spec.status import BenchmarkRunStatus, ResultsRef
@@ -80,16 +80,15 @@ def read_all(ctx: RunContext) -> RunSteps:
 def store_results(ctx: RunContext, plan: RunPlan, results: Mapping[str, StepResult]) -> None:
     """Every result not stored yet into its ConfigMaps (owned by the run; parts before the
     head), and the status's summary. ExecutionError for a step too large to store."""
-    known = _known(ctx)
+    known, owner = _known(ctx), ctx.owner_reference()
     for result in results.values():
         if result.key in known.results:
             continue
         try:
-            cms = step_configmaps(ctx.name, result, namespace=ctx.namespace)
+            cms = step_configmaps(ctx.name, result, namespace=ctx.namespace, owner=owner)
         except StepTooLarge as exc:
             raise ExecutionError(f"{exc}: the run stops (fewer clients per step fit)") from exc
         for cm in cms:
-            cm["metadata"]["ownerReferences"] = [ctx.owner_reference()]
             ctx.kube.write_configmap(ctx.namespace, cm)
         known.add(result)
     summary = _summary(known, ctx)

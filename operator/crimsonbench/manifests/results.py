@@ -88,12 +88,13 @@ class StepTooLarge(ValueError):
 
 def step_configmaps(
     run: str, result: StepResult, *, namespace: str | None = None,
-    limit_bytes: int = DEFAULT_LIMIT,
+    limit_bytes: int = DEFAULT_LIMIT, owner: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """One step's result as ConfigMaps, to create in this order: the parts after the first
     (only for a JSON over limit_bytes), then the head, which names the step, how many parts
     there are and the sha256 of the whole (the commit: a reader trusts nothing without it).
-    StepTooLarge over MAX_STEP_PARTS."""
+    Each owned by `owner` (an ownerReference: they go with the run). StepTooLarge over
+    MAX_STEP_PARTS."""
     text = _encode(result)  # ASCII (json.dumps escapes the rest): cut anywhere
     chunks = [text[i : i + limit_bytes] for i in range(0, len(text), limit_bytes)]
     if len(chunks) > MAX_STEP_PARTS:
@@ -116,6 +117,9 @@ def step_configmaps(
     out.append(
         _configmap(name, namespace, labels(run, ROLE_STEP, key), head, {STEP_KEY: chunks[0]})
     )
+    if owner is not None:
+        for cm in out:
+            cm["metadata"]["ownerReferences"] = [dict(owner)]
     return out
 
 
