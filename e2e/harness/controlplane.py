@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, Self
 
 import kubernetes.client
+import kubernetes.dynamic
+import kubernetes.dynamic.exceptions
 import trustme
 import yaml
 
@@ -533,63 +535,37 @@ def server_side_apply(
     warnings: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Server-side apply every document of a YAML file (path), YAML text, or already parsed
-    documents. Kinds from CRDs applied just before are found once discovery knows them
-    (retried until `timeout`). Returns the applied objects; API warnings (e.g. about a CRD
-    schema) are appended to `warnings`."""
-    plurals: dict[tuple[str, str], tuple[str, bool]] = {}
+    documents, with kubernetes.dynamic: its discovery finds a kind from a CRD applied just
+    before once the API serves it (asked again until `timeout`), and its raw response keeps
+    the Warning header (e.g. about a CRD schema), appended to `warnings`. Returns the
+    applied objects. Discovery's cache file goes in a directory of its own, removed after."""
     out = []
-    for doc in map(dict, _documents(source)):
-        api_version, kind = doc["apiVersion"], doc["kind"]
-        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-        deadline = time.monotonic() + timeout
-        while (api_version, kind) not in plurals:
-            if time.monotonic() > deadline:
-                raise LookupError(f"the API server does not serve {kind} in {api_version}")
-            with contextlib.suppress(kubernetes.client.ApiException):  # 404: not served yet
-                resources = json.loads(_call(client, "GET", base).data)["resources"]
-                plurals |= {(api_version, r["kind"]): (r["name"], r["namespaced"])
-                            for r in resources if "/" not in r["name"]}  # fmt: skip
-            time.sleep(0 if (api_version, kind) in plurals else 0.2)
-        plural, namespaced = plurals[(api_version, kind)]
-        meta = doc.setdefault("metadata", {})
-        if namespaced:
-            meta["namespace"] = meta.get("namespace") or namespace or "default"
-            base += f"/namespaces/{meta['namespace']}"
-        resp = _call(client, "PATCH", f"{base}/{plural}/{meta['name']}",
-                     query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-                     content_type="application/apply-patch+yaml", body=json.dumps(doc))  # fmt: skip
-        if resp.headers.get("Warning") and warnings is not None:
-            warnings.append(f"{kind}/{meta['name']}: {resp.headers['Warning']}")
-        out.append(dict(json.loads(resp.data)))
+    with tempfile.TemporaryDirectory(prefix="crimsonbench-discovery-") as cache:
+        dyn = kubernetes.dynamic.DynamicClient(client, cache_file=f"{cache}/discovery.json")
+        for doc in map(dict, _documents(source)):
+            resource = _served(dyn, doc["apiVersion"], doc["kind"], timeout)
+            meta = doc.setdefault("metadata", {})
+            if resource.namespaced:
+                meta["namespace"] = meta.get("namespace") or namespace or "default"
+            resp = dyn.server_side_apply(resource, body=doc, field_manager=FIELD_MANAGER,
+                                         force_conflicts=True, serialize=False)  # fmt: skip
+            if resp.headers.get("Warning") and warnings is not None:
+                warnings.append(f"{doc['kind']}/{meta['name']}: {resp.headers['Warning']}")
+            out.append(dict(json.loads(resp.data)))
     return out
 
 
-def _call(
-    client: kubernetes.client.ApiClient,
-    method: str,
-    path: str,
-    query: list[tuple[str, str]] | None = None,
-    content_type: str | None = None,
-    body: str | None = None,
-) -> Any:
-    """A raw request with the client's credentials; raises ApiException on HTTP >= 400.
-    (Raw, to read the Warning header the generated API methods drop.)"""
-    headers = {"Accept": "application/json"}
-    if content_type:
-        headers["Content-Type"] = content_type
-    params = client.param_serialize(
-        method=method,
-        resource_path=path,
-        query_params=query or [],
-        header_params=headers,
-        body=body,
-        auth_settings=["BearerToken"],
-    )
-    resp = client.call_api(*params)
-    resp.read()
-    if resp.status >= 400:
-        raise kubernetes.client.ApiException(http_resp=resp)
-    return resp
+def _served(dyn: Any, api_version: str, kind: str, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:  # a miss makes the client discover again
+            return dyn.resources.get(api_version=api_version, kind=kind)
+        except kubernetes.dynamic.exceptions.ResourceNotFoundError:
+            if time.monotonic() > deadline:
+                raise LookupError(
+                    f"the API server does not serve {kind} in {api_version}"
+                ) from None
+            time.sleep(0.2)
 
 
 def _documents(source: str | Path | Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
