@@ -5,6 +5,7 @@ same words where the rule is a shared `Rule`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterator
@@ -960,3 +961,32 @@ def test_harness_names_the_component_that_failed(control_plane: ControlPlane) ->
     assert "unknown flag: --no-such-flag" in msg  # the tail of its log
     assert not broken.dir.exists()
     assert not broken.pids()
+
+
+def test_a_warning_the_api_answers_an_apply_with_is_kept(
+    control_plane: ControlPlane, admin: kubernetes.client.ApiClient
+) -> None:
+    """The checks that no apply was warned about (above, tests/chart) would pass on a
+    client that dropped the Warning header: a Pod with the seccomp annotation the API calls
+    non-functional is applied (no kubelet here: it never runs), and the API's warning is
+    what the harness keeps."""
+    before = len(control_plane.apply_warnings)
+    name = "crimsonbench-warned"
+    annotation = "seccomp.security.alpha.kubernetes.io/pod"
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "default",
+                        "annotations": {annotation: "runtime/default"}},
+           "spec": {"serviceAccountName": name, "automountServiceAccountToken": False,
+                    "containers": [{"name": "c", "image": "none.invalid/none"}]}}  # fmt: skip
+    account = {"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": name, "namespace": "default"}}  # fmt: skip
+    core = kubernetes.client.CoreV1Api(admin)
+    try:
+        (_, applied) = control_plane.apply_yaml([account, pod])
+        assert applied["metadata"]["name"] == name
+        (said,) = control_plane.apply_warnings[before:]
+        assert said.startswith(f"Pod/{name}: ") and annotation in said, said
+    finally:
+        for delete in (core.delete_namespaced_pod, core.delete_namespaced_service_account):
+            with contextlib.suppress(ApiException):
+                delete(name, "default", grace_period_seconds=0)
