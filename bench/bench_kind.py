@@ -16,6 +16,10 @@ each worker.
 
     .venv/bin/python bench/bench_kind.py [--rounds 2] [--runtime 5]
         [--compare-fio-archive ARCHIVE [--compare-fio-tag stock]]
+
+One patch of images/fio/ measured alone: `bench/build_fio_variant.sh 0002` prints the
+archive of our runner without it (tag dev-ceph20.2.4-without-0002), then
+`--compare-fio-archive ARCHIVE --compare-fio-tag dev-ceph20.2.4-without-0002`.
 """
 
 from __future__ import annotations
