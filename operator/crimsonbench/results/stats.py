@@ -9,6 +9,7 @@ fraction, modified Lentz), its quantile by safeguarded Newton steps on that CDF.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -184,11 +185,17 @@ class TestResult:
         return self.diff * scale, self.diff_low * scale, self.diff_high * scale
 
 
+_ROUNDING_ULPS = 8  # what a mean and a stdev of equal floats may be off by
+
+
 def welch(base: Sequence[float], new: Sequence[float], level: float = 0.95) -> TestResult:
     """Welch's unequal-variance t-test of mean(new) - mean(base), two-sided.
 
     t = (m_new - m_base) / sqrt(s_b^2/n_b + s_n^2/n_n), Welch-Satterthwaite df. When both
-    samples have no spread the test degenerates: p = 1 for equal means, else 0."""
+    samples have no spread the test degenerates: p = 1 for equal means, else 0. A spread or
+    a difference within a few ulps of the means is rounding, not spread: three equal
+    values of 0.1 have a mean 1 ulp off 0.1 and a stdev of 1.7e-17, which would otherwise
+    make two equal samples differ with p = 0.29."""
     nb, nn = len(base), len(new)
     if nb < 2 or nn < 2:
         raise ValueError(f"Welch's test needs 2+ values per side, got {nb} and {nn}")
@@ -197,8 +204,11 @@ def welch(base: Sequence[float], new: Sequence[float], level: float = 0.95) -> T
     diff = mn - mb
     se2 = vb + vn
     method = f"welch ({nb} vs {nn} repeats)"
-    if se2 == 0.0:
-        p = 1.0 if diff == 0 else 0.0
+    rounding = _ROUNDING_ULPS * sys.float_info.epsilon * max(abs(mb), abs(mn))
+    if math.sqrt(se2) <= rounding:
+        same = abs(diff) <= rounding
+        diff = 0.0 if same else diff
+        p = 1.0 if same else 0.0
         t = 0.0 if diff == 0 else math.copysign(math.inf, diff)
         return TestResult(method, t, nb + nn - 2, p, diff, diff, diff, level, mb)
     df = se2**2 / (vb**2 / (nb - 1) + vn**2 / (nn - 1))
