@@ -14,6 +14,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.stream import stream
 
+from crimsonbench.controller.decisions.node_room import OSD_APP
 from crimsonbench.controller.decisions.observed import NodeInfo, OsdPod, PodRequests, PodState
 from crimsonbench.controller.decisions.pod_requests import allocatable_of, pod_requests
 from crimsonbench.controller.kube_errors import (
@@ -319,7 +320,7 @@ class Kube:
     def list_osd_pods(self, namespace: str) -> list[OsdPod]:
         """Rook's OSD pods (label app=rook-ceph-osd, ceph-osd-id=N)."""
         out = []
-        items = self.core.list_namespaced_pod(namespace, label_selector="app=rook-ceph-osd").items
+        items = self.core.list_namespaced_pod(namespace, label_selector=f"app={OSD_APP}").items
         for pod in items:
             osd_id = (pod.metadata.labels or {}).get("ceph-osd-id")
             if osd_id is None:

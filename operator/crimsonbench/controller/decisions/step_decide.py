@@ -238,11 +238,13 @@ def _start(v: StepView) -> list[Action]:
         if busy is not None:
             return [NotReady(f"{v.what} waits for the OSDs: {busy}")]
         osds = osd_incarnations(v.osds.ids, v.osds.pods)
-    ip, port = v.barrier
-    meet = BarrierAddress(ip, port, v.token) if ip and v.token else None
-    if meet is None and v.step is not None and v.plan.timing.barrier_jobs:
-        return [NotReady(f"{v.what} waits for the fio driver pod's address (its clients "
-                         "meet there to start together)")]  # fmt: skip
+    meet = None
+    if v.step is not None and v.plan.timing.barrier_jobs:
+        ip, port = v.barrier
+        if not (ip and v.token):
+            return [NotReady(f"{v.what} waits for the fio driver pod's address (its clients "
+                             "meet there to start together)")]  # fmt: skip
+        meet = BarrierAddress(ip, port, v.token)
     request = start_request(v.plan, v.step, v.key, v.deadline_s, v.servers or {}, osds, meet)
     return [Start(osds, request)]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from crimsonbench.controller.decisions.node_room import OSD_APP
 from crimsonbench.manifests import fio, fio_driver
 from crimsonbench.manifests.fio_driver import StartRequest
 from crimsonbench.manifests.naming import LABEL_ROLE, LABEL_RUN, label_value
@@ -13,7 +14,6 @@ from crimsonbench.plan.types import BarrierAddress, RunPlan, Step
 
 # the CPU log's lines beyond the step's deadline: fio's own few, and then some
 CPU_LOG_MARGIN_LINES = 30
-ROOK_OSD_APP = "app=rook-ceph-osd"
 
 
 def start_request(
@@ -21,9 +21,9 @@ def start_request(
     osds: Mapping[str, str], meet: BarrierAddress | None,
 ) -> StartRequest:  # fmt: skip
     """A step with several clients meets at a start barrier in the driver pod (`meet`: its
-    address and this attempt's own token, manifests/start_barrier.py); a step keeps the
-    OSDs' incarnations with it, and on crimson samples the planned OSDs' reactors."""
-    meet = meet if step is not None and plan.timing.barrier_jobs else None
+    address and this attempt's own token, manifests/start_barrier.py; None for the prefill
+    and a single client); a step keeps the OSDs' incarnations with it, and on crimson
+    samples the planned OSDs' reactors."""
     crimson = step is not None and plan.flavor == "crimson" and bool(plan.osds)
     return StartRequest(
         key, fio.client_job_files(plan, step, meet), dict(servers), deadline_s,
@@ -41,7 +41,7 @@ def fio_server_selector(run: str) -> str:
 def osd_selector(plan: RunPlan) -> str | None:
     """The planned OSDs' pods on Rook; None when the plan names none."""
     ids = ",".join(str(o.osd_id) for o in plan.osds)
-    return f"{ROOK_OSD_APP},ceph-osd-id in ({ids})" if ids else None
+    return f"app={OSD_APP},ceph-osd-id in ({ids})" if ids else None
 
 
 def cpu_log_jobs(plan: RunPlan, run: str) -> dict[str, str]:
