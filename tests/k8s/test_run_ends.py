@@ -459,6 +459,36 @@ def test_a_step_result_over_the_configmap_limit_is_stored_and_read_back(
         assert all(c.metadata.owner_references[0].uid == uid for c in cms)  # go with the run
 
 
+def test_results_over_several_pages_are_read_whole_through_the_apis_continue(
+    control_plane: ControlPlane, api: Any, cluster: dict[str, Any], monkeypatch: Any
+) -> None:
+    """A run of 230 stored steps: a restarted operator reads them in three pages of the
+    API's own limit/continue (decisions/stored_steps.PAGE), each step once, all of them."""
+    from crimsonbench.controller.decisions.stored_steps import PAGE
+    from crimsonbench.controller.plans import plan_for
+    from crimsonbench.controller.stored_results import load_results, store_results
+
+    steps = [replace(_big_step(1, 10), step_id=f"randread4k-qd{i:03d}-r1", iodepth=i)
+             for i in range(1, 2 * PAGE + 31)]  # fmt: skip
+    with placed_run(control_plane, api, "paged", "steps", patched=False) as uid:
+        token = control_plane.service_account_token(OP_NS, "crimsonbench-operator", create=False)
+        with control_plane.api_client(token) as op:
+            ctx = ctx_for("paged", uid, op, {"clientNodes": [NODE], "osdPlacement": {"0": NODE}})
+            store_results(ctx, plan_for(ctx), {s.key: s for s in steps})
+            assert set(load_results(ctx)) == {s.key for s in steps}  # kept as written
+            again = ctx_for("paged", uid, op)  # a restarted operator: nothing in memory
+            real_page, tokens = again.kube.configmap_page, []
+
+            def noted(*args: Any) -> Any:  # the real call; its continue token noted
+                tokens.append(args[-1])
+                return real_page(*args)
+
+            monkeypatch.setattr(again.kube, "configmap_page", noted)
+            back = load_results(again)
+        assert set(back) == {s.key for s in steps}
+        assert len(tokens) == 3 and tokens[0] is None and all(tokens[1:]), tokens
+
+
 def test_a_half_written_set_of_result_configmaps_is_read_for_what_it_holds(
     control_plane: ControlPlane, api: Any, cluster: dict[str, Any]
 ) -> None:

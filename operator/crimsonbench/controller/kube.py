@@ -7,7 +7,7 @@ import contextlib
 import datetime as dt
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
@@ -89,22 +89,18 @@ class Kube:
         cm = _unless_gone(self.core.read_namespaced_config_map, name, namespace)
         return None if cm is None else dict(cm.data or {})
 
-    def configmap_pages(
-        self, namespace: str, selector: str, page: int
-    ) -> Iterator[list[dict[str, Any]]]:
-        """The matching ConfigMaps, `page` at a time (the API's limit/continue), as the
-        server's JSON: a run's results are hundreds of MiB, never one response."""
-        token = None
-        while True:
-            resp = self.core.list_namespaced_config_map(
-                namespace, label_selector=selector, limit=page, _continue=token,
-                _preload_content=False,
-            )  # fmt: skip
-            found = json.loads(resp.data)
-            yield list(found.get("items") or [])
-            token = (found.get("metadata") or {}).get("continue")
-            if not token:
-                return
+    def configmap_page(
+        self, namespace: str, selector: str, limit: int, token: str | None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of the matching ConfigMaps as the server's JSON (a run's results are
+        hundreds of MiB, never one response), and the continue token of the next (None:
+        this was the last)."""
+        resp = self.core.list_namespaced_config_map(
+            namespace, label_selector=selector, limit=limit, _continue=token,
+            _preload_content=False,
+        )  # fmt: skip
+        found = json.loads(resp.data)
+        return list(found.get("items") or []), (found.get("metadata") or {}).get("continue") or None
 
     def read_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
         """The whole ConfigMap as the server's JSON; None when it does not exist."""

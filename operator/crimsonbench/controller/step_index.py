@@ -26,6 +26,13 @@ class StepIndex:
         with self._lock:
             self._runs[uid] = steps
 
+    def add(self, uid: str, stored: RunSteps) -> None:
+        """Steps just stored, to a run already read (one not read is read whole, later)."""
+        with self._lock:
+            known = self._runs.get(uid)
+            if known is not None:
+                known.merge(stored)
+
     def forget(self, uid: str) -> None:
         with self._lock:
             self._runs.pop(uid, None)

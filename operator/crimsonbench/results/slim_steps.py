@@ -14,7 +14,7 @@ admitted sweep's 40,900th step, where the operator runs at 170 MiB
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,6 +47,28 @@ class RunSteps:
     beside: dict[str, tuple[int, str, float | None]] = field(default_factory=dict)
     unreadable: list[str] = field(default_factory=list)  # what could not be read, and why
     _resources: ResourceSummary | None = None  # the last one kept: steps share equal ones
+
+    @classmethod
+    def of(cls, result: StepResult) -> RunSteps:
+        """One whole result, slim (a step about to be stored)."""
+        one = cls()
+        one.add(result)
+        return one
+
+    @classmethod
+    def joined(cls, parts: Iterable[RunSteps]) -> RunSteps:
+        """Several, as one (a later one's step wins): the pages of a read, or what was
+        stored and what is being stored."""
+        out = cls()
+        for part in parts:
+            out.merge(part)
+        return out
+
+    def merge(self, other: RunSteps) -> None:
+        """Add another's steps to these (a step just stored)."""
+        self.results.update(other.results)
+        self.beside.update(other.beside)
+        self.unreadable += other.unreadable
 
     def add(self, result: StepResult) -> None:
         """A whole result (a step just stored)."""
