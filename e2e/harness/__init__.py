@@ -1,7 +1,8 @@
 """Test harness for a real Kubernetes control plane (no kubelet, no registry)."""
 
 from harness.builds import ENVIRONMENTAL, environmental
-from harness.controlplane import BinariesUnavailable, ControlPlane, NotReadyError, ensure_binaries
+from harness.controlplane import BinariesUnavailable, ControlPlane, ensure_binaries
+from harness.processes import NotReadyError
 from harness.rook import ROOK_VERSION, RookUnavailable, rook_crds_yaml
 
 __all__ = [

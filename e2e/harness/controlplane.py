@@ -14,47 +14,38 @@ No kubelet: Pods are created and scheduled (with the scheduler) but never run.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import ipaddress
-import json
 import os
 import shutil
-import signal
-import socket
 import ssl
-import subprocess
 import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
 import kubernetes.client
 import kubernetes.dynamic
 import kubernetes.dynamic.exceptions
-import trustme
 import yaml
 
+from harness.apply import server_side_apply
 from harness.builds import REPO, cache_root, run_build
+from harness.pki import Pki, make_pki
+from harness.processes import Component, free_port, spawn, tail, wait_component
 
 BUILD_SCRIPT = REPO / "e2e" / "build-k8s-binaries.sh"
 K8S_VERSION = "v1.36.3"
 REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager")
-FIELD_MANAGER = "crimsonbench-e2e"
 SERVICE_CIDR = "10.96.0.0/24"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
 class BinariesUnavailable(RuntimeError):
     """The control-plane binaries are not built and cannot be built on this machine."""
-
-
-class NotReadyError(RuntimeError):
-    """A component did not become ready in time (the message names it and shows its log)."""
 
 
 # ------------------------------------------------------------------ binaries
@@ -101,147 +92,6 @@ def _check_bin_dir(bin_dir: Path) -> None:
         raise BinariesUnavailable(f"{bin_dir} lacks {', '.join(missing)}")
 
 
-# ------------------------------------------------------------------ PKI
-
-
-@dataclass(frozen=True)
-class _Pki:
-    """trustme's CAs and leaves, written as files for the components' flags."""
-
-    ca_crt: Path
-    ca_key: Path  # kube-controller-manager signs CSRs with it (kubelet certificates)
-    apiserver_crt: Path
-    apiserver_key: Path
-    front_proxy_ca_crt: Path
-    front_proxy_client_crt: Path
-    front_proxy_client_key: Path
-    sa_key: Path  # ECDSA: the API server signs and checks service account tokens with it
-
-
-def _make_pki(d: Path) -> _Pki:
-    d.mkdir(mode=0o700)
-    files = "ca.crt ca.key apiserver.crt apiserver.key front-proxy-ca.crt front-proxy-client.crt"
-    pki = _Pki(*(d / n for n in f"{files} front-proxy-client.key sa.key".split()))
-    service_ip = str(next(ipaddress.IPv4Network(SERVICE_CIDR).hosts()))
-    parts = ("kubernetes", "default", "svc", "cluster", "local")
-    names = [".".join(parts[:n]) for n in (1, 2, 3, 5)]
-    ca, front_proxy_ca = trustme.CA(), trustme.CA()
-    ca.cert_pem.write_to_path(str(pki.ca_crt))
-    ca.private_key_pem.write_to_path(str(pki.ca_key))
-    front_proxy_ca.cert_pem.write_to_path(str(pki.front_proxy_ca_crt))
-    leaves = (
-        (ca.issue_cert("127.0.0.1", service_ip, "localhost", *names, common_name="kube-apiserver"),
-         pki.apiserver_crt, pki.apiserver_key),
-        # the API server accepts request headers only from this CN (--requestheader-allowed-names)
-        (front_proxy_ca.issue_cert(common_name="front-proxy-client"),
-         pki.front_proxy_client_crt, pki.front_proxy_client_key),
-    )  # fmt: skip
-    for leaf, crt, key in leaves:
-        leaf.cert_chain_pems[0].write_to_path(str(crt))
-        leaf.private_key_pem.write_to_path(str(key))
-    ca.issue_cert(common_name="service-accounts").private_key_pem.write_to_path(str(pki.sa_key))
-    return pki
-
-
-# ------------------------------------------------------------------ processes
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def tail(path: Path, lines: int = 25) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        return f"(no log: {exc})"
-    return "\n".join(text.splitlines()[-lines:])
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-@dataclass
-class Component:
-    name: str
-    proc: subprocess.Popen[bytes]
-    log: Path
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def rss_bytes(self) -> int:
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return 0
-
-    def stop(self, grace: float = 10.0) -> None:
-        if self.proc.poll() is not None:
-            self._reap_group()
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(5)
-        self._reap_group()
-
-    def _reap_group(self) -> None:
-        # Anything the component forked shares its process group (it is the group leader).
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-
-
-def spawn(name: str, argv: list[str], workdir: Path) -> Component:
-    """Start `argv` in its own process group, output in workdir/<name>.log; it dies with us."""
-    log = workdir / f"{name}.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            start_new_session=True,  # own process group: killpg reaches all of it
-            preexec_fn=_die_with_parent,
-        )
-    return Component(name, proc, log)
-
-
-def wait_component(comp: Component, probe: Callable[[], Any], what: str, timeout: float) -> float:
-    """Poll `probe` (truthy, or (ok, what it said)) while `comp` runs; the seconds it took.
-    NotReadyError with the component's log tail when it exits or `timeout` passes."""
-    t0, last = time.monotonic(), "no answer yet"
-    while time.monotonic() < t0 + timeout:
-        if not comp.alive():
-            raise NotReadyError(f"{comp.name} exited with code {comp.proc.returncode} before {what}"
-                                f"\n--- tail of {comp.log}:\n{tail(comp.log, 40)}")  # fmt: skip
-        try:
-            got = probe()
-            ok, last = got if isinstance(got, tuple) else (bool(got), last)
-        except Exception as exc:  # not up yet
-            ok, last = False, f"{type(exc).__name__}: {exc}"
-        if ok:
-            return time.monotonic() - t0
-        time.sleep(0.1)
-    raise NotReadyError(f"{comp.name} is not ready after {timeout:.0f}s: {what} said {last!r}"
-                        f"\n--- tail of {comp.log}:\n{tail(comp.log, 40)}")  # fmt: skip
-
-
 @dataclass
 class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager (+ kube-scheduler) on 127.0.0.1.
@@ -263,7 +113,7 @@ class ControlPlane:
     timings: dict[str, float] = field(init=False, default_factory=dict)
     apply_warnings: list[str] = field(init=False, default_factory=list)
     _components: list[Component] = field(init=False, default_factory=list)
-    _pki: _Pki = field(init=False)
+    _pki: Pki = field(init=False)
     _tokens: dict[str, str] = field(init=False, default_factory=dict)
 
     # -------------------------------------------------------------- lifecycle
@@ -274,7 +124,7 @@ class ControlPlane:
             self.bin_dir = ensure_binaries()
         self.dir = Path(tempfile.mkdtemp(prefix="crimsonbench-k8s-"))
         try:
-            self._pki = _make_pki(self.dir / "pki")
+            self._pki = make_pki(self.dir / "pki", SERVICE_CIDR)
             self._write_tokens()
             self._start_etcd()
             self._start_apiserver()
@@ -485,20 +335,15 @@ class ControlPlane:
         and the ServiceAccount first unless create=False."""
         with self.admin_api_client() as admin:
             core = kubernetes.client.CoreV1Api(admin)
-            if create:
-                _create_ignoring_conflict(
-                    core.create_namespace,
-                    kubernetes.client.V1Namespace(
-                        metadata=kubernetes.client.V1ObjectMeta(name=namespace)
-                    ),
-                )
-                _create_ignoring_conflict(
-                    core.create_namespaced_service_account,
-                    namespace,
-                    kubernetes.client.V1ServiceAccount(
-                        metadata=kubernetes.client.V1ObjectMeta(name=name)
-                    ),
-                )
+            made = ((core.create_namespace, {"metadata": {"name": namespace}}),
+                    (partial(core.create_namespaced_service_account, namespace),
+                     {"metadata": {"name": name}}))  # fmt: skip
+            for make, body in made if create else ():
+                try:
+                    make(body)
+                except kubernetes.client.ApiException as exc:
+                    if exc.status != 409:  # there already: fine
+                        raise
             req = kubernetes.client.AuthenticationV1TokenRequest(
                 spec=kubernetes.client.V1TokenRequestSpec(
                     audiences=[], expiration_seconds=expiration_seconds
@@ -525,66 +370,6 @@ class ControlPlane:
         """server_side_apply as the admin; API warnings go to self.apply_warnings."""
         with self.admin_api_client() as client:
             return server_side_apply(client, source, namespace, timeout, self.apply_warnings)
-
-
-def server_side_apply(
-    client: kubernetes.client.ApiClient,
-    source: str | Path | Iterable[Mapping[str, Any]],
-    namespace: str | None = None,
-    timeout: float = 30.0,
-    warnings: list[str] | None = None,
-) -> list[dict[str, Any]]:
-    """Server-side apply every document of a YAML file (path), YAML text, or already parsed
-    documents, with kubernetes.dynamic: its discovery finds a kind from a CRD applied just
-    before once the API serves it (asked again until `timeout`), and its raw response keeps
-    the Warning header (e.g. about a CRD schema), appended to `warnings`. Returns the
-    applied objects. Discovery's cache file goes in a directory of its own, removed after."""
-    out = []
-    with tempfile.TemporaryDirectory(prefix="crimsonbench-discovery-") as cache:
-        dyn = kubernetes.dynamic.DynamicClient(client, cache_file=f"{cache}/discovery.json")
-        for doc in map(dict, _documents(source)):
-            resource = _served(dyn, doc["apiVersion"], doc["kind"], timeout)
-            meta = doc.setdefault("metadata", {})
-            if resource.namespaced:
-                meta["namespace"] = meta.get("namespace") or namespace or "default"
-            resp = dyn.server_side_apply(resource, body=doc, field_manager=FIELD_MANAGER,
-                                         force_conflicts=True, serialize=False)  # fmt: skip
-            if resp.headers.get("Warning") and warnings is not None:
-                warnings.append(f"{doc['kind']}/{meta['name']}: {resp.headers['Warning']}")
-            out.append(dict(json.loads(resp.data)))
-    return out
-
-
-def _served(dyn: Any, api_version: str, kind: str, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:  # a miss makes the client discover again
-            return dyn.resources.get(api_version=api_version, kind=kind)
-        except kubernetes.dynamic.exceptions.ResourceNotFoundError:
-            if time.monotonic() > deadline:
-                raise LookupError(
-                    f"the API server does not serve {kind} in {api_version}"
-                ) from None
-            time.sleep(0.2)
-
-
-def _documents(source: str | Path | Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source):
-        text = Path(source).read_text()
-    elif isinstance(source, str):
-        text = source
-    else:
-        yield from (d for d in source if d)
-        return
-    yield from (d for d in yaml.safe_load_all(text) if d)
-
-
-def _create_ignoring_conflict(create: Any, *args: Any) -> None:
-    try:
-        create(*args)
-    except kubernetes.client.ApiException as exc:
-        if exc.status != 409:
-            raise
 
 
 def _http_ok(url: str, ctx: ssl.SSLContext | None = None, token: str | None = None) -> Any:

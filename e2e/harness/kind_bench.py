@@ -40,7 +40,6 @@ from harness.kind_rook import CLUSTER, NAMESPACE, kind_rook, new_loop_devices
 from harness.monitoring import (
     Monitoring,
     MonitoringUnavailable,
-    RunRecorder,
     chart_values,
     install_monitoring,
 )
@@ -53,6 +52,7 @@ from harness.rook import (
     release_fio_archive,
 )
 from harness.rook_facade import Rook, merged
+from harness.run_recorder import RunRecorder
 
 OPERATOR_NS = "crimsonbench"
 RUN_NS = "bench"
@@ -208,6 +208,30 @@ def switch_fio_image(s: BenchStack, tag: str, timeout: float = 600) -> None:
     _rolled_out(s.kind, timeout)
 
 
+def _node_archives(flavor: str, crimson_ceph: bool) -> tuple[list[Path], str]:
+    """Our images for the nodes (built, or cached: seconds) and the fio image's tag the
+    operator runs; KindUnavailable where this machine cannot build one."""
+    try:
+        archives: list[Path] = list(product_archives())
+    except ImagesUnavailable as exc:
+        if environmental(exc):
+            raise KindUnavailable(f"our images cannot be built here: {exc}") from exc
+        raise
+    if flavor == "crimson" or crimson_ceph:  # before any cluster: no build, a skip
+        try:
+            return [*archives, crimson_fio_archive()], CRIMSON_FIO_IMAGE.rsplit(":", 1)[1]
+        except RookUnavailable as exc:
+            raise KindUnavailable(f"no crimson Rook image: {exc}") from exc
+    if RELEASE_FIO_TAG:  # the release's Ceph (20+) needs our fio on its own client
+        try:
+            release_fio = release_fio_archive()
+        except RookUnavailable as exc:
+            raise KindUnavailable(f"no fio image for Ceph {CEPH_VERSION}: {exc}") from exc
+        if release_fio is not None:
+            return [*archives, release_fio], RELEASE_FIO_TAG
+    return archives, "dev"
+
+
 @contextlib.contextmanager
 def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1.0,
                      flavor: str = "classic", extra_archives: Sequence[Path] = (),
@@ -221,26 +245,7 @@ def kind_bench_stack(declared_cpus: int = DECLARED_CPUS, tick_seconds: float = 1
     timings: dict[str, float] = {}
     try:
         t0 = time.monotonic()
-        try:
-            archives: list[Path] = list(product_archives())  # cached: seconds
-        except ImagesUnavailable as exc:
-            if environmental(exc):
-                raise KindUnavailable(f"our images cannot be built here: {exc}") from exc
-            raise
-        fio_tag = "dev"
-        if flavor == "crimson" or crimson_ceph:  # before any cluster: no build, a skip
-            try:
-                archives = [*archives, crimson_fio_archive()]
-            except RookUnavailable as exc:
-                raise KindUnavailable(f"no crimson Rook image: {exc}") from exc
-            fio_tag = CRIMSON_FIO_IMAGE.rsplit(":", 1)[1]
-        elif RELEASE_FIO_TAG:  # the release's Ceph (20+) needs our fio on its own client
-            try:
-                release_fio = release_fio_archive()
-            except RookUnavailable as exc:
-                raise KindUnavailable(f"no fio image for Ceph {CEPH_VERSION}: {exc}") from exc
-            if release_fio is not None:
-                archives, fio_tag = [*archives, release_fio], RELEASE_FIO_TAG
+        archives, fio_tag = _node_archives(flavor, crimson_ceph)
         timings["product_images_s"] = time.monotonic() - t0
         with kind_cluster(workers=2, cpu_manager=False, host_dev=False,
                           declared_cpus=declared_cpus) as k:  # fmt: skip

@@ -1,7 +1,7 @@
 """One facade for a running Rook cluster: `Rook`. Its `RookSite` (harness.kind_rook.KindSite)
 says how `ceph` reaches the cluster and which devices the CephCluster gets. Everything
-else — Rook's chart, the CephCluster, readiness, reads, diagnostics, removal — is this
-class, returning the API server's JSON (dicts).
+else — Rook's chart, the CephCluster, readiness, reads, diagnostics — is this class (the
+kind cluster's teardown removes it all), returning the API server's JSON (dicts).
 
     rook.ceph_json("osd", "tree"); rook.osd_pods()[0]["spec"]["nodeName"]
     rook.patch_cluster({"spec": {...}}); rook.wait_ready(600)
@@ -16,7 +16,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,14 +24,14 @@ from typing import Any, Protocol
 import kubernetes.client
 import yaml
 
+from harness.apply import server_side_apply
 from harness.builds import ensure_helm
-from harness.controlplane import NotReadyError, server_side_apply
 from harness.rook import RELEASE, config_override, rook_csi_crds, rook_install_args
 from harness.waiting import pod_ready, wait_for
 
 GROUP, VERSION, PLURAL = "ceph.rook.io", "v1", "cephclusters"
 
-# Rook's operator log (capnslog, UTC): the start and the end of a CephCluster reconcile
+# Rook's operator log (capnslog, UTC): the start and the end of a CephCluster reconcile.
 # The operator's "reconciling" and "done reconciling" lines: v1.17's logger is
 # ceph-cluster-controller and names the namespace at the end (`... in namespace
 # "rook-ceph"`); v1.20's is cluster-controller and prefixes it (pkg/util/log), the start
@@ -122,7 +122,6 @@ class Rook:
     timings: dict[str, float] = field(default_factory=dict)
     settled_osd_restarts: int = 0  # OSDs settle_osds() restarted
     _changed_at: float = 0.0  # time.time() of the last change; 0: no reconcile tracking
-    _installed: bool = False  # Rook's chart (remove() uninstalls it)
 
     # ------------------------------------------------------------------ clients and tools
 
@@ -297,7 +296,6 @@ class Rook:
         crds = rook_csi_crds()
         if crds:  # server-side: operatorconfigs' schema is too large for an annotation
             server_side_apply(self.api, crds)
-        self._installed = True
         self.helm(*rook_install_args(self.workdir / "chart", self.namespace, self.site.values,
                                      self.image))  # fmt: skip
 
@@ -376,98 +374,7 @@ class Rook:
         self.settled_osd_restarts = sum(d["metadata"]["generation"] != gens.get(i)
                                         for i, d in self.osd_deployments().items())  # fmt: skip
 
-    # ------------------------------------------------------------------ removal
-
-    def remove(self) -> list[str]:
-        """Rook's objects (dependents first, the CephCluster last), its operator and its
-        namespace deleted, each step even if an earlier one failed; what went wrong."""
-        problems: list[str] = []
-        for what, step in (("delete Rook's objects, the CephCluster last", self._delete_objects),
-                           ("uninstall the operator", self._uninstall_operator),
-                           ("delete the namespace", self._delete_namespace)):  # fmt: skip
-            try:
-                problems += step()
-            except Exception as exc:
-                problems.append(f"{what}: {type(exc).__name__}: {exc}")
-        return problems
-
-    def _rook_objects(self) -> list[tuple[str, str]]:
-        """(plural, name) of every ceph.rook.io object in the namespace, CephCluster last."""
-        found = []
-        for r in self.custom.get_api_resources(GROUP, VERSION).resources:
-            if "/" in r.name or not r.namespaced or "delete" not in (r.verbs or []):
-                continue
-            items = self.custom.list_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, r.name)  # fmt: skip
-            found += [(r.name, o["metadata"]["name"]) for o in items["items"]]
-        return sorted(found, key=lambda o: o[0] == PLURAL)
-
-    def _strip_finalizers(self, everything: bool = True) -> list[str]:
-        """Drop the finalizers of Rook's CRs but the CephCluster (everything=False), or of
-        all Rook put in the namespace (its CRs, and the ceph.rook.io/disaster-protection
-        ones on the mon Secret and ConfigMap); returns what had them."""
-        stripped, unset = [], {"metadata": {"finalizers": None}}
-        merge = "application/merge-patch+json"
-        for plural, name in self._rook_objects():
-            if everything or plural != PLURAL:
-                self.custom.patch_namespaced_custom_object(
-                    GROUP, VERSION, self.namespace, plural, name, unset,
-                    _content_type=merge)  # fmt: skip
-                stripped.append(f"{plural}/{name}")
-        for kind in ("config_map", "secret") if everything else ():
-            for obj in getattr(self.core, f"list_namespaced_{kind}")(self.namespace).items:
-                if obj.metadata.finalizers:
-                    getattr(self.core, f"patch_namespaced_{kind}")(
-                        obj.metadata.name, self.namespace, unset, _content_type=merge)  # fmt: skip
-                    stripped.append(f"{kind}/{obj.metadata.name}")
-        return stripped
-
-    def _wait_gone(self, probe: Callable[[], bool], what: str, retry: bool = False) -> list[str]:
-        """Wait for `probe`; when it times out, drop every finalizer (reported) and wait
-        again if `retry`."""
-        try:
-            wait_for(probe, 300, what, self.diagnostics)
-            return []
-        except NotReadyError as exc:
-            stripped = self._strip_finalizers()
-            if retry:
-                wait_for(probe, 120, what, self.diagnostics)
-            return [f"{str(exc)[:3000]}\n(finalizers dropped: {stripped})"]
-
-    def _delete_objects(self) -> list[str]:
-        """Rook keeps a CephCluster that has dependents (CephBlockPool, CephClient, ...),
-        and a CephBlockPool that holds RBD images: the dependents are deleted with their
-        finalizers dropped (the whole cluster goes anyway), then the CephCluster, whose
-        deletion the operator must finish (else its finalizers are dropped, and reported)."""
-        dependents = [o for o in self._rook_objects() if o[0] != PLURAL]
-        for plural, name in dependents:
-            self._delete(plural, name)
-        if dependents:
-            self._strip_finalizers(everything=False)
-        self._delete(PLURAL, self.name)
-        return self._wait_gone(lambda: not self._rook_objects(), "Rook's objects deleted")
-
     def _delete(self, plural: str, name: str) -> None:
         with contextlib.suppress(kubernetes.client.ApiException):  # 404: gone already
             self.custom.delete_namespaced_custom_object(
                 GROUP, VERSION, self.namespace, plural, name)  # fmt: skip
-
-    def _uninstall_operator(self) -> list[str]:
-        if self._installed:
-            self.helm("uninstall", "rook-ceph", "--namespace", self.namespace, "--wait",
-                      "--timeout", "5m")  # fmt: skip
-        return []
-
-    def _delete_namespace(self) -> list[str]:
-        with contextlib.suppress(kubernetes.client.ApiException):  # 404: gone already
-            self.core.delete_namespace(self.namespace)
-
-        def gone() -> bool:
-            try:
-                self.core.read_namespace(self.namespace)
-            except kubernetes.client.ApiException as exc:
-                return exc.status == 404
-            return False
-
-        # the pods go first: the OSDs hold the loop devices open until their containers end
-        return self._wait_gone(gone, f"namespace {self.namespace} deleted", retry=True)

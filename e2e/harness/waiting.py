@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from harness.controlplane import NotReadyError
+from harness.processes import NotReadyError
 
 T = TypeVar("T")
 

@@ -33,7 +33,7 @@ etcd_tag=$(docker image inspect --format '{{ index .Config.Labels "crimsonbench.
 config=$(mktemp)
 sed "s/imageTag: \"[^\"]*\"/imageTag: \"$etcd_tag\"/" e2e/kind/kind-config.yaml > "$config"
 export KIND_EXPERIMENTAL_DOCKER_NETWORK=crimsonbench-kind
-# a network of our own: fixed bridge name and subnet (as e2e/harness/kind.py makes it)
+# a network of our own: fixed bridge name and subnet (as e2e/harness/dockerd.py makes it)
 docker network inspect "$KIND_EXPERIMENTAL_DOCKER_NETWORK" >/dev/null 2>&1 || \
   docker network create --driver bridge --subnet 172.30.77.0/24 \
     -o com.docker.network.bridge.name=cb-kind0 \

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 from harness.images import PAUSE_IMAGE, pause_archive
-from harness.kind import K8S_VERSION, SUBNET, HostState, KindCluster
+from harness.dockerd import SUBNET
+from harness.host import HostState
+from harness.kind import K8S_VERSION, KindCluster
 
 pytestmark = pytest.mark.kind
 
@@ -273,7 +275,8 @@ def test_a_cluster_left_by_a_killed_run_is_deleted_not_fatal(
     """A machine restarted mid-test keeps our dockerd's data root (under the cache) with the
     cluster's stopped node containers in it; CI once failed every kind test on such a
     remnant ("already exists"). The next run deletes it, and nothing else of ours."""
-    from harness.kind import CLUSTER_LABEL, Dockerd, _remove_stale_cluster
+    from harness.dockerd import Dockerd
+    from harness.kind import CLUSTER_LABEL, _remove_stale_cluster
 
     stale = "crimsonbench-killed"
     for node in (f"{stale}-control-plane", f"{stale}-worker"):  # as `kind create` labels them
