@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness.images import PAUSE_IMAGE, pause_archive
 from harness.dockerd import SUBNET
 from harness.host import HostState
+from harness.images import PAUSE_IMAGE, pause_archive
 from harness.kind import K8S_VERSION, KindCluster
 
 pytestmark = pytest.mark.kind

@@ -15,6 +15,7 @@ results are.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -161,21 +162,23 @@ def next_store(view: StoreView) -> list[StoreAction]:
             return [*actions, ExecutionError(f"{exc}: the run stops (fewer clients per step fit)")]
         new.append(RunSteps.of(result))
         actions.append(WriteStep(tuple(cms), new[-1]))
-    stored = RunSteps.joined([view.known, *new])
+    stored = [view.known, *new]  # not joined: a copy of every stored step a step
     summary = stored_summary(stored, view.spec)
-    done = sum(step_id in stored.results for step_id in view.planned)
+    done = sum(any(step_id in part.results for part in stored) for step_id in view.planned)
     ref = ResultsRef(kind="ConfigMap", name=run_configmap_name(view.run),
                      selector=results_selector(view.run))  # fmt: skip
     progress = f"{done}/{len(view.planned)}"
     return [*actions, SetSummary(summary, done, progress, suspect_message(summary), ref)]
 
 
-def stored_summary(known: RunSteps, spec: BenchmarkRunSpec) -> BenchmarkRunStatus:
-    """status_summary of the slim results, with each step's clients as stored."""
-    ordered = sorted(known.results.values(), key=lambda r: r.step_id)
+def stored_summary(parts: Sequence[RunSteps], spec: BenchmarkRunSpec) -> BenchmarkRunStatus:
+    """status_summary of the slim results (of several parts: what was stored and what is
+    being stored), with each step's clients as stored."""
+    ordered = sorted((r for part in parts for r in part.results.values()), key=lambda r: r.step_id)
+    beside = ChainMap(*(part.beside for part in reversed(parts)))  # a later part's wins
     raw = status_summary(ordered, spec)
     for step in raw["steps"]:
-        step["clients"], step["slowestClient"], _ = known.beside.get(step["id"], (1, "", None))
+        step["clients"], step["slowestClient"], _ = beside.get(step["id"], (1, "", None))
     return BenchmarkRunStatus.model_validate(raw)
 
 
