@@ -98,11 +98,11 @@ def operator_process() -> None:
     def fio_driver(ctx: Any, plan: Any) -> PodState:
         return PodState("Running", name="fio-driver", ready=True, ip="10.0.0.1", node="client-0")
 
-    def carry_out(ctx: Any, view: Any, key: str, pod: Any) -> Any:
-        if key not in started:  # a step runs for one tick: started now, stored the next
-            started.add(key)
+    def carry_out(ctx: Any, view: Any, pod: Any) -> Any:  # step_loop._carry_out's signature
+        if view.key not in started:  # a step runs for one tick: started now, stored the next
+            started.add(view.key)
             raise NotReady(f"{view.what} started")
-        return Store(step_result(view.step, [c.name for c in view.plan.clients]))
+        return Store(step_result(view.step, [c.name for c in view.plan.clients]), end=())
 
     stages.ensure_servers, stages.ensure_driver = servers, fio_driver  # type: ignore[assignment]
     step_loop._carry_out = carry_out  # type: ignore[assignment]
